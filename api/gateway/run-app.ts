@@ -1,0 +1,9 @@
+import type { FastifyInstance } from 'fastify';
+import type { HangarConfig } from '../../core/config';
+import type { AppOptions } from '../app';
+import { buildGatewayBase } from './shared';
+
+/** The run_url listener: the inference gateway for agents, models and MCP servers. */
+export async function buildRunApp(config: HangarConfig, options: AppOptions = {}): Promise<FastifyInstance> {
+  return buildGatewayBase(config, options);
+}

@@ -1,0 +1,16 @@
+import type { FastifyInstance } from 'fastify';
+import accountRoutes from './accounts/routes';
+import oauthRoutes from './oauth/routes';
+import { RESOURCE_KINDS } from './resources/kinds';
+import { resourceRoutes } from './resources/routes';
+import serviceAccountRoutes from './service-accounts/routes';
+import workspaceRoutes from './workspaces/routes';
+
+/** The /v0 management API. */
+export default async function managementApi(app: FastifyInstance) {
+  await app.register(oauthRoutes);
+  await app.register(accountRoutes);
+  await app.register(workspaceRoutes);
+  await app.register(serviceAccountRoutes);
+  for (const kind of RESOURCE_KINDS) await app.register(resourceRoutes(kind));
+}

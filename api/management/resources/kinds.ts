@@ -1,0 +1,84 @@
+import { Type, type TSchema } from 'typebox';
+import type { HangarConfig } from '../../../core/config';
+import type { ResourceStatus } from '../../../core/resource';
+import { ResourceName } from '../common-schemas';
+
+/**
+ * What differs between workload kinds that share the resource envelope: their path, the shape of
+ * their spec, their first status and where their endpoint lives.
+ */
+export interface ResourceKind {
+  /** Plural, as in /v0/{path}; also the `kind` column. */
+  path: string;
+  singular: string;
+  spec: TSchema;
+  initialStatus: ResourceStatus;
+  initialMessage: string;
+  url(config: HangarConfig, workspace: string, name: string): string;
+}
+
+const EnvVar = Type.Object(
+  { name: Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$', maxLength: 255 }), value: Type.String({ maxLength: 32_768 }), secret: Type.Optional(Type.Boolean()) },
+  { additionalProperties: false },
+);
+
+export const WorkloadRuntime = Type.Object(
+  {
+    type: Type.Optional(Type.String({ maxLength: 63 })),
+    image: Type.Optional(Type.String({ maxLength: 255 })),
+    memory: Type.Optional(Type.Integer({ minimum: 64, maximum: 65_536, description: 'Memory limit in MB.' })),
+    envs: Type.Optional(Type.Array(EnvVar, { maxItems: 200 })),
+    command: Type.Optional(Type.Array(Type.String({ maxLength: 4_096 }), { maxItems: 100 })),
+    minScale: Type.Optional(Type.Integer({ minimum: 0, maximum: 100 })),
+    maxScale: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
+  },
+  { additionalProperties: true },
+);
+
+const WorkloadSpec = Type.Object({ runtime: Type.Optional(WorkloadRuntime) }, { additionalProperties: true });
+
+const FunctionSpec = Type.Object(
+  {
+    type: Type.Optional(Type.String({ maxLength: 63, description: "'mcp' for an MCP server." })),
+    integrationConnections: Type.Optional(Type.Array(ResourceName, { maxItems: 50 })),
+    runtime: Type.Optional(WorkloadRuntime),
+  },
+  { additionalProperties: true },
+);
+
+const awaitingCode = 'created; waiting for a code bundle to deploy';
+
+export const RESOURCE_KINDS: ResourceKind[] = [
+  {
+    path: 'agents',
+    singular: 'agent',
+    spec: WorkloadSpec,
+    initialStatus: 'UPLOADING',
+    initialMessage: awaitingCode,
+    url: (config, workspace, name) => `${config.runUrl}/${workspace}/agents/${name}`,
+  },
+  {
+    path: 'models',
+    singular: 'model',
+    spec: WorkloadSpec,
+    initialStatus: 'UPLOADING',
+    initialMessage: awaitingCode,
+    url: (config, workspace, name) => `${config.runUrl}/${workspace}/models/${name}`,
+  },
+  {
+    path: 'functions',
+    singular: 'function',
+    spec: FunctionSpec,
+    initialStatus: 'UPLOADING',
+    initialMessage: awaitingCode,
+    url: (config, workspace, name) => `${config.runUrl}/${workspace}/functions/${name}/mcp`,
+  },
+  {
+    path: 'jobs',
+    singular: 'job',
+    spec: WorkloadSpec,
+    initialStatus: 'UPLOADING',
+    initialMessage: awaitingCode,
+    url: (config, workspace, name) => `${config.baseUrl}/${workspace}/jobs/${name}`,
+  },
+];

@@ -1,0 +1,140 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import { RESOURCE_STATUSES, type ResourceStatus } from '../../../core/resource';
+import { badRequest, conflict, notFound } from '../../errors';
+import { DisplayName, Labels, NameParam, ResourceName, commonErrors } from '../common-schemas';
+import { requestWorkspace } from '../workspace-context';
+import type { ResourceKind } from './kinds';
+import { ResourceStore, type ResourceRow } from './store';
+
+const ResourceEvent = Type.Object({ type: Type.String(), status: Type.String(), message: Type.String(), time: Type.String() });
+
+/** Read-only metadata sent back by clients (workspace, createdAt, ...) is accepted and ignored. */
+const MetadataInput = Type.Object(
+  { name: ResourceName, displayName: Type.Optional(DisplayName), labels: Type.Optional(Labels) },
+  { additionalProperties: true },
+);
+
+const Metadata = Type.Object({
+  name: Type.String(),
+  displayName: Type.String(),
+  labels: Type.Record(Type.String(), Type.String()),
+  workspace: Type.String(),
+  url: Type.String(),
+  createdAt: Type.String({ format: 'date-time' }),
+  updatedAt: Type.String({ format: 'date-time' }),
+  createdBy: Type.Union([Type.String(), Type.Null()]),
+  updatedBy: Type.Union([Type.String(), Type.Null()]),
+});
+
+/**
+ * CRUD for one workload kind under /v0/{kind}, in the workspace named by X-Service-Workspace.
+ * Lists are JSON arrays (version 2026-04-16).
+ */
+export function resourceRoutes(kind: ResourceKind) {
+  const Envelope = Type.Object({
+    metadata: Metadata,
+    spec: Type.Object({}, { additionalProperties: true }),
+    status: Type.Unsafe<ResourceStatus>({ type: 'string', enum: [...RESOURCE_STATUSES] }),
+    events: Type.Array(ResourceEvent),
+  });
+  const Input = Type.Object({ metadata: MetadataInput, spec: Type.Optional(kind.spec) }, { additionalProperties: true });
+  const tags = [kind.path];
+
+  return async function routes(fastify: FastifyInstance) {
+    const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+    const store = new ResourceStore(app.pg);
+
+    const toEnvelope = (row: ResourceRow) => ({
+      metadata: {
+        name: row.name,
+        displayName: row.display_name,
+        labels: row.labels,
+        workspace: row.workspace,
+        url: kind.url(app.config, row.workspace, row.name),
+        createdAt: row.created_at.toISOString(),
+        updatedAt: row.updated_at.toISOString(),
+        createdBy: row.created_by,
+        updatedBy: row.updated_by,
+      },
+      spec: row.spec,
+      status: row.status,
+      events: row.events,
+    });
+    const missing = (name: string, workspace: string) => notFound(`${kind.singular} '${name}' not found in workspace '${workspace}'`);
+
+    app.get(
+      `/v0/${kind.path}`,
+      { schema: { tags, summary: `List ${kind.path}`, response: { 200: Type.Array(Envelope), ...commonErrors } } },
+      async (request) => {
+        const workspace = requestWorkspace(request);
+        return (await store.list(workspace.id, kind.path)).map(toEnvelope);
+      },
+    );
+
+    app.post(
+      `/v0/${kind.path}`,
+      { schema: { tags, summary: `Create a ${kind.singular}`, body: Input, response: { 200: Envelope, 409: commonErrors[400], ...commonErrors } } },
+      async (request) => {
+        const workspace = requestWorkspace(request);
+        const { metadata, spec } = request.body;
+        const created = await store.create(
+          { workspaceId: workspace.id, kind: kind.path, name: metadata.name },
+          { displayName: metadata.displayName ?? metadata.name, labels: metadata.labels ?? {}, spec: (spec ?? {}) as Record<string, unknown> },
+          kind.initialStatus,
+          kind.initialMessage,
+          request.principal.clientId,
+        );
+        if (!created) throw conflict(`${kind.singular} '${metadata.name}' already exists in workspace '${workspace.name}'`);
+        return toEnvelope(created);
+      },
+    );
+
+    app.get(
+      `/v0/${kind.path}/:name`,
+      { schema: { tags, summary: `Get a ${kind.singular}`, params: NameParam, response: { 200: Envelope, ...commonErrors } } },
+      async (request) => {
+        const workspace = requestWorkspace(request);
+        const row = await store.get({ workspaceId: workspace.id, kind: kind.path, name: request.params.name });
+        if (!row) throw missing(request.params.name, workspace.name);
+        return toEnvelope(row);
+      },
+    );
+
+    app.put(
+      `/v0/${kind.path}/:name`,
+      {
+        schema: { tags, summary: `Update a ${kind.singular}`, params: NameParam, body: Input, response: { 200: Envelope, ...commonErrors } },
+      },
+      async (request) => {
+        const workspace = requestWorkspace(request);
+        const { metadata, spec } = request.body;
+        if (metadata.name !== request.params.name) {
+          throw badRequest(`body.metadata.name '${metadata.name}' differs from the name in the path; names are immutable`);
+        }
+        const key = { workspaceId: workspace.id, kind: kind.path, name: request.params.name };
+        const current = await store.get(key);
+        if (!current) throw missing(request.params.name, workspace.name);
+        const updated = await store.update(
+          key,
+          { displayName: metadata.displayName ?? current.display_name, labels: metadata.labels ?? current.labels, spec: (spec as Record<string, unknown> | undefined) ?? current.spec },
+          request.principal.clientId,
+        );
+        if (!updated) throw missing(request.params.name, workspace.name);
+        return toEnvelope(updated);
+      },
+    );
+
+    app.delete(
+      `/v0/${kind.path}/:name`,
+      { schema: { tags, summary: `Delete a ${kind.singular}`, params: NameParam, response: { 200: Envelope, ...commonErrors } } },
+      async (request) => {
+        const workspace = requestWorkspace(request);
+        const deleted = await store.delete({ workspaceId: workspace.id, kind: kind.path, name: request.params.name });
+        if (!deleted) throw missing(request.params.name, workspace.name);
+        return toEnvelope(deleted);
+      },
+    );
+  };
+}

@@ -1,0 +1,89 @@
+import type { Pool } from 'pg';
+import { newUuid } from '../../../core/ids';
+import { appendEvent, type ResourceEvent, type ResourceStatus } from '../../../core/resource';
+
+export interface ResourceRow {
+  id: string;
+  workspace: string;
+  kind: string;
+  name: string;
+  display_name: string;
+  labels: Record<string, string>;
+  spec: Record<string, unknown>;
+  status: ResourceStatus;
+  state: Record<string, unknown>;
+  events: ResourceEvent[];
+  generation: number;
+  created_at: Date;
+  updated_at: Date;
+  created_by: string | null;
+  updated_by: string | null;
+}
+
+const COLUMNS = `r.id, w.name AS workspace, r.kind, r.name, r.display_name, r.labels, r.spec, r.status, r.state, r.events,
+  r.generation, r.created_at, r.updated_at, r.created_by, r.updated_by`;
+
+export interface ResourceKey {
+  workspaceId: string;
+  kind: string;
+  name: string;
+}
+
+export interface ResourceInput {
+  displayName: string;
+  labels: Record<string, string>;
+  spec: Record<string, unknown>;
+}
+
+/** Persistence of the resource envelope, shared by every workload kind. */
+export class ResourceStore {
+  constructor(private readonly pg: Pool) {}
+
+  async list(workspaceId: string, kind: string): Promise<ResourceRow[]> {
+    const { rows } = await this.pg.query<ResourceRow>(
+      `SELECT ${COLUMNS} FROM resources r JOIN workspaces w ON w.id = r.workspace_id
+        WHERE r.workspace_id = $1 AND r.kind = $2 ORDER BY r.name`,
+      [workspaceId, kind],
+    );
+    return rows;
+  }
+
+  async get(key: ResourceKey): Promise<ResourceRow | undefined> {
+    const { rows } = await this.pg.query<ResourceRow>(
+      `SELECT ${COLUMNS} FROM resources r JOIN workspaces w ON w.id = r.workspace_id
+        WHERE r.workspace_id = $1 AND r.kind = $2 AND r.name = $3`,
+      [key.workspaceId, key.kind, key.name],
+    );
+    return rows[0];
+  }
+
+  /** Inserts a new resource; returns undefined when the name is taken (the caller answers 409). */
+  async create(key: ResourceKey, input: ResourceInput, status: ResourceStatus, message: string, actor: string): Promise<ResourceRow | undefined> {
+    const events = appendEvent([], { type: 'Normal', status, message, time: new Date().toISOString() });
+    const { rows } = await this.pg.query<{ id: string }>(
+      `INSERT INTO resources (id, workspace_id, kind, name, display_name, labels, spec, status, events, created_by, updated_by)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)
+       ON CONFLICT (workspace_id, kind, name) DO NOTHING RETURNING id`,
+      [newUuid(), key.workspaceId, key.kind, key.name, input.displayName, input.labels, input.spec, status, JSON.stringify(events), actor],
+    );
+    return rows[0] ? this.get(key) : undefined;
+  }
+
+  /** Replaces the user-owned parts (display name, labels, spec); status and history stay. */
+  async update(key: ResourceKey, input: ResourceInput, actor: string): Promise<ResourceRow | undefined> {
+    const { rowCount } = await this.pg.query(
+      `UPDATE resources SET display_name = $4, labels = $5, spec = $6, generation = generation + 1,
+              updated_at = now(), updated_by = $7
+        WHERE workspace_id = $1 AND kind = $2 AND name = $3`,
+      [key.workspaceId, key.kind, key.name, input.displayName, input.labels, input.spec, actor],
+    );
+    return rowCount ? this.get(key) : undefined;
+  }
+
+  async delete(key: ResourceKey): Promise<ResourceRow | undefined> {
+    const current = await this.get(key);
+    if (!current) return undefined;
+    await this.pg.query('DELETE FROM resources WHERE id = $1', [current.id]);
+    return current;
+  }
+}

@@ -1,0 +1,15 @@
+import { createClient, type ClickHouseClient } from '@clickhouse/client';
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import type { HangarConfig } from '../../core/config';
+
+export function createClickHouse(config: HangarConfig): ClickHouseClient {
+  const url = config.clickhouseUrl ?? `http://127.0.0.1:${config.clickhouseHttpPort}`;
+  return createClient({ url, database: config.clickhouseDatabase, request_timeout: 30_000 });
+}
+
+export default fp(async function clickhouse(app: FastifyInstance) {
+  const client = createClickHouse(app.config);
+  app.decorate('clickhouse', client);
+  app.addHook('onClose', async () => client.close());
+});

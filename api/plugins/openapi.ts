@@ -1,0 +1,32 @@
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+
+/**
+ * The OpenAPI document is generated from the route schemas (the single source of validation) and
+ * served at /openapi.json, browsable at /docs. Registered before any route so it sees them all.
+ */
+export default fp(async function openapi(app: FastifyInstance) {
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: {
+        title: 'Hangar API',
+        version: '2026-04-16',
+        description:
+          'Management (/v0), billing and OAuth endpoints of Hangar. Send `Service-Version` to pin a version; ' +
+          'credentials go in `Authorization` or `X-Service-Authorization` as `Bearer <token>`.',
+      },
+      servers: [{ url: app.config.baseUrl }],
+      components: {
+        securitySchemes: {
+          bearer: { type: 'http', scheme: 'bearer', description: 'An API key or an access token (JWT).' },
+        },
+      },
+      security: [{ bearer: [] }],
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });
+  app.get('/openapi.json', { schema: { hide: true }, config: { public: true, unversioned: true } }, async () => app.swagger());
+});

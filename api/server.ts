@@ -1,0 +1,36 @@
+import type { FastifyInstance } from 'fastify';
+import { loadConfig } from '../core/config';
+import { buildApp } from './app';
+import { buildRunApp } from './gateway/run-app';
+import { buildSandboxGatewayApp } from './gateway/sandbox-app';
+
+/**
+ * The API process: the management API on base_url, the inference gateway on run_url and the
+ * sandbox gateway, each on its own listener. SIGINT/SIGTERM close them gracefully (in-flight
+ * requests finish).
+ */
+async function main() {
+  const config = loadConfig();
+  const listeners: [string, FastifyInstance, number][] = [
+    ['base_url', await buildApp(config, { logLevel: config.logLevel }), config.basePort],
+    ['run_url', await buildRunApp(config, { logLevel: config.logLevel }), config.runPort],
+    ['sandbox gateway', await buildSandboxGatewayApp(config, { logLevel: config.logLevel }), config.sandboxPort],
+  ];
+  for (const [, app, port] of listeners) await app.listen({ host: config.host, port });
+
+  let closing = false;
+  const shutdown = async (signal: string) => {
+    if (closing) return;
+    closing = true;
+    listeners[0][1].log.info({ signal }, 'shutting down');
+    await Promise.allSettled(listeners.map(([, app]) => app.close()));
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+}
+
+main().catch((err) => {
+  console.error(`hangar api failed to start: ${(err as Error).message}`);
+  process.exit(1);
+});

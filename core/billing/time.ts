@@ -1,0 +1,146 @@
+/**
+ * UTC time arithmetic of billing: RFC 3339 parsing, bucket alignment (hour, day, Monday week,
+ * month) and the window rules of endpoint 14. Times are epoch milliseconds throughout.
+ */
+export const RESOLUTIONS = ['hourly', 'daily', 'weekly', 'monthly'] as const;
+export type Resolution = (typeof RESOLUTIONS)[number];
+
+export const HOUR_MS = 3_600_000;
+export const DAY_MS = 86_400_000;
+const WEEK_MS = 7 * DAY_MS;
+
+/** ClickHouse DateTime holds seconds from 1970 up to 2106-02-07; billing times stay inside. */
+export const MIN_TIME_MS = 0;
+export const MAX_TIME_MS = Date.UTC(2106, 0, 1);
+
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?([Zz]|[+-]\d{2}:\d{2})$/;
+
+export interface ParsedTime {
+  ms: number;
+  /** True when the text carried a zero offset (Z, +00:00 or -00:00). */
+  utc: boolean;
+}
+
+/** Parses an RFC 3339 date-time; undefined when the text is not one (including impossible dates). */
+export function parseRfc3339(text: string): ParsedTime | undefined {
+  const m = RFC3339.exec(text);
+  if (!m) return undefined;
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number);
+  // Date.UTC maps years 0-99 to 1900-1999; such dates are outside every supported range anyway.
+  if (year < 100) return undefined;
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month) || hour > 23 || minute > 59 || second > 59) {
+    return undefined;
+  }
+  const offset = m[8].toUpperCase();
+  let offsetMinutes = 0;
+  if (offset !== 'Z') {
+    const oh = Number(offset.slice(1, 3));
+    const om = Number(offset.slice(4, 6));
+    if (oh > 23 || om > 59) return undefined;
+    offsetMinutes = (offset[0] === '-' ? -1 : 1) * (oh * 60 + om);
+  }
+  // Milliseconds are kept; finer digits are dropped (truncation toward the past, like the rest).
+  const millis = m[7] ? Number(m[7].slice(0, 3).padEnd(3, '0')) : 0;
+  const utcMs = Date.UTC(year, month - 1, day, hour, minute, second, millis);
+  return { ms: utcMs - offsetMinutes * 60_000, utc: offsetMinutes === 0 };
+}
+
+function daysInMonth(year: number, month: number): number {
+  return new Date(Date.UTC(year, month, 0)).getUTCDate();
+}
+
+/** RFC 3339 in UTC, with milliseconds only when they are not zero. */
+export function formatRfc3339(ms: number): string {
+  const iso = new Date(ms).toISOString();
+  return iso.endsWith('.000Z') ? `${iso.slice(0, -5)}Z` : iso;
+}
+
+function floorMod(a: number, b: number): number {
+  return ((a % b) + b) % b;
+}
+
+/** Start of the bucket of `resolution` that contains `ms`. */
+export function bucketStart(ms: number, resolution: Resolution): number {
+  switch (resolution) {
+    case 'hourly':
+      return ms - floorMod(ms, HOUR_MS);
+    case 'daily':
+      return ms - floorMod(ms, DAY_MS);
+    case 'weekly': {
+      const day = Math.floor(ms / DAY_MS);
+      // 1970-01-01 was a Thursday: three days after a Monday.
+      return (day - floorMod(day + 3, 7)) * DAY_MS;
+    }
+    case 'monthly': {
+      const d = new Date(ms);
+      return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
+    }
+  }
+}
+
+/** Start of the bucket that follows the one starting at `start`. */
+export function nextBucketStart(start: number, resolution: Resolution): number {
+  switch (resolution) {
+    case 'hourly':
+      return start + HOUR_MS;
+    case 'daily':
+      return start + DAY_MS;
+    case 'weekly':
+      return start + WEEK_MS;
+    case 'monthly': {
+      const d = new Date(start);
+      return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
+    }
+  }
+}
+
+/** Every bucket start of the window [start, end), the first one at or before `start`. */
+export function bucketStarts(start: number, end: number, resolution: Resolution): number[] {
+  const starts: number[] = [];
+  for (let b = bucketStart(start, resolution); b < end; b = nextBucketStart(b, resolution)) starts.push(b);
+  return starts;
+}
+
+/** The same instant one calendar year later (29 February rolls to 1 March). */
+export function oneYearAfter(ms: number): number {
+  const d = new Date(ms);
+  return Date.UTC(
+    d.getUTCFullYear() + 1,
+    d.getUTCMonth(),
+    d.getUTCDate(),
+    d.getUTCHours(),
+    d.getUTCMinutes(),
+    d.getUTCSeconds(),
+    d.getUTCMilliseconds(),
+  );
+}
+
+/** Rule 1: the bucket size applied when the caller names none. */
+export function defaultResolution(start: number, end: number): Resolution {
+  const length = end - start;
+  if (length < 7 * DAY_MS) return 'hourly';
+  if (length < 90 * DAY_MS) return 'daily';
+  if (end < oneYearAfter(start)) return 'weekly';
+  return 'monthly';
+}
+
+/** Rule 2: whether an explicit resolution accepts a window this long. */
+export function windowWithinCap(start: number, end: number, resolution: Resolution): boolean {
+  switch (resolution) {
+    case 'hourly':
+      return end - start <= 7 * DAY_MS;
+    case 'daily':
+      return end - start <= 90 * DAY_MS;
+    case 'weekly':
+      return end <= oneYearAfter(start);
+    case 'monthly':
+      return true;
+  }
+}
+
+export const WINDOW_CAPS: Record<Resolution, string> = {
+  hourly: '7 days',
+  daily: '90 days',
+  weekly: '1 year',
+  monthly: 'unbounded',
+};

@@ -1,0 +1,84 @@
+import path from 'node:path';
+
+/**
+ * Every setting Hangar reads from its environment, in one place. Defaults give a working
+ * single-machine install; each external service can be replaced by pointing its URL elsewhere.
+ */
+export interface HangarConfig {
+  /** Folder holding local service data, generated keys and credentials. */
+  dataDir: string;
+  /** Address the API listeners bind to. */
+  host: string;
+  basePort: number;
+  runPort: number;
+  sandboxPort: number;
+  /** Public addresses handed to clients. */
+  baseUrl: string;
+  runUrl: string;
+  /** Template for one sandbox's address; {sandbox_id}, {workspace_id} and {region} default to 'unknown'. */
+  sandboxUrlTemplate: string;
+  region: string;
+  /** Local service ports, used only when the matching URL is not given. */
+  postgresPort: number;
+  clickhouseHttpPort: number;
+  clickhouseTcpPort: number;
+  temporalPort: number;
+  temporalUiPort: number;
+  /** External services: when set, nothing is started locally for them. */
+  databaseUrl?: string;
+  clickhouseUrl?: string;
+  temporalAddress?: string;
+  temporalNamespace: string;
+  clickhouseDatabase: string;
+  /** 32-byte key (base64) sealing secrets at rest; generated into the data folder when absent. */
+  masterKey?: string;
+  /** Task queue of the control-plane worker. */
+  taskQueue: string;
+  /** Lifetime of issued access tokens, in seconds. */
+  tokenTtlSeconds: number;
+  /** Largest accepted request body, in bytes. */
+  bodyLimitBytes: number;
+  logLevel: string;
+}
+
+function intFrom(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer, got '${raw}'`);
+  return value;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): HangarConfig {
+  const host = env.HANGAR_HOST || '127.0.0.1';
+  const basePort = intFrom(env, 'HANGAR_BASE_PORT', 8080);
+  const runPort = intFrom(env, 'HANGAR_RUN_PORT', 8081);
+  const sandboxPort = intFrom(env, 'HANGAR_SANDBOX_PORT', 8082);
+  return {
+    dataDir: path.resolve(env.HANGAR_DATA_DIR || '.data'),
+    host,
+    basePort,
+    runPort,
+    sandboxPort,
+    baseUrl: env.HANGAR_BASE_URL || `http://${host}:${basePort}`,
+    runUrl: env.HANGAR_RUN_URL || `http://${host}:${runPort}`,
+    sandboxUrlTemplate:
+      env.HANGAR_SANDBOX_URL_TEMPLATE || `http://${host}:${sandboxPort}/{workspace_id}/{sandbox_id}`,
+    region: env.HANGAR_REGION || 'local',
+    postgresPort: intFrom(env, 'HANGAR_POSTGRES_PORT', 55432),
+    clickhouseHttpPort: intFrom(env, 'HANGAR_CLICKHOUSE_HTTP_PORT', 18123),
+    clickhouseTcpPort: intFrom(env, 'HANGAR_CLICKHOUSE_TCP_PORT', 19000),
+    temporalPort: intFrom(env, 'HANGAR_TEMPORAL_PORT', 7233),
+    temporalUiPort: intFrom(env, 'HANGAR_TEMPORAL_UI_PORT', 8233),
+    databaseUrl: env.DATABASE_URL || undefined,
+    clickhouseUrl: env.CLICKHOUSE_URL || undefined,
+    temporalAddress: env.TEMPORAL_ADDRESS || undefined,
+    temporalNamespace: env.TEMPORAL_NAMESPACE || 'default',
+    clickhouseDatabase: env.CLICKHOUSE_DATABASE || 'hangar',
+    masterKey: env.HANGAR_MASTER_KEY || undefined,
+    taskQueue: env.HANGAR_TASK_QUEUE || 'hangar-control',
+    tokenTtlSeconds: intFrom(env, 'HANGAR_TOKEN_TTL_SECONDS', 3600),
+    bodyLimitBytes: intFrom(env, 'HANGAR_BODY_LIMIT_BYTES', 10 * 1024 * 1024),
+    logLevel: env.HANGAR_LOG_LEVEL || 'info',
+  };
+}
