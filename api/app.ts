@@ -1,35 +1,17 @@
 import formbody from '@fastify/formbody';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
-import { randomUUID } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
 import type { HangarConfig } from '../core/config';
+import { createFastify, type AppOptions } from './fastify';
 import { healthRoutes } from './health';
 import managementApi from './management';
 import auth from './plugins/auth';
 import clickhouse from './plugins/clickhouse';
-import errors from './plugins/errors';
 import inputHygiene from './plugins/input-hygiene';
 import openapi from './plugins/openapi';
 import postgres from './plugins/postgres';
 import security from './plugins/security';
 import temporal from './plugins/temporal';
 import versioning from './plugins/versioning';
-import './types';
-
-export interface AppOptions {
-  /** Log level; no logging when absent (tests). */
-  logLevel?: string;
-}
-
-/** Never log credentials: request logs carry method, path (no query) and id only. */
-export function loggerOptions(level: string | undefined): FastifyServerOptions['logger'] {
-  if (!level) return false;
-  return {
-    level,
-    serializers: {
-      req: (req: { method: string; url: string; id: string }) => ({ method: req.method, url: req.url.split('?')[0], id: req.id }),
-    },
-  };
-}
 
 /**
  * The base_url application: management API (/v0), billing, OAuth and discovery. Infrastructure
@@ -37,15 +19,9 @@ export function loggerOptions(level: string | undefined): FastifyServerOptions['
  * that health, docs and discovery stay public.
  */
 export async function buildApp(config: HangarConfig, options: AppOptions = {}): Promise<FastifyInstance> {
-  const app = Fastify({
-    logger: loggerOptions(options.logLevel),
-    bodyLimit: config.bodyLimitBytes,
-    genReqId: () => randomUUID(),
-    requestIdHeader: false,
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', allErrors: false } },
-  });
-  app.decorate('config', config);
-  await app.register(errors);
+  const app = await createFastify(config, options);
+  // The API speaks JSON (and forms, for OAuth); anything else is 415 rather than a string body.
+  app.removeContentTypeParser('text/plain');
   await app.register(postgres);
   await app.register(clickhouse);
   await app.register(temporal);

@@ -13,7 +13,7 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-const listWorkspaces = (headers: Record<string, string>) => t.app.inject({ method: 'GET', url: '/v0/workspaces', headers });
+const listWorkspaces = (headers: Record<string, string | undefined>) => t.app.inject({ method: 'GET', url: '/v0/workspaces', headers });
 
 async function tokenFor(clientId: string, clientSecret: string): Promise<string> {
   const res = await t.app.inject({

@@ -1,0 +1,48 @@
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
+import { randomUUID } from 'node:crypto';
+import type { HangarConfig } from '../core/config';
+import errors from './plugins/errors';
+import './types';
+
+export interface AppOptions {
+  /** Log level; no logging when absent (tests). */
+  logLevel?: string;
+}
+
+/** Never log credentials: request logs carry method, path (no query) and id only. */
+function loggerOptions(level: string | undefined): FastifyServerOptions['logger'] {
+  if (!level) return false;
+  return {
+    level,
+    serializers: {
+      req: (req: { method: string; url: string; id: string }) => ({ method: req.method, url: req.url.split('?')[0], id: req.id }),
+    },
+  };
+}
+
+/** Errors the router raises before any route runs (bad URL encoding, over-long path parameters). */
+const ROUTER_ERRORS: Record<string, { status: number; code: string }> = {
+  FST_ERR_BAD_URL: { status: 400, code: 'bad_request' },
+  FST_ERR_MAX_PARAM_LENGTH: { status: 414, code: 'uri_too_long' },
+};
+
+/**
+ * Every listener (base_url, run_url, sandbox gateway) starts from this: the same logging rules,
+ * request ids, body limit and JSON errors, with the configuration decorated on the instance.
+ */
+export async function createFastify(config: HangarConfig, options: AppOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: loggerOptions(options.logLevel),
+    bodyLimit: config.bodyLimitBytes,
+    genReqId: () => randomUUID(),
+    requestIdHeader: false,
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', allErrors: false } },
+    frameworkErrors: (err, _request, reply: FastifyReply) => {
+      const known = ROUTER_ERRORS[err.code] ?? { status: 500, code: 'internal' };
+      reply.status(known.status).send({ error: known.code, message: known.status === 500 ? 'internal server error' : err.message });
+    },
+  });
+  app.decorate('config', config);
+  await app.register(errors);
+  return app;
+}
