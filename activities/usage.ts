@@ -1,0 +1,130 @@
+import type { ClickHouseClient } from '@clickhouse/client';
+import { Context } from '@temporalio/activity';
+import type { Pool } from 'pg';
+import { Readable } from 'node:stream';
+import { daysOf, rebuildDailySql, rebuildHourlySql } from '../core/billing/rollup-sql';
+import { usageTables, type UsageTables } from '../core/billing/storage';
+import type { ActivityDeps } from './deps';
+
+// Any fixed number; the same in every process sharing the database.
+const FLUSH_LOCK = 7_460_023;
+/** Events moved per ClickHouse insert: large enough for throughput, small enough for memory. */
+const MAX_EVENTS_PER_INSERT = 100_000;
+const MAX_ROWS_PER_INSERT = 200;
+
+export interface FlushResult {
+  /** Events moved to ClickHouse by this call. */
+  events: number;
+  /** True when the outbox still held rows when the time budget ran out. */
+  more: boolean;
+}
+
+export interface FlushOptions {
+  /** Stop starting new inserts after this long, so the workflow can checkpoint. */
+  budgetMs?: number;
+  /** Called between inserts (the activity heartbeats there). */
+  progress?: () => void;
+}
+
+/**
+ * Moves accepted events from the PostgreSQL outbox to ClickHouse, oldest first, then rebuilds the
+ * rollup hours and days they touched, then deletes the outbox rows. A failure at any step leaves
+ * the rows in the outbox, and the retry re-inserts them: the raw table's deduplication and the
+ * rebuild-from-deduplicated-data make that harmless, so each event counts exactly once.
+ *
+ * One flusher runs at a time (an advisory lock), which keeps rebuild versions in commit order.
+ */
+export async function flushUsageOutbox(pool: Pool, clickhouse: ClickHouseClient, tables: UsageTables, options: FlushOptions = {}): Promise<FlushResult> {
+  const deadline = Date.now() + (options.budgetMs ?? 20_000);
+  const lock = await pool.connect();
+  let moved = 0;
+  try {
+    await lock.query('SELECT pg_advisory_lock($1)', [FLUSH_LOCK]);
+    for (;;) {
+      const batch = await nextBatch(pool);
+      if (batch.length === 0) return { events: moved, more: false };
+      await insertRaw(clickhouse, tables, batch.map((row) => row.rows));
+      await rebuildRollups(pool, clickhouse, tables, batch);
+      await pool.query('DELETE FROM usage_outbox WHERE seq = ANY($1::bigint[])', [batch.map((row) => row.seq)]);
+      moved += batch.reduce((sum, row) => sum + row.event_count, 0);
+      options.progress?.();
+      if (Date.now() >= deadline) return { events: moved, more: true };
+    }
+  } finally {
+    await lock.query('SELECT pg_advisory_unlock($1)', [FLUSH_LOCK]).catch(() => undefined);
+    lock.release();
+  }
+}
+
+interface OutboxRow {
+  seq: string;
+  account_id: string;
+  event_count: number;
+  hours: string[];
+  rows: string;
+}
+
+/** The oldest outbox rows, as many as fit in one insert (always at least one). */
+async function nextBatch(pool: Pool): Promise<OutboxRow[]> {
+  const heads = await pool.query<{ seq: string; event_count: number }>(
+    'SELECT seq, event_count FROM usage_outbox ORDER BY seq LIMIT $1',
+    [MAX_ROWS_PER_INSERT],
+  );
+  const chosen: string[] = [];
+  let events = 0;
+  for (const head of heads.rows) {
+    if (chosen.length > 0 && events + head.event_count > MAX_EVENTS_PER_INSERT) break;
+    chosen.push(head.seq);
+    events += head.event_count;
+  }
+  if (chosen.length === 0) return [];
+  const result = await pool.query<OutboxRow>(
+    'SELECT seq, account_id, event_count, hours, rows FROM usage_outbox WHERE seq = ANY($1::bigint[]) ORDER BY seq',
+    [chosen],
+  );
+  return result.rows;
+}
+
+async function insertRaw(clickhouse: ClickHouseClient, tables: UsageTables, chunks: string[]): Promise<void> {
+  const body = Buffer.from(chunks.join('\n'));
+  const result = await clickhouse.exec({
+    query: `INSERT INTO ${tables.raw} (account_id, id, event_time, workspace, resource_type, resource_name, resource_uuid, billing_dimension, quantity, cost) FORMAT JSONEachRow`,
+    values: Readable.from([body]),
+  });
+  // The response carries nothing, but reading it to the end is what confirms the insert.
+  await new Promise<void>((resolve, reject) => {
+    result.stream.on('end', resolve).on('error', reject).resume();
+  });
+}
+
+async function rebuildRollups(pool: Pool, clickhouse: ClickHouseClient, tables: UsageTables, batch: OutboxRow[]): Promise<void> {
+  const hoursByAccount = new Map<string, Set<number>>();
+  for (const row of batch) {
+    let hours = hoursByAccount.get(row.account_id);
+    if (!hours) hoursByAccount.set(row.account_id, (hours = new Set()));
+    for (const hour of row.hours) hours.add(Number(hour));
+  }
+  for (const [accountId, hours] of hoursByAccount) {
+    const version = await nextRollupVersion(pool);
+    await clickhouse.command({ query: rebuildHourlySql(tables, accountId, [...hours], version) });
+    await clickhouse.command({ query: rebuildDailySql(tables, accountId, daysOf(hours), version) });
+  }
+}
+
+async function nextRollupVersion(pool: Pool): Promise<bigint> {
+  const result = await pool.query<{ version: string }>("SELECT nextval('usage_rollup_version') AS version");
+  return BigInt(result.rows[0].version);
+}
+
+/** Activities of usage metering, registered by the control worker. */
+export function createUsageActivities(deps: Pick<ActivityDeps, 'pg' | 'clickhouse' | 'config'>) {
+  const tables = usageTables(deps.config.clickhouseDatabase);
+  return {
+    async flushUsageOutbox(): Promise<FlushResult> {
+      const context = Context.current();
+      return flushUsageOutbox(deps.pg, deps.clickhouse, tables, { progress: () => context.heartbeat() });
+    },
+  };
+}
+
+export type UsageActivities = ReturnType<typeof createUsageActivities>;

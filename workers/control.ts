@@ -1,0 +1,53 @@
+import { Client } from '@temporalio/client';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { createActivities } from '../activities';
+import { createClickHouse } from '../api/plugins/clickhouse';
+import { createPool } from '../api/plugins/postgres';
+import { temporalAddress } from '../api/plugins/temporal';
+import { loadConfig } from '../core/config';
+import { startSingletonWorkflows } from './singletons';
+
+const CONNECT_ATTEMPTS = 60;
+
+async function connect(address: string): Promise<NativeConnection> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await NativeConnection.connect({ address });
+    } catch (err) {
+      if (attempt >= CONNECT_ATTEMPTS) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+    }
+  }
+}
+
+/**
+ * The control-plane worker: runs Hangar's workflows (deployments, lifecycles, callbacks, usage
+ * flush) on the control task queue. Temporal's runtime stops it gracefully on SIGINT/SIGTERM:
+ * running activities finish or are retried elsewhere, workflows resume from history.
+ */
+async function main() {
+  const config = loadConfig();
+  const connection = await connect(temporalAddress(config));
+  const temporal = new Client({ connection, namespace: config.temporalNamespace });
+  const pg = createPool(config.databaseUrl);
+  const clickhouse = createClickHouse(config);
+  const worker = await Worker.create({
+    connection,
+    namespace: config.temporalNamespace,
+    taskQueue: config.taskQueue,
+    workflowsPath: require.resolve('../workflows'),
+    activities: createActivities({ config, pg, clickhouse, temporal }),
+  });
+  await startSingletonWorkflows(temporal, config);
+  console.log(`hangar worker: polling task queue '${config.taskQueue}' at ${temporalAddress(config)}`);
+  try {
+    await worker.run();
+  } finally {
+    await Promise.allSettled([pg.end(), clickhouse.close(), connection.close()]);
+  }
+}
+
+main().catch((err) => {
+  console.error(`hangar worker failed: ${(err as Error).message}`);
+  process.exit(1);
+});

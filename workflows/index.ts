@@ -1,0 +1,2 @@
+// Every workflow the control worker runs is exported from here (the worker bundles this file).
+export {};
