@@ -1,8 +1,11 @@
 import type { ActivityDeps } from './deps';
+import { createSandboxControlActivities } from './sandbox-control';
 
 export type { ActivityDeps } from './deps';
 
 /** Every activity the control worker runs, built from the services of its process. */
-export function createActivities(_deps: ActivityDeps) {
-  return {};
+export function createActivities(deps: ActivityDeps) {
+  return {
+    ...createSandboxControlActivities(deps),
+  };
 }

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { loadConfig } from '../core/config';
 import { buildApp } from './app';
 import { buildRunApp } from './gateway/run-app';
+import { BwrapRuntime } from '../runtime/bwrap-runtime';
 import { buildSandboxGatewayApp } from './gateway/sandbox-app';
 
 /**
@@ -14,7 +15,11 @@ async function main() {
   const listeners: [string, FastifyInstance, number][] = [
     ['base_url', await buildApp(config, { logLevel: config.logLevel }), config.basePort],
     ['run_url', await buildRunApp(config, { logLevel: config.logLevel }), config.runPort],
-    ['sandbox gateway', await buildSandboxGatewayApp(config, { logLevel: config.logLevel }), config.sandboxPort],
+    [
+      'sandbox gateway',
+      await buildSandboxGatewayApp(config, new BwrapRuntime({ dataDir: config.dataDir }), { logLevel: config.logLevel }),
+      config.sandboxPort,
+    ],
   ];
   for (const [, app, port] of listeners) await app.listen({ host: config.host, port });
 

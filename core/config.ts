@@ -34,11 +34,34 @@ export interface HangarConfig {
   masterKey?: string;
   /** Task queue of the control-plane worker. */
   taskQueue: string;
+  /** This machine's identity; its runtime worker polls the task queue `<taskQueue>-node-<nodeId>`. */
+  nodeId: string;
+  /** Seconds without requests or foreground commands before a sandbox goes to standby. */
+  sandboxIdleSeconds: number;
   /** Lifetime of issued access tokens, in seconds. */
   tokenTtlSeconds: number;
   /** Largest accepted request body, in bytes. */
   bodyLimitBytes: number;
   logLevel: string;
+  /** Third-party providers the integration catalog talks to; tests point them at a fake provider. */
+  integrations: { email: OAuthProviderEndpoints };
+}
+
+/** Where an OAuth-based integration's provider lives. */
+export interface OAuthProviderEndpoints {
+  /** The page users are sent to for consent (step 2 of the tenant flow). */
+  authorizationUrl: string;
+  /** Exchanges authorization codes and refresh tokens for access tokens. */
+  tokenUrl: string;
+  /** Base of the provider's API the integration calls with access tokens. */
+  apiBase: string;
+  /** OpenID Connect userinfo endpoint: who the connected account is. */
+  userinfoUrl: string;
+}
+
+/** The task queue of one node's runtime worker. */
+export function nodeTaskQueue(config: Pick<HangarConfig, 'nodeId' | 'taskQueue'>): string {
+  return `${config.taskQueue}-node-${config.nodeId}`;
 }
 
 function intFrom(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -77,8 +100,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HangarConfig {
     clickhouseDatabase: env.CLICKHOUSE_DATABASE || 'hangar',
     masterKey: env.HANGAR_MASTER_KEY || undefined,
     taskQueue: env.HANGAR_TASK_QUEUE || 'hangar-control',
+    nodeId: env.HANGAR_NODE_ID || 'local',
+    sandboxIdleSeconds: intFrom(env, 'HANGAR_SANDBOX_IDLE_SECONDS', 15),
     tokenTtlSeconds: intFrom(env, 'HANGAR_TOKEN_TTL_SECONDS', 3600),
     bodyLimitBytes: intFrom(env, 'HANGAR_BODY_LIMIT_BYTES', 10 * 1024 * 1024),
     logLevel: env.HANGAR_LOG_LEVEL || 'info',
+    integrations: {
+      // Defaults: Google's OAuth 2.0 endpoints and the Gmail API.
+      email: {
+        authorizationUrl: env.HANGAR_OAUTH_EMAIL_AUTH_URL || 'https://accounts.google.com/o/oauth2/v2/auth',
+        tokenUrl: env.HANGAR_OAUTH_EMAIL_TOKEN_URL || 'https://oauth2.googleapis.com/token',
+        apiBase: env.HANGAR_OAUTH_EMAIL_API_BASE || 'https://gmail.googleapis.com',
+        userinfoUrl: env.HANGAR_OAUTH_EMAIL_USERINFO_URL || 'https://openidconnect.googleapis.com/v1/userinfo',
+      },
+    },
   };
 }

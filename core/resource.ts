@@ -23,7 +23,3 @@ export interface ResourceEvent {
 
 /** Events kept per resource; older ones fall off. */
 export const MAX_RESOURCE_EVENTS = 20;
-
-export function appendEvent(events: ResourceEvent[], event: ResourceEvent): ResourceEvent[] {
-  return [...events, event].slice(-MAX_RESOURCE_EVENTS);
-}

@@ -1,24 +1,12 @@
 import { Client } from '@temporalio/client';
-import { NativeConnection, Worker } from '@temporalio/worker';
+import { Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import { createClickHouse } from '../api/plugins/clickhouse';
 import { createPool } from '../api/plugins/postgres';
 import { temporalAddress } from '../api/plugins/temporal';
 import { loadConfig } from '../core/config';
+import { connectToTemporal } from './connect';
 import { startSingletonWorkflows } from './singletons';
-
-const CONNECT_ATTEMPTS = 60;
-
-async function connect(address: string): Promise<NativeConnection> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await NativeConnection.connect({ address });
-    } catch (err) {
-      if (attempt >= CONNECT_ATTEMPTS) throw err;
-      await new Promise((resolve) => setTimeout(resolve, 1_000));
-    }
-  }
-}
 
 /**
  * The control-plane worker: runs Hangar's workflows (deployments, lifecycles, callbacks, usage
@@ -27,7 +15,7 @@ async function connect(address: string): Promise<NativeConnection> {
  */
 async function main() {
   const config = loadConfig();
-  const connection = await connect(temporalAddress(config));
+  const connection = await connectToTemporal(temporalAddress(config));
   const temporal = new Client({ connection, namespace: config.temporalNamespace });
   const pg = createPool(config.databaseUrl);
   const clickhouse = createClickHouse(config);

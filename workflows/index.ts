@@ -1,2 +1,3 @@
 // Every workflow the control worker runs is exported from here (the worker bundles this file).
-export {};
+export * from './usage-flush';
+export * from './sandbox-lifecycle';

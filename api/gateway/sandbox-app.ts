@@ -1,9 +1,95 @@
-import type { FastifyInstance } from 'fastify';
+import http from 'node:http';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { HangarConfig } from '../../core/config';
+import { sandboxAddressMatcher } from '../../core/sandbox/url-template';
+import { sandboxWorkflowId } from '../../core/sandbox/types';
+import { ApiError, forbidden, notFound } from '../errors';
 import type { AppOptions } from '../fastify';
+import { ResourceStore } from '../management/resources/store';
+import { proxyRequest } from './proxy';
 import { buildGatewayBase } from './shared';
 
-/** The sandbox gateway listener: routes {sandbox_url} requests to the sandbox's own API. */
-export async function buildSandboxGatewayApp(config: HangarConfig, options: AppOptions = {}): Promise<FastifyInstance> {
-  return buildGatewayBase(config, options);
+/** What the gateway needs from the sandboxes of its node. */
+export interface SandboxNodeAccess {
+  socketPath(sandboxId: string): string;
+  isFrozen(sandboxId: string): Promise<boolean>;
+  thaw(sandboxId: string): Promise<void>;
+}
+
+/** A busy sandbox tells its lifecycle workflow it is in use at most this often. */
+const TOUCH_INTERVAL_MS = 2_000;
+
+/**
+ * The sandbox gateway: requests to `{sandbox_url}/...` are authenticated against the sandbox's
+ * workspace, a sandbox in standby is thawed on the spot (the first call after resume succeeds),
+ * and the request streams to the sandbox's own API over its Unix socket. Platform credentials
+ * are not forwarded into the sandbox.
+ */
+export async function buildSandboxGatewayApp(
+  config: HangarConfig,
+  node: SandboxNodeAccess,
+  options: AppOptions = {},
+): Promise<FastifyInstance> {
+  const app = await buildGatewayBase(config, options);
+  const store = new ResourceStore(app.pg);
+  const matcher = sandboxAddressMatcher(config.sandboxUrlTemplate);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+  const lastTouch = new Map<string, number>();
+
+  // Bodies stream through untouched: no parsing here.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (_request, _payload, done) => done(null));
+
+  function signal(workspace: string, name: string, which: 'touch' | 'resumed') {
+    app.temporal.workflow
+      .getHandle(sandboxWorkflowId(workspace, name))
+      .signal(which, Date.now())
+      .catch((err) => app.log.warn({ err: (err as Error).message, sandbox: name }, `could not signal ${which}`));
+  }
+
+  async function handle(request: FastifyRequest, reply: FastifyReply) {
+    const [pathOnly, query] = splitQuery(request.url);
+    const address = matcher.match(request.headers.host ?? '', pathOnly);
+    if (!address?.values.workspace_id || !address.values.sandbox_id) throw notFound(`no sandbox at ${pathOnly}`);
+    const workspace = address.values.workspace_id;
+    const name = address.values.sandbox_id;
+
+    const principal = await app.authenticator.authenticate(request.headers);
+    const grant = principal.workspaces.get(workspace);
+    if (!grant) throw forbidden(`workspace '${workspace}' does not exist or you are not a member of it`);
+    const row = await store.get({ workspaceId: grant.id, kind: 'sandboxes', name });
+    if (!row) throw notFound(`sandbox '${name}' not found in workspace '${workspace}'`);
+    if (row.status !== 'DEPLOYED') {
+      throw new ApiError(503, 'sandbox_unavailable', `sandbox '${name}' is ${row.status}`);
+    }
+
+    if (await node.isFrozen(row.id)) {
+      await node.thaw(row.id);
+      signal(workspace, name, 'resumed');
+      lastTouch.set(row.id, Date.now());
+    } else if (Date.now() - (lastTouch.get(row.id) ?? 0) > TOUCH_INTERVAL_MS) {
+      lastTouch.set(row.id, Date.now());
+      signal(workspace, name, 'touch');
+    }
+
+    reply.hijack();
+    proxyRequest(request.raw, reply.raw, {
+      upstream: { socketPath: node.socketPath(row.id) },
+      path: address.rest + (query ? `?${query}` : ''),
+      agent,
+      onUnreachable: (err) => {
+        reply.raw.writeHead(502, { 'content-type': 'application/json' });
+        reply.raw.end(JSON.stringify({ error: 'sandbox_unreachable', message: `the sandbox did not answer: ${err.message}` }));
+      },
+    });
+  }
+
+  app.route({ method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'], url: '/*', exposeHeadRoute: false, handler: handle });
+  app.addHook('onClose', async () => agent.destroy());
+  return app;
+}
+
+function splitQuery(url: string): [string, string] {
+  const i = url.indexOf('?');
+  return i < 0 ? [url, ''] : [url.slice(0, i), url.slice(i + 1)];
 }

@@ -3,6 +3,7 @@ import accountRoutes from './accounts/routes';
 import oauthRoutes from './oauth/routes';
 import { RESOURCE_KINDS } from './resources/kinds';
 import { resourceRoutes } from './resources/routes';
+import sandboxRoutes from './sandboxes/routes';
 import serviceAccountRoutes from './service-accounts/routes';
 import workspaceRoutes from './workspaces/routes';
 
@@ -13,4 +14,5 @@ export default async function managementApi(app: FastifyInstance) {
   await app.register(workspaceRoutes);
   await app.register(serviceAccountRoutes);
   for (const kind of RESOURCE_KINDS) await app.register(resourceRoutes(kind));
+  await app.register(sandboxRoutes);
 }

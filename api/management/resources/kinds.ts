@@ -1,7 +1,9 @@
+import type { Pool } from 'pg';
 import { Type, type TSchema } from 'typebox';
 import type { HangarConfig } from '../../../core/config';
 import type { ResourceStatus } from '../../../core/resource';
 import { ResourceName } from '../common-schemas';
+import { validateFunctionSpec } from '../integrations/function-bindings';
 
 /**
  * What differs between workload kinds that share the resource envelope: their path, the shape of
@@ -15,6 +17,12 @@ export interface ResourceKind {
   initialStatus: ResourceStatus;
   initialMessage: string;
   url(config: HangarConfig, workspace: string, name: string): string;
+  /**
+   * Checks a spec beyond its schema before create and update (references to other resources,
+   * rules across fields); throws an ApiError. Takes services, not the Fastify app, so that
+   * workflows' activities validate exactly as the API does.
+   */
+  validate?(ctx: { pg: Pool }, workspace: { id: string; name: string }, spec: Record<string, unknown>): Promise<void>;
 }
 
 const EnvVar = Type.Object(
@@ -72,6 +80,7 @@ export const RESOURCE_KINDS: ResourceKind[] = [
     initialStatus: 'UPLOADING',
     initialMessage: awaitingCode,
     url: (config, workspace, name) => `${config.runUrl}/${workspace}/functions/${name}/mcp`,
+    validate: validateFunctionSpec,
   },
   {
     path: 'jobs',

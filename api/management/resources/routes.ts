@@ -1,14 +1,12 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { RESOURCE_STATUSES, type ResourceStatus } from '../../../core/resource';
 import { badRequest, conflict, notFound } from '../../errors';
 import { DisplayName, Labels, NameParam, ResourceName, commonErrors } from '../common-schemas';
 import { requestWorkspace } from '../workspace-context';
+import { envelopeSchema, toEnvelope } from './envelope';
 import type { ResourceKind } from './kinds';
 import { ResourceStore, type ResourceRow } from './store';
-
-const ResourceEvent = Type.Object({ type: Type.String(), status: Type.String(), message: Type.String(), time: Type.String() });
 
 /** Read-only metadata sent back by clients (workspace, createdAt, ...) is accepted and ignored. */
 const MetadataInput = Type.Object(
@@ -16,29 +14,12 @@ const MetadataInput = Type.Object(
   { additionalProperties: true },
 );
 
-const Metadata = Type.Object({
-  name: Type.String(),
-  displayName: Type.String(),
-  labels: Type.Record(Type.String(), Type.String()),
-  workspace: Type.String(),
-  url: Type.String(),
-  createdAt: Type.String({ format: 'date-time' }),
-  updatedAt: Type.String({ format: 'date-time' }),
-  createdBy: Type.Union([Type.String(), Type.Null()]),
-  updatedBy: Type.Union([Type.String(), Type.Null()]),
-});
-
 /**
  * CRUD for one workload kind under /v0/{kind}, in the workspace named by X-Service-Workspace.
  * Lists are JSON arrays (version 2026-04-16).
  */
 export function resourceRoutes(kind: ResourceKind) {
-  const Envelope = Type.Object({
-    metadata: Metadata,
-    spec: Type.Object({}, { additionalProperties: true }),
-    status: Type.Unsafe<ResourceStatus>({ type: 'string', enum: [...RESOURCE_STATUSES] }),
-    events: Type.Array(ResourceEvent),
-  });
+  const Envelope = envelopeSchema({});
   const Input = Type.Object({ metadata: MetadataInput, spec: Type.Optional(kind.spec) }, { additionalProperties: true });
   const tags = [kind.path];
 
@@ -46,22 +27,7 @@ export function resourceRoutes(kind: ResourceKind) {
     const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
     const store = new ResourceStore(app.pg);
 
-    const toEnvelope = (row: ResourceRow) => ({
-      metadata: {
-        name: row.name,
-        displayName: row.display_name,
-        labels: row.labels,
-        workspace: row.workspace,
-        url: kind.url(app.config, row.workspace, row.name),
-        createdAt: row.created_at.toISOString(),
-        updatedAt: row.updated_at.toISOString(),
-        createdBy: row.created_by,
-        updatedBy: row.updated_by,
-      },
-      spec: row.spec,
-      status: row.status,
-      events: row.events,
-    });
+    const envelope = (row: ResourceRow) => toEnvelope(row, kind.url(app.config, row.workspace, row.name));
     const missing = (name: string, workspace: string) => notFound(`${kind.singular} '${name}' not found in workspace '${workspace}'`);
 
     app.get(
@@ -69,7 +35,7 @@ export function resourceRoutes(kind: ResourceKind) {
       { schema: { tags, summary: `List ${kind.path}`, response: { 200: Type.Array(Envelope), ...commonErrors } } },
       async (request) => {
         const workspace = requestWorkspace(request);
-        return (await store.list(workspace.id, kind.path)).map(toEnvelope);
+        return (await store.list(workspace.id, kind.path)).map(envelope);
       },
     );
 
@@ -79,6 +45,7 @@ export function resourceRoutes(kind: ResourceKind) {
       async (request) => {
         const workspace = requestWorkspace(request);
         const { metadata, spec } = request.body;
+        await kind.validate?.(app, workspace, (spec ?? {}) as Record<string, unknown>);
         const created = await store.create(
           { workspaceId: workspace.id, kind: kind.path, name: metadata.name },
           { displayName: metadata.displayName ?? metadata.name, labels: metadata.labels ?? {}, spec: (spec ?? {}) as Record<string, unknown> },
@@ -87,7 +54,7 @@ export function resourceRoutes(kind: ResourceKind) {
           request.principal.clientId,
         );
         if (!created) throw conflict(`${kind.singular} '${metadata.name}' already exists in workspace '${workspace.name}'`);
-        return toEnvelope(created);
+        return envelope(created);
       },
     );
 
@@ -98,7 +65,7 @@ export function resourceRoutes(kind: ResourceKind) {
         const workspace = requestWorkspace(request);
         const row = await store.get({ workspaceId: workspace.id, kind: kind.path, name: request.params.name });
         if (!row) throw missing(request.params.name, workspace.name);
-        return toEnvelope(row);
+        return envelope(row);
       },
     );
 
@@ -116,13 +83,15 @@ export function resourceRoutes(kind: ResourceKind) {
         const key = { workspaceId: workspace.id, kind: kind.path, name: request.params.name };
         const current = await store.get(key);
         if (!current) throw missing(request.params.name, workspace.name);
+        const nextSpec = (spec as Record<string, unknown> | undefined) ?? current.spec;
+        await kind.validate?.(app, workspace, nextSpec);
         const updated = await store.update(
           key,
-          { displayName: metadata.displayName ?? current.display_name, labels: metadata.labels ?? current.labels, spec: (spec as Record<string, unknown> | undefined) ?? current.spec },
+          { displayName: metadata.displayName ?? current.display_name, labels: metadata.labels ?? current.labels, spec: nextSpec },
           request.principal.clientId,
         );
         if (!updated) throw missing(request.params.name, workspace.name);
-        return toEnvelope(updated);
+        return envelope(updated);
       },
     );
 
@@ -133,7 +102,7 @@ export function resourceRoutes(kind: ResourceKind) {
         const workspace = requestWorkspace(request);
         const deleted = await store.delete({ workspaceId: workspace.id, kind: kind.path, name: request.params.name });
         if (!deleted) throw missing(request.params.name, workspace.name);
-        return toEnvelope(deleted);
+        return envelope(deleted);
       },
     );
   };

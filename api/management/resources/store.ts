@@ -1,6 +1,6 @@
 import type { Pool } from 'pg';
 import { newUuid } from '../../../core/ids';
-import { appendEvent, type ResourceEvent, type ResourceStatus } from '../../../core/resource';
+import { MAX_RESOURCE_EVENTS, type ResourceEvent, type ResourceStatus } from '../../../core/resource';
 
 export interface ResourceRow {
   id: string;
@@ -58,13 +58,20 @@ export class ResourceStore {
   }
 
   /** Inserts a new resource; returns undefined when the name is taken (the caller answers 409). */
-  async create(key: ResourceKey, input: ResourceInput, status: ResourceStatus, message: string, actor: string): Promise<ResourceRow | undefined> {
-    const events = appendEvent([], { type: 'Normal', status, message, time: new Date().toISOString() });
+  async create(
+    key: ResourceKey,
+    input: ResourceInput,
+    status: ResourceStatus,
+    message: string,
+    actor: string,
+    state: Record<string, unknown> = {},
+  ): Promise<ResourceRow | undefined> {
+    const events: ResourceEvent[] = [{ type: 'Normal', status, message, time: new Date().toISOString() }];
     const { rows } = await this.pg.query<{ id: string }>(
-      `INSERT INTO resources (id, workspace_id, kind, name, display_name, labels, spec, status, events, created_by, updated_by)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)
+      `INSERT INTO resources (id, workspace_id, kind, name, display_name, labels, spec, status, state, events, created_by, updated_by)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11)
        ON CONFLICT (workspace_id, kind, name) DO NOTHING RETURNING id`,
-      [newUuid(), key.workspaceId, key.kind, key.name, input.displayName, input.labels, input.spec, status, JSON.stringify(events), actor],
+      [newUuid(), key.workspaceId, key.kind, key.name, input.displayName, input.labels, input.spec, status, state, JSON.stringify(events), actor],
     );
     return rows[0] ? this.get(key) : undefined;
   }
@@ -78,6 +85,30 @@ export class ResourceStore {
       [key.workspaceId, key.kind, key.name, input.displayName, input.labels, input.spec, actor],
     );
     return rowCount ? this.get(key) : undefined;
+  }
+
+  /** Moves a resource to a new status and records why, keeping the last MAX_RESOURCE_EVENTS events. */
+  async transition(id: string, status: ResourceStatus, event: Omit<ResourceEvent, 'status' | 'time'>, state?: Record<string, unknown>): Promise<boolean> {
+    const entry = { ...event, status, time: new Date().toISOString() };
+    const { rowCount } = await this.pg.query(
+      `UPDATE resources
+          SET status = $2,
+              events = (CASE WHEN jsonb_array_length(events) >= $4 THEN events - 0 ELSE events END) || jsonb_build_array($3::jsonb),
+              state = state || COALESCE($5::jsonb, '{}'::jsonb),
+              updated_at = now()
+        WHERE id = $1`,
+      [id, status, JSON.stringify(entry), MAX_RESOURCE_EVENTS, state ? JSON.stringify(state) : null],
+    );
+    return rowCount === 1;
+  }
+
+  /** Merges runtime facts (e.g. a sandbox's RUNNING/STANDBY state) without touching status or history. */
+  async mergeState(id: string, state: Record<string, unknown>): Promise<void> {
+    await this.pg.query('UPDATE resources SET state = state || $2::jsonb WHERE id = $1', [id, JSON.stringify(state)]);
+  }
+
+  async deleteById(id: string): Promise<void> {
+    await this.pg.query('DELETE FROM resources WHERE id = $1', [id]);
   }
 
   async delete(key: ResourceKey): Promise<ResourceRow | undefined> {

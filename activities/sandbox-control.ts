@@ -1,0 +1,27 @@
+import { ResourceStore } from '../api/management/resources/store';
+import type { SandboxKey, SandboxState } from '../core/sandbox/types';
+import type { ActivityDeps } from './deps';
+
+/** The control-plane side of a sandbox's life: its record in PostgreSQL. */
+export function createSandboxControlActivities({ pg }: Pick<ActivityDeps, 'pg'>) {
+  const store = new ResourceStore(pg);
+  return {
+    async markSandboxDeployed(key: SandboxKey): Promise<void> {
+      await store.transition(key.id, 'DEPLOYED', { type: 'Normal', message: 'sandbox is running' }, { state: 'RUNNING', lastUsedAt: new Date().toISOString() });
+    },
+    async markSandboxFailed(key: SandboxKey, message: string): Promise<void> {
+      await store.transition(key.id, 'FAILED', { type: 'Warning', message });
+    },
+    async setSandboxState(key: SandboxKey, state: SandboxState, lastUsedAt: number): Promise<void> {
+      await store.mergeState(key.id, { state, lastUsedAt: new Date(lastUsedAt).toISOString() });
+    },
+    async markSandboxDeleting(key: SandboxKey, reason: string): Promise<void> {
+      await store.transition(key.id, 'DELETING', { type: 'Normal', message: reason });
+    },
+    async deleteSandboxRecord(key: SandboxKey): Promise<void> {
+      await store.deleteById(key.id);
+    },
+  };
+}
+
+export type SandboxControlActivities = ReturnType<typeof createSandboxControlActivities>;

@@ -1,0 +1,50 @@
+import { ApplicationFailure } from '@temporalio/activity';
+import { DEFAULT_SANDBOX_IMAGE, DEFAULT_SANDBOX_MEMORY_MB, type SandboxKey, type SandboxSpec } from '../core/sandbox/types';
+import { SandboxSpecError, type SandboxRuntime } from '../runtime/types';
+
+/**
+ * The node side of a sandbox's life, run by the runtime worker of the node that hosts it. Every
+ * activity is idempotent (start returns the running sandbox, remove of a missing one is a no-op),
+ * so retries after a worker crash are safe.
+ */
+export function createSandboxNodeActivities({ runtime }: { runtime: SandboxRuntime }) {
+  return {
+    async startSandbox(key: SandboxKey, spec: SandboxSpec): Promise<void> {
+      try {
+        await runtime.start({
+          id: key.id,
+          workspaceId: key.workspaceId,
+          name: key.name,
+          image: spec.runtime?.image ?? DEFAULT_SANDBOX_IMAGE,
+          memoryMb: spec.runtime?.memory ?? DEFAULT_SANDBOX_MEMORY_MB,
+          envs: (spec.runtime?.envs ?? []).map(({ name, value }) => ({ name, value })),
+          volumes: [],
+        });
+      } catch (err) {
+        // A spec the runtime cannot honour will not get better by retrying.
+        if (err instanceof SandboxSpecError) throw ApplicationFailure.nonRetryable(err.message, 'SandboxSpecError');
+        throw err;
+      }
+    },
+
+    /**
+     * Freezes the sandbox unless it is serving a request, running a command someone waits on, or
+     * was used within the idle period (the gateway's touches are throttled, the sandbox's own
+     * record is exact). Returns the last use it saw, so the workflow can wait again from there.
+     */
+    async enterStandby(key: SandboxKey, idleTimeoutMs: number): Promise<{ frozen: boolean; lastUsedAt: number }> {
+      const activity = await runtime.activity(key.id);
+      const lastUsedAt = Date.parse(activity.lastRequestAt) || 0;
+      if (activity.inflightRequests > 0) return { frozen: false, lastUsedAt: Date.now() };
+      if (Date.now() - lastUsedAt < idleTimeoutMs) return { frozen: false, lastUsedAt };
+      await runtime.freeze(key.id);
+      return { frozen: true, lastUsedAt };
+    },
+
+    async stopSandbox(key: SandboxKey): Promise<void> {
+      await runtime.remove(key.id);
+    },
+  };
+}
+
+export type SandboxNodeActivities = ReturnType<typeof createSandboxNodeActivities>;

@@ -1,0 +1,67 @@
+import http, { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
+
+/** Headers that belong to one hop, or carry the platform's own credentials: never forwarded. */
+const HOP_HEADERS = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'authorization',
+  'x-service-authorization',
+  'host',
+]);
+
+export function forwardableHeaders(headers: IncomingHttpHeaders): IncomingHttpHeaders {
+  const out: IncomingHttpHeaders = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (!HOP_HEADERS.has(name) && value !== undefined) out[name] = value;
+  }
+  return out;
+}
+
+export type Upstream = { socketPath: string } | { host: string; port: number };
+
+export interface ProxyOptions {
+  upstream: Upstream;
+  /** Path (with query) to request upstream. */
+  path: string;
+  /** Extra headers for the upstream request (e.g. identity of the caller). */
+  headers?: Record<string, string>;
+  agent?: http.Agent;
+  /** Called when the upstream cannot be reached, before anything was sent to the client. */
+  onUnreachable(err: Error): void;
+}
+
+/**
+ * Streams a request to an upstream and its answer back, without buffering either body, so
+ * long-running and streamed responses (logs, SSE, MCP) flow as they are produced.
+ */
+export function proxyRequest(req: IncomingMessage, res: ServerResponse, options: ProxyOptions): void {
+  const upstreamRequest = http.request({
+    ...options.upstream,
+    agent: options.agent,
+    method: req.method,
+    path: options.path,
+    headers: { ...forwardableHeaders(req.headers), ...options.headers },
+  });
+  upstreamRequest.on('response', (upstream) => {
+    const headers = forwardableHeaders(upstream.headers);
+    res.writeHead(upstream.statusCode ?? 502, upstream.statusMessage, headers);
+    res.flushHeaders();
+    upstream.pipe(res);
+    upstream.on('error', () => res.destroy());
+  });
+  upstreamRequest.on('error', (err) => {
+    if (!res.headersSent) options.onUnreachable(err);
+    else res.destroy(err);
+  });
+  // A client that goes away cancels the upstream request (and with it, streamed work).
+  res.on('close', () => {
+    if (!res.writableFinished) upstreamRequest.destroy();
+  });
+  req.pipe(upstreamRequest);
+}

@@ -1,0 +1,78 @@
+import { Type } from 'typebox';
+import { DURATION_PATTERN } from '../../../core/duration';
+import { DisplayName, Labels, ResourceName } from '../common-schemas';
+import { envelopeSchema } from '../resources/envelope';
+
+const Env = Type.Object(
+  {
+    name: Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$', maxLength: 255 }),
+    value: Type.String({ maxLength: 32_768 }),
+    secret: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+
+const Port = Type.Object(
+  {
+    name: Type.Optional(Type.String({ maxLength: 63 })),
+    target: Type.Integer({ minimum: 1, maximum: 65_535 }),
+    protocol: Type.Optional(Type.Union([Type.Literal('HTTP'), Type.Literal('TCP')])),
+  },
+  { additionalProperties: false },
+);
+
+const ExpirationPolicy = Type.Object(
+  {
+    type: Type.Union([Type.Literal('ttl-idle'), Type.Literal('ttl-max-age'), Type.Literal('date')]),
+    value: Type.String({ maxLength: 64 }),
+    action: Type.Literal('delete'),
+  },
+  { additionalProperties: false },
+);
+
+const VolumeMount = Type.Object(
+  {
+    name: ResourceName,
+    mountPath: Type.String({ pattern: '^/[^\\u0000]*$', maxLength: 1_024 }),
+    readOnly: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+
+export const SandboxSpecSchema = Type.Object(
+  {
+    runtime: Type.Optional(
+      Type.Object(
+        {
+          image: Type.Optional(Type.String({ maxLength: 255, description: "Image name; 'base' (a shell, Python 3 and Node) by default." })),
+          memory: Type.Optional(Type.Integer({ minimum: 64, maximum: 65_536, description: 'Memory limit in MB (enforced).' })),
+          envs: Type.Optional(Type.Array(Env, { maxItems: 200 })),
+          ports: Type.Optional(Type.Array(Port, { maxItems: 50 })),
+          ttl: Type.Optional(Type.String({ pattern: DURATION_PATTERN, description: 'Maximum age, e.g. "24h" (units s, m, h, d, w).' })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    lifecycle: Type.Optional(
+      Type.Object({ expirationPolicies: Type.Optional(Type.Array(ExpirationPolicy, { maxItems: 10 })) }, { additionalProperties: false }),
+    ),
+    volumes: Type.Optional(Type.Array(VolumeMount, { maxItems: 20 })),
+  },
+  { additionalProperties: false },
+);
+
+export const SandboxInput = Type.Object(
+  {
+    metadata: Type.Object({ name: ResourceName, displayName: Type.Optional(DisplayName), labels: Type.Optional(Labels) }, { additionalProperties: true }),
+    spec: Type.Optional(SandboxSpecSchema),
+  },
+  { additionalProperties: true },
+);
+
+export const SandboxEnvelope = envelopeSchema({
+  state: Type.Union([Type.Literal('RUNNING'), Type.Literal('STANDBY'), Type.Null()], {
+    description: 'RUNNING or STANDBY once deployed; null before.',
+  }),
+  lastUsedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  expiresIn: Type.Union([Type.Integer(), Type.Null()], { description: 'Seconds until a ttl or expiration policy deletes it.' }),
+});

@@ -1,0 +1,44 @@
+import type { ExpirationPolicy } from './expiry';
+
+export interface SandboxEnv {
+  name: string;
+  value: string;
+  secret?: boolean;
+}
+
+export interface SandboxVolumeMount {
+  name: string;
+  mountPath: string;
+  readOnly?: boolean;
+}
+
+/** spec of a sandbox resource, as stored and as the lifecycle workflow receives it. */
+export interface SandboxSpec {
+  runtime?: {
+    image?: string;
+    memory?: number;
+    envs?: SandboxEnv[];
+    ports?: { name?: string; target: number; protocol?: string }[];
+    ttl?: string;
+  };
+  lifecycle?: { expirationPolicies?: ExpirationPolicy[] };
+  volumes?: SandboxVolumeMount[];
+}
+
+export type SandboxState = 'RUNNING' | 'STANDBY';
+
+export const DEFAULT_SANDBOX_IMAGE = 'base';
+export const DEFAULT_SANDBOX_MEMORY_MB = 2048;
+
+/** Identifies one sandbox everywhere: the resource row, the workflow and the runtime. */
+export interface SandboxKey {
+  /** The resource's uuid; also the runtime's sandbox id. */
+  id: string;
+  workspace: string;
+  workspaceId: string;
+  name: string;
+}
+
+export function sandboxWorkflowId(workspace: string, name: string): string {
+  return `sandbox/${workspace}/${name}`;
+}

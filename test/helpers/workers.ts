@@ -1,0 +1,79 @@
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import path from 'node:path';
+import type { Pool } from 'pg';
+import { createActivities } from '../../activities';
+import { createSandboxNodeActivities } from '../../activities/sandbox-node';
+import { createClickHouse } from '../../api/plugins/clickhouse';
+import { nodeTaskQueue, type HangarConfig } from '../../core/config';
+import { BwrapRuntime } from '../../runtime/bwrap-runtime';
+
+/** The compiled sandbox agent (npm test builds it before jest runs). */
+export const AGENT_DIR = path.resolve(__dirname, '..', '..', 'dist', 'sandbox-agent');
+
+export function testRuntime(config: HangarConfig): BwrapRuntime {
+  return new BwrapRuntime({ dataDir: config.dataDir, agentDir: AGENT_DIR });
+}
+
+export interface RunningWorker {
+  stop(): Promise<void>;
+}
+
+async function run(worker: Worker, connection: NativeConnection): Promise<RunningWorker> {
+  const running = worker.run();
+  return {
+    async stop() {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await running.catch(() => undefined);
+      await connection.close();
+    },
+  };
+}
+
+/** The control worker, in this process, on the configuration's task queue. */
+export async function startControlWorker(config: HangarConfig, pg: Pool): Promise<RunningWorker> {
+  const connection = await NativeConnection.connect({ address: config.temporalAddress });
+  const temporal = new Client({ connection: await Connection.connect({ address: config.temporalAddress }), namespace: config.temporalNamespace });
+  const worker = await Worker.create({
+    connection,
+    namespace: config.temporalNamespace,
+    taskQueue: config.taskQueue,
+    workflowsPath: require.resolve('../../workflows'),
+    activities: createActivities({ config, pg, clickhouse: createClickHouse(config), temporal }),
+  });
+  const running = await run(worker, connection);
+  return {
+    async stop() {
+      await running.stop();
+      await temporal.connection.close();
+    },
+  };
+}
+
+/** The node (runtime) worker, in this process, on the configuration's node task queue. */
+export async function startNodeWorker(config: HangarConfig, runtime: BwrapRuntime): Promise<RunningWorker> {
+  const connection = await NativeConnection.connect({ address: config.temporalAddress });
+  const worker = await Worker.create({
+    connection,
+    namespace: config.temporalNamespace,
+    taskQueue: nodeTaskQueue(config),
+    activities: createSandboxNodeActivities({ runtime }),
+  });
+  return run(worker, connection);
+}
+
+/** Polls until `check` returns a value (not undefined), or fails after `timeoutMs` with `what`. */
+export async function eventually<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const value = await check();
+      if (value !== undefined) return value;
+    } catch (err) {
+      last = err;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
+}

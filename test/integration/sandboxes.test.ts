@@ -1,0 +1,152 @@
+import type { FastifyInstance } from 'fastify';
+import fs from 'node:fs';
+import { buildSandboxGatewayApp } from '../../api/gateway/sandbox-app';
+import { sandboxWorkflowId } from '../../core/sandbox/types';
+import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../helpers/platform';
+import { eventually, startControlWorker, startNodeWorker, testRuntime, type RunningWorker } from '../helpers/workers';
+
+let t: TestApp;
+let tenant: TestTenant;
+let gateway: FastifyInstance;
+let control: RunningWorker;
+let node: RunningWorker | undefined;
+let runtime: ReturnType<typeof testRuntime>;
+
+beforeAll(async () => {
+  t = await startTestApp({ taskQueue: unique('sandboxes'), sandboxIdleSeconds: 2 });
+  tenant = await createTenant(t.app.pg, 'sbx');
+  runtime = testRuntime(t.config);
+  gateway = await buildSandboxGatewayApp(t.config, runtime);
+  control = await startControlWorker(t.config, t.app.pg);
+  node = await startNodeWorker(t.config, runtime);
+}, 60_000);
+
+afterAll(async () => {
+  for (const sandbox of await runtime.list()) await runtime.remove(sandbox.id).catch(() => undefined);
+  await node?.stop();
+  await control.stop();
+  await gateway.close();
+  await t.close();
+});
+
+const api = (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payload?: object) =>
+  t.call(tenant.admin.apiKey, { method, url, payload, workspace: tenant.workspace });
+
+/** A call to the sandbox's own API through the gateway, at its metadata.url. */
+function sandboxCall(name: string, method: 'GET' | 'POST' | 'DELETE', path: string, payload?: object, key = tenant.admin.apiKey) {
+  const base = new URL(`${t.config.sandboxUrlTemplate.replace('{workspace_id}', tenant.workspace).replace('{sandbox_id}', name)}`);
+  return gateway.inject({
+    method,
+    url: `${base.pathname}${path}`,
+    headers: { host: base.host, authorization: `Bearer ${key}`, ...(payload ? { 'content-type': 'application/json' } : {}) },
+    payload: payload ? JSON.stringify(payload) : undefined,
+  });
+}
+
+async function deployed(name: string) {
+  return eventually(`sandbox ${name} DEPLOYED`, async () => {
+    const res = await api('GET', `/v0/sandboxes/${name}`);
+    const body = res.json();
+    if (body.status === 'FAILED') throw new Error(JSON.stringify(body.events));
+    return body.status === 'DEPLOYED' ? body : undefined;
+  }, 60_000);
+}
+
+async function gone(name: string) {
+  await eventually(`sandbox ${name} gone`, async () => ((await api('GET', `/v0/sandboxes/${name}`)).statusCode === 404 ? true : undefined), 60_000);
+}
+
+test('create: DEPLOYING, then DEPLOYED and RUNNING at its url; the sandbox API answers through the gateway', async () => {
+  const created = await api('POST', '/v0/sandboxes', { metadata: { name: 'first' }, spec: { runtime: { memory: 256 } } });
+  expect(created.statusCode).toBe(200);
+  expect(created.json().status).toBe('DEPLOYING');
+  expect(created.json().metadata.url).toBe(`http://${t.config.host}:${t.config.sandboxPort}/${tenant.workspace}/first`);
+
+  const body = await deployed('first');
+  expect(body.state).toBe('RUNNING');
+  expect(body.events.map((e: { status: string }) => e.status)).toEqual(['DEPLOYING', 'DEPLOYED']);
+
+  const run = await sandboxCall('first', 'POST', '/process', { command: 'echo hello from $(hostname)', waitForCompletion: true });
+  expect(run.statusCode).toBe(200);
+  expect(run.json()).toEqual(expect.objectContaining({ status: 'completed', exitCode: 0 }));
+  expect(run.json().stdout).toContain('hello from');
+
+  const desc = await t.app.temporal.workflow.getHandle(sandboxWorkflowId(tenant.workspace, 'first')).describe();
+  expect(desc.searchAttributes).toEqual(
+    expect.objectContaining({ HangarWorkspace: [tenant.workspace], HangarResourceKind: ['sandbox'], HangarResourceName: ['first'] }),
+  );
+
+  const dup = await api('POST', '/v0/sandboxes', { metadata: { name: 'first' } });
+  expect(dup.statusCode).toBe(409);
+}, 90_000);
+
+test('the gateway checks the bearer token against the sandbox workspace and forwards no platform credential', async () => {
+  expect((await sandboxCall('first', 'GET', '/health', undefined, 'hgr_invalid')).statusCode).toBe(401);
+  const stranger = await createTenant(t.app.pg, 'sbx-other');
+  const denied = await sandboxCall('first', 'GET', '/health', undefined, stranger.admin.apiKey);
+  expect(denied.statusCode).toBe(403);
+  expect((await sandboxCall('missing', 'GET', '/health')).statusCode).toBe(404);
+
+  const env = await sandboxCall('first', 'POST', '/process', { command: 'env', waitForCompletion: true });
+  expect(env.json().stdout).not.toContain(tenant.admin.apiKey);
+});
+
+test('idle sandboxes go to STANDBY (frozen) and the next request resumes them transparently', async () => {
+  const sandbox = (await api('GET', '/v0/sandboxes/first')).json();
+  const id = (await t.app.pg.query('SELECT id FROM resources WHERE name = $1 AND kind = $2 AND workspace_id = $3', ['first', 'sandboxes', tenant.workspaceId])).rows[0].id;
+  expect(sandbox.state).toBe('RUNNING');
+  await eventually('standby', async () => ((await api('GET', '/v0/sandboxes/first')).json().state === 'STANDBY' ? true : undefined), 30_000);
+  expect(await runtime.isFrozen(id)).toBe(true);
+
+  const first = await sandboxCall('first', 'POST', '/process', { command: 'echo resumed', waitForCompletion: true });
+  expect(first.statusCode).toBe(200);
+  expect(first.json().stdout).toBe('resumed\n');
+  expect(await runtime.isFrozen(id)).toBe(false);
+  await eventually('RUNNING again', async () => ((await api('GET', '/v0/sandboxes/first')).json().state === 'RUNNING' ? true : undefined));
+}, 60_000);
+
+test('a ttl deletes the sandbox when it is reached', async () => {
+  await api('POST', '/v0/sandboxes', { metadata: { name: 'short' }, spec: { runtime: { ttl: '4s', memory: 256 } } });
+  const body = await deployed('short');
+  expect(body.expiresIn).toBeLessThanOrEqual(4);
+  await gone('short');
+}, 90_000);
+
+test('invalid lifetime rules are refused naming the field', async () => {
+  const res = await api('POST', '/v0/sandboxes', {
+    metadata: { name: 'bad' },
+    spec: { lifecycle: { expirationPolicies: [{ type: 'date', value: 'tomorrow', action: 'delete' }] } },
+  });
+  expect(res.statusCode).toBe(400);
+  expect(res.json().message).toContain('body.spec.lifecycle.expirationPolicies[0].value');
+  const ttl = await api('POST', '/v0/sandboxes', { metadata: { name: 'bad' }, spec: { runtime: { ttl: '1 year' } } });
+  expect(ttl.statusCode).toBe(400);
+  expect(ttl.json().message).toContain('body.spec.runtime.ttl');
+});
+
+test('delete: DELETING, then gone with its processes and files', async () => {
+  const id = (await t.app.pg.query('SELECT id FROM resources WHERE name = $1 AND kind = $2 AND workspace_id = $3', ['first', 'sandboxes', tenant.workspaceId])).rows[0].id;
+  const status = await runtime.status(id);
+  expect(status?.state).toBe('running');
+  const del = await api('DELETE', '/v0/sandboxes/first');
+  expect(del.statusCode).toBe(200);
+  expect(del.json().status).toBe('DELETING');
+  await gone('first');
+  expect(await runtime.status(id)).toBeUndefined();
+  expect(fs.existsSync(runtime.socketPath(id))).toBe(false);
+}, 90_000);
+
+test('a node worker that is down during create: the sandbox deploys once it is back', async () => {
+  await node?.stop();
+  node = undefined;
+  const created = await api('POST', '/v0/sandboxes', { metadata: { name: 'patient' }, spec: { runtime: { memory: 256 } } });
+  expect(created.statusCode).toBe(200);
+  await new Promise((resolve) => setTimeout(resolve, 1_000));
+  expect((await api('GET', '/v0/sandboxes/patient')).json().status).toBe('DEPLOYING');
+  node = await startNodeWorker(t.config, runtime);
+  await deployed('patient');
+  const run = await sandboxCall('patient', 'POST', '/process', { command: 'true', waitForCompletion: true });
+  expect(run.json().exitCode).toBe(0);
+  await api('DELETE', '/v0/sandboxes/patient');
+  await gone('patient');
+}, 120_000);

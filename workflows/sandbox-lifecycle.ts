@@ -1,0 +1,141 @@
+import {
+  condition,
+  continueAsNew,
+  defineQuery,
+  defineSignal,
+  proxyActivities,
+  setHandler,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { SandboxControlActivities } from '../activities/sandbox-control';
+import type { SandboxNodeActivities } from '../activities/sandbox-node';
+import { nextExpiry } from '../core/sandbox/expiry';
+import type { SandboxKey, SandboxSpec, SandboxState } from '../core/sandbox/types';
+
+export interface SandboxLifecycleInput {
+  key: SandboxKey;
+  spec: SandboxSpec;
+  nodeQueue: string;
+  idleTimeoutMs: number;
+  createdAt: number;
+  /** Where a run starts: a new sandbox, one carried over by continue-as-new, or a cleanup. */
+  phase: 'create' | 'running' | 'delete';
+  state?: SandboxState;
+  lastUsedAt?: number;
+}
+
+/** A request reached the sandbox (sent by the gateway, throttled). */
+export const touchSignal = defineSignal<[number]>('touch');
+/** The gateway thawed a sandbox in standby to serve a request. */
+export const resumedSignal = defineSignal<[number]>('resumed');
+export const deleteSignal = defineSignal('delete');
+/** The user changed lifetime rules (ttl, expiration policies). */
+export const specSignal = defineSignal<[SandboxSpec]>('spec');
+export const stateQuery = defineQuery<{ state: SandboxState; lastUsedAt: number }>('state');
+
+// Signals from busy sandboxes add history; start afresh well before Temporal's limits.
+const MAX_HISTORY_EVENTS = 5_000;
+
+/**
+ * One sandbox's life: start it on its node, keep it RUNNING while used, freeze it into STANDBY
+ * after the idle period, note resumes, and delete it when asked or when a ttl or expiration
+ * policy says so. Every step is an activity, so a worker killed at any point resumes here.
+ */
+export async function sandboxLifecycle(input: SandboxLifecycleInput): Promise<void> {
+  const control = proxyActivities<SandboxControlActivities>({
+    startToCloseTimeout: '30s',
+    retry: { initialInterval: '200ms', maximumInterval: '10s' },
+  });
+  const node = proxyActivities<SandboxNodeActivities>({
+    taskQueue: input.nodeQueue,
+    startToCloseTimeout: '60s',
+    retry: { initialInterval: '200ms', maximumInterval: '10s', maximumAttempts: 10 },
+  });
+  const { key } = input;
+  let spec = input.spec;
+  let state: SandboxState = input.state ?? 'RUNNING';
+  let lastUsedAt = input.lastUsedAt ?? input.createdAt;
+  let deleting = input.phase === 'delete';
+  let woken = false;
+
+  setHandler(deleteSignal, () => {
+    deleting = true;
+  });
+  setHandler(touchSignal, (at) => {
+    lastUsedAt = Math.max(lastUsedAt, at);
+    woken = true;
+  });
+  setHandler(resumedSignal, (at) => {
+    lastUsedAt = Math.max(lastUsedAt, at);
+    if (state === 'STANDBY') state = 'RUNNING';
+    woken = true;
+  });
+  setHandler(specSignal, (next) => {
+    spec = next;
+    woken = true;
+  });
+  setHandler(stateQuery, () => ({ state, lastUsedAt }));
+
+  upsertSearchAttributes({ HangarWorkspace: [key.workspace], HangarResourceKind: ['sandbox'], HangarResourceName: [key.name] });
+
+  let reason = 'deleted by request';
+  if (input.phase === 'create') {
+    try {
+      await node.startSandbox(key, spec);
+    } catch (err) {
+      await control.markSandboxFailed(key, `failed to start: ${(err as Error).message}`);
+      // A failed sandbox stays visible (with its reason) until deleted.
+      await condition(() => deleting);
+      return cleanUp(reason);
+    }
+    await control.markSandboxDeployed(key);
+  }
+
+  let persistedState: SandboxState | undefined = input.phase === 'running' ? state : 'RUNNING';
+  while (!deleting) {
+    if (persistedState !== state) {
+      await control.setSandboxState(key, state, lastUsedAt);
+      persistedState = state;
+    }
+    const expiry = nextExpiry({
+      ttl: spec.runtime?.ttl,
+      policies: spec.lifecycle?.expirationPolicies ?? [],
+      createdAt: input.createdAt,
+      lastUsedAt,
+    });
+    const now = Date.now();
+    if (expiry && expiry.at <= now) {
+      reason = `expired: ${expiry.reason}`;
+      break;
+    }
+    if (workflowInfo().historyLength > MAX_HISTORY_EVENTS) {
+      await continueAsNew<typeof sandboxLifecycle>({ ...input, spec, phase: 'running', state, lastUsedAt });
+    }
+    const untilExpiry = expiry ? expiry.at - now : undefined;
+    woken = false;
+    if (state === 'RUNNING') {
+      const idleAt = lastUsedAt + input.idleTimeoutMs;
+      const wait = Math.max(1, Math.min(idleAt - now, untilExpiry ?? Infinity));
+      if (await condition(() => deleting || woken, wait)) continue;
+      if (Date.now() < lastUsedAt + input.idleTimeoutMs) continue;
+      // The node checks the sandbox itself: a request in flight or a foreground command keeps it up.
+      const standby = await node.enterStandby(key, input.idleTimeoutMs);
+      lastUsedAt = Math.max(lastUsedAt, standby.lastUsedAt);
+      if (standby.frozen) state = 'STANDBY';
+    } else {
+      await condition(() => deleting || woken, untilExpiry);
+      if (woken && state === 'STANDBY') {
+        // Woken by a touch or spec change while frozen: only a resume makes it RUNNING.
+        continue;
+      }
+    }
+  }
+  return cleanUp(reason);
+
+  async function cleanUp(why: string): Promise<void> {
+    await control.markSandboxDeleting(key, why);
+    await node.stopSandbox(key);
+    await control.deleteSandboxRecord(key);
+  }
+}
