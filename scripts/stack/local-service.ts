@@ -1,0 +1,77 @@
+import { assertPortFree, waitUntilReady } from './readiness';
+import { findLeftover, launchService, stopLeftover, type ServiceSpec } from './service-process';
+
+export type Log = (line: string) => void;
+
+/** How startStack runs local services; see StackOptions in index.ts. */
+export interface LaunchContext {
+  log: Log;
+  /** Stop the service when this process dies (false: it outlives us on purpose). */
+  bindToParent: boolean;
+  /** Adopt a healthy service left running by an earlier start instead of restarting it. */
+  reuseRunning: boolean;
+  readyTimeoutMs: number;
+  /** Told when a service this start launched dies without being asked to. */
+  onUnexpectedExit?: (name: string, how: string, logFile: string) => void;
+}
+
+export interface StartedService {
+  /** Stops the service if this start launched it; a no-op for a reused or external one. */
+  stop(): Promise<void>;
+}
+
+export interface LocalServicePlan {
+  spec: Omit<ServiceSpec, 'bindToParent'>;
+  /** Ports that must be free before launching, each with what it is for. */
+  ports: { port: number; purpose: string }[];
+  /** One readiness check; throws while the service is not ready. */
+  probe: () => Promise<void>;
+  /** Work before launching (after any leftover is gone): init a cluster, write configs. */
+  prepare?: () => Promise<void>;
+}
+
+/** For external or reused services: nothing of ours to stop. */
+export const notStarted: StartedService = { stop: async () => undefined };
+const REUSE_CHECK_MS = 5_000;
+
+/**
+ * The life cycle every local service shares: deal with a leftover from an earlier run, check the
+ * ports, launch, wait until ready (stopping it again if it never gets there).
+ */
+export async function runLocalService(ctx: LaunchContext, plan: LocalServicePlan): Promise<StartedService> {
+  const { spec } = plan;
+  const leftover = findLeftover(spec.pidFile, spec.marker);
+  if (leftover !== undefined) {
+    if (ctx.reuseRunning) {
+      try {
+        await waitUntilReady(spec.name, plan.probe, { timeoutMs: REUSE_CHECK_MS });
+        ctx.log(`${spec.name}: reusing the instance already running (pid ${leftover})`);
+        return notStarted;
+      } catch {
+        ctx.log(`${spec.name}: the instance left running (pid ${leftover}) does not answer; restarting it`);
+      }
+    } else {
+      ctx.log(`${spec.name}: stopping an instance left over by an earlier run (pid ${leftover})`);
+    }
+    await stopLeftover(leftover, spec.stopSignal);
+  }
+  await plan.prepare?.();
+  for (const { port, purpose } of plan.ports) await assertPortFree(port, purpose);
+  const proc = await launchService({ ...spec, bindToParent: ctx.bindToParent });
+  try {
+    await waitUntilReady(spec.name, plan.probe, { timeoutMs: ctx.readyTimeoutMs, process: proc, logFile: spec.logFile });
+  } catch (err) {
+    await proc.stop();
+    throw err;
+  }
+  let stopping = false;
+  void proc.exited.then((how) => {
+    if (!stopping) ctx.onUnexpectedExit?.(spec.name, how, spec.logFile);
+  });
+  return {
+    stop: () => {
+      stopping = true;
+      return proc.stop();
+    },
+  };
+}

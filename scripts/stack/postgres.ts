@@ -1,0 +1,146 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { Client } from 'pg';
+import { postgresBinDir } from './binaries';
+import { chooseIdentity, handOver, identityPrefix } from './identity';
+import { runLocalService, type LaunchContext, type StartedService } from './local-service';
+import { waitUntilReady } from './readiness';
+import { commandLineOf, isAlive, runOnce } from './service-process';
+import { maskPassword } from './urls';
+
+const ROLE = 'hangar';
+const DATABASE = 'hangar';
+const MAJOR_VERSION = '15';
+// sun_path holds 108 bytes including the terminating NUL.
+const MAX_SOCKET_PATH = 107;
+
+export interface LocalPostgresOptions {
+  dataDir: string;
+  port: number;
+  password: string;
+  /** Skip fsync: much faster, and a crash can corrupt the cluster. For throw-away test data only. */
+  fastWrites: boolean;
+}
+
+function urlOf(password: string, port: number, database: string): string {
+  return `postgres://${ROLE}:${encodeURIComponent(password)}@127.0.0.1:${port}/${database}`;
+}
+
+async function query(connectionString: string, sql: string): Promise<number> {
+  const client = new Client({ connectionString, connectionTimeoutMillis: 3_000 });
+  try {
+    await client.connect();
+    return (await client.query(sql)).rowCount ?? 0;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/**
+ * postmaster.pid (and the socket's lock file) outlive a hard kill. PostgreSQL refuses to start
+ * while the pid written there belongs to any live process, which after a reboot or in a
+ * container can be an unrelated one; only a live postmaster of this very cluster counts.
+ */
+function removeStaleLockFiles(pgdata: string, lockFiles: string[]): void {
+  for (const file of lockFiles) {
+    let pid: number;
+    try {
+      pid = Number(fs.readFileSync(file, 'utf8').split('\n')[0]);
+    } catch {
+      continue;
+    }
+    if (isAlive(pid) && commandLineOf(pid)?.includes(pgdata)) {
+      throw new Error(`a PostgreSQL server (pid ${pid}) that hangar did not start is running on ${pgdata}; stop it first`);
+    }
+    fs.rmSync(file, { force: true });
+  }
+}
+
+/**
+ * Our own cluster under `<dataDir>/postgres`: initdb on the first start (role `hangar`, password
+ * auth on TCP and socket alike), then PostgreSQL 15 on 127.0.0.1 with its socket inside the
+ * folder, and database `hangar`. Returns the URL of that database.
+ */
+export async function startLocalPostgres(
+  options: LocalPostgresOptions,
+  ctx: LaunchContext,
+): Promise<{ url: string; service: StartedService }> {
+  const dir = path.join(options.dataDir, 'postgres');
+  const pgdata = path.join(dir, 'data');
+  const socketDir = path.join(dir, 'run');
+  const logFile = path.join(dir, 'postgres.log');
+  fs.mkdirSync(socketDir, { recursive: true, mode: 0o700 });
+  const identity = chooseIdentity('postgres', dir, ctx.log);
+  handOver(identity, [socketDir]);
+  const bin = postgresBinDir();
+  const { port, password } = options;
+  const socketFits = path.join(socketDir, `.s.PGSQL.${port}`).length <= MAX_SOCKET_PATH;
+  const settings: Record<string, string> = {
+    listen_addresses: '127.0.0.1',
+    // A data folder deep enough to overflow a socket path simply gets no socket; we use TCP.
+    unix_socket_directories: socketFits ? socketDir : '',
+    ...(options.fastWrites ? { fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off' } : {}),
+  };
+  const adminUrl = urlOf(password, port, 'postgres');
+
+  const initCluster = async () => {
+    const versionFile = path.join(pgdata, 'PG_VERSION');
+    if (fs.existsSync(versionFile)) {
+      const version = fs.readFileSync(versionFile, 'utf8').trim();
+      if (version !== MAJOR_VERSION) {
+        throw new Error(`${pgdata} holds a PostgreSQL ${version} cluster; this stack runs ${MAJOR_VERSION}. Move it away or use another HANGAR_DATA_DIR`);
+      }
+      return;
+    }
+    // Without PG_VERSION the folder is what an interrupted initdb left: nothing worth keeping.
+    if (fs.existsSync(pgdata)) fs.rmSync(pgdata, { recursive: true, force: true });
+    ctx.log(`postgres: creating a new cluster in ${pgdata}`);
+    const passwordFile = path.join(dir, '.initdb-password');
+    fs.writeFileSync(passwordFile, password, { mode: 0o600 });
+    handOver(identity, [passwordFile]);
+    try {
+      const initdb = [path.join(bin, 'initdb'), '-D', pgdata, '-U', ROLE, `--pwfile=${passwordFile}`, '--auth=scram-sha-256', '-E', 'UTF8', '--no-locale'];
+      await runOnce('initdb', [...identityPrefix(identity), ...initdb], logFile);
+    } finally {
+      fs.rmSync(passwordFile, { force: true });
+    }
+  };
+
+  const service = await runLocalService(ctx, {
+    spec: {
+      name: 'postgres',
+      argv: [path.join(bin, 'postgres'), '-D', pgdata, '-p', String(port), ...Object.entries(settings).flatMap(([key, value]) => ['-c', `${key}=${value}`])],
+      runAs: identityPrefix(identity),
+      logFile,
+      pidFile: path.join(dir, 'service.pid'),
+      marker: pgdata,
+      stopSignal: 'SIGINT',
+      stopTimeoutMs: 30_000,
+    },
+    ports: [{ port, purpose: 'PostgreSQL (HANGAR_POSTGRES_PORT)' }],
+    probe: async () => {
+      await query(adminUrl, 'SELECT 1');
+    },
+    prepare: async () => {
+      removeStaleLockFiles(pgdata, [path.join(pgdata, 'postmaster.pid'), path.join(socketDir, `.s.PGSQL.${port}.lock`)]);
+      await initCluster();
+    },
+  });
+  try {
+    if ((await query(adminUrl, `SELECT 1 FROM pg_database WHERE datname = '${DATABASE}'`)) === 0) {
+      await query(adminUrl, `CREATE DATABASE ${DATABASE}`).catch((err: { code?: string }) => {
+        // 42P04 duplicate_database: created meanwhile, which is what we wanted.
+        if (err.code !== '42P04') throw err;
+      });
+    }
+  } catch (err) {
+    await service.stop();
+    throw err;
+  }
+  return { url: urlOf(password, port, DATABASE), service };
+}
+
+/** An external PostgreSQL (DATABASE_URL): used as is, once it answers. */
+export async function waitForExternalPostgres(url: string, ctx: LaunchContext): Promise<void> {
+  await waitUntilReady(`PostgreSQL at ${maskPassword(url)}`, () => query(url, 'SELECT 1'), { timeoutMs: ctx.readyTimeoutMs, intervalMs: 500 });
+}

@@ -1,0 +1,29 @@
+import { createClient } from '@clickhouse/client';
+import { Pool } from 'pg';
+import { migrateClickHouse } from '../../db/clickhouse';
+import { migrate } from '../../db/migrate';
+import { clickhouseTarget } from './urls';
+
+export interface StackEndpoints {
+  databaseUrl: string;
+  clickhouseUrl: string;
+  clickhouseDatabase: string;
+}
+
+/** Brings both schemas up to date: PostgreSQL migrations, then the ClickHouse DDL. Idempotent. */
+export async function applySchemas(stack: StackEndpoints): Promise<{ postgresApplied: string[] }> {
+  const pool = new Pool({ connectionString: stack.databaseUrl, max: 2 });
+  try {
+    const postgresApplied = await migrate(pool);
+    const target = clickhouseTarget(stack.clickhouseUrl, stack.clickhouseDatabase);
+    const clickhouse = createClient({ url: target.serverUrl, username: target.username, password: target.password });
+    try {
+      await migrateClickHouse(clickhouse, target.database);
+    } finally {
+      await clickhouse.close();
+    }
+    return { postgresApplied };
+  } finally {
+    await pool.end();
+  }
+}

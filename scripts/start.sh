@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# npm start: install what is missing, build, then run the local stack and the platform.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+bash scripts/install-deps.sh
+exec node dist/scripts/start.js "$@"

@@ -1,0 +1,125 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { credentialsPath, type BootstrapCredentials } from '../api/bootstrap';
+import { loadConfig, type HangarConfig } from '../core/config';
+import { prepare } from './prepare';
+import type { Stack } from './stack';
+import { repoRoot } from './stack/binaries';
+import { waitUntilReady } from './stack/readiness';
+import { maskPassword } from './stack/urls';
+import { superviseChild, type SupervisedChild } from './supervised-child';
+
+/**
+ * `npm start`: prepare (local services, both schemas, the first account), then the platform processes,
+ * supervised until Ctrl-C (or SIGTERM), which stops everything in order: platform processes
+ * first, then the services.
+ */
+const began = Date.now();
+const elapsed = () => `${((Date.now() - began) / 1000).toFixed(1).padStart(5)}s`;
+const step = (line: string) => console.log(`[${elapsed()}] ${line}`);
+
+/** The platform processes, as compiled by tsc; one missing (not written yet) is skipped with a warning. */
+const PLATFORM_PROCESSES = [
+  { name: 'api', script: path.join('dist', 'api', 'server.js') },
+  { name: 'control-worker', script: path.join('dist', 'workers', 'control.js') },
+];
+const HEALTH_TIMEOUT_MS = 90_000;
+
+function platformEnv(config: HangarConfig, stack: Stack): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    HANGAR_DATA_DIR: config.dataDir,
+    DATABASE_URL: stack.databaseUrl,
+    CLICKHOUSE_URL: stack.clickhouseUrl,
+    CLICKHOUSE_DATABASE: stack.clickhouseDatabase,
+    TEMPORAL_ADDRESS: stack.temporalAddress,
+    TEMPORAL_NAMESPACE: config.temporalNamespace,
+  };
+}
+
+async function apiHealthy(baseUrl: string): Promise<void> {
+  const response = await fetch(new URL('/health', baseUrl), { signal: AbortSignal.timeout(5_000) });
+  if (response.status !== 200) throw new Error(`GET /health answered ${response.status}: ${(await response.text()).slice(0, 200)}`);
+}
+
+function printSummary(config: HangarConfig, stack: Stack, credentials: BootstrapCredentials): void {
+  const credentialsFile = credentialsPath(config);
+  const relative = (file: string) => path.relative(process.cwd(), file) || file;
+  const rows: [string, string][] = [
+    ['base_url', config.baseUrl],
+    ['run_url', config.runUrl],
+    ['sandbox_url', config.sandboxUrlTemplate],
+    ['temporal_ui', stack.temporalUiUrl ?? `(external Temporal at ${stack.temporalAddress})`],
+    ['temporal', `${stack.temporalAddress} namespace ${config.temporalNamespace}`],
+    ['postgres', maskPassword(stack.databaseUrl)],
+    ['clickhouse', `${maskPassword(stack.clickhouseUrl)} database ${stack.clickhouseDatabase}`],
+    ['account_id', credentials.accountId],
+    ['workspace', credentials.workspace],
+    // The key itself stays in the 0600 file, out of terminal scrollback and CI logs.
+    ['api_key', `${credentials.apiKey.slice(0, 8)}... (full key in ${relative(credentialsFile)})`],
+    ['service logs', relative(config.dataDir) + '/{postgres,clickhouse/log,temporal}/'],
+  ];
+  const width = Math.max(...rows.map(([key]) => key.length)) + 2;
+  console.log(`\nHangar is running (started in ${elapsed().trim()})`);
+  for (const [key, value] of rows) console.log(`  ${key.padEnd(width)}${value}`);
+  console.log(`\n  export HANGAR_API_KEY=$(node -p "require('./${relative(credentialsFile)}').apiKey")`);
+  console.log(`  curl -H "Authorization: Bearer $HANGAR_API_KEY" ${config.baseUrl}/v0/workspaces\n`);
+  console.log('Press Ctrl-C to stop.');
+}
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  step(`data folder ${config.dataDir}`);
+  const children: SupervisedChild[] = [];
+  let stack: Stack | undefined;
+  let shuttingDown = false;
+  const shutdown = async (reason: string, exitCode: number) => {
+    if (shuttingDown) {
+      // A second Ctrl-C: leave at once; the parent-death signal still stops every child.
+      process.exit(1);
+    }
+    shuttingDown = true;
+    step(`${reason}: stopping`);
+    await Promise.allSettled(children.map((child) => child.stop()));
+    // Before prepare returns there is nothing to call stop() on; exiting lets the
+    // parent-death signal stop whatever had started.
+    await stack?.stop();
+    step('stopped');
+    process.exit(exitCode);
+  };
+  process.on('SIGINT', () => void shutdown('SIGINT', 0));
+  process.on('SIGTERM', () => void shutdown('SIGTERM', 0));
+  // Services are not restarted behind the platform's back: a dead database means stop and say why.
+  const onUnexpectedExit = (service: string, how: string, logFile: string) =>
+    void shutdown(`${service} died (${how}; see ${path.relative(process.cwd(), logFile)})`, 1);
+  const prepared = await prepare(config, step, { onUnexpectedExit });
+  stack = prepared.stack;
+  const { credentials } = prepared;
+
+  try {
+    const root = repoRoot();
+    const env = platformEnv(config, stack);
+    for (const { name, script } of PLATFORM_PROCESSES) {
+      const file = path.join(root, script);
+      if (!fs.existsSync(file)) {
+        step(`WARNING: ${script} does not exist (not built yet?); ${name} not started`);
+        continue;
+      }
+      children.push(superviseChild({ name, argv: [process.execPath, file], env, cwd: root, output: (line) => console.log(line), log: step }));
+      step(`${name} started`);
+    }
+    if (children.some((child) => child.name === 'api')) {
+      await waitUntilReady(`the API at ${config.baseUrl}`, () => apiHealthy(config.baseUrl), { timeoutMs: HEALTH_TIMEOUT_MS, intervalMs: 500 });
+      step('API healthy');
+    }
+    printSummary(config, stack, credentials);
+  } catch (err) {
+    console.error(`hangar failed to start: ${(err as Error).message}`);
+    await shutdown('start failed', 1);
+  }
+}
+
+main().catch((err) => {
+  console.error(`hangar failed to start: ${(err as Error).message}`);
+  process.exit(1);
+});

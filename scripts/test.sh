@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# npm test [-- jest arguments]: install what is missing, build and type-check, then jest.
+# The jest global set-up starts PostgreSQL, ClickHouse and Temporal on test ports with data in
+# .data-test (not at all when only test/unit files are selected).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+bash scripts/install-deps.sh
+
+args=()
+# One process by default: integration tests share the services and the machine has 2 cores, so
+# parallel workers mostly add start-up cost and contention. -w/--maxWorkers opts out.
+case " $* " in
+  *" -i "* | *" --runInBand "* | *" -w "* | *" --maxWorkers"*) ;;
+  *) args+=(--runInBand) ;;
+esac
+# In CI a handle some test forgot to close must not hold the run until the job's time limit.
+if [ -n "${CI:-}" ]; then args+=(--forceExit); fi
+exec npx jest "${args[@]}" "$@"

@@ -1,0 +1,279 @@
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { createClient } from '@clickhouse/client';
+import { Client } from 'pg';
+import { startStack } from '../../scripts/stack';
+import { runLocalService } from '../../scripts/stack/local-service';
+import { lockDataDir } from '../../scripts/stack/stack-lock';
+import { superviseChild } from '../../scripts/supervised-child';
+import { findLeftover, isAlive, launchService, parentDeathPrefix, stopLeftover } from '../../scripts/stack/service-process';
+import { sleep } from '../../scripts/stack/timing';
+import { namespaceSearchAttributes, SEARCH_ATTRIBUTES } from '../../scripts/stack/temporal';
+import { testStack } from '../setup/stack';
+import { testConfig } from '../setup/test-config';
+
+jest.setTimeout(120_000);
+
+async function pgQuery<T extends object>(url: string, sql: string): Promise<T[]> {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query<T>(sql)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+/** Live processes whose command line mentions `text` (a temp folder unique to one test). */
+function processesMentioning(text: string): number[] {
+  return fs
+    .readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .map(Number)
+    .filter((pid) => pid !== process.pid && isAlive(pid))
+    .filter((pid) => {
+      try {
+        return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(text);
+      } catch {
+        return false;
+      }
+    });
+}
+
+/** Waits (bounded) until `pid` is gone; returns whether it went. */
+async function goneWithin(pid: number, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (isAlive(pid) && Date.now() < deadline) await sleep(100);
+  return !isAlive(pid);
+}
+
+describe('the services of the test set-up', () => {
+  const stack = testStack();
+
+  test('PostgreSQL runs SQL on database hangar, with the migrations applied', async () => {
+    const [row] = await pgQuery<{ db: string; two: number }>(stack.databaseUrl, 'SELECT current_database() AS db, 1 + 1 AS two');
+    expect(row).toEqual({ db: 'hangar', two: 2 });
+    const migrations = await pgQuery<{ name: string }>(stack.databaseUrl, 'SELECT name FROM schema_migrations');
+    expect(migrations.map((m) => m.name)).toContain('001_foundation');
+  });
+
+  test('ClickHouse answers a query in its database, which holds the usage tables', async () => {
+    const client = createClient({ url: stack.clickhouseUrl });
+    try {
+      const result = await client.query({ query: `SELECT name FROM system.tables WHERE database = '${stack.clickhouseDatabase}'`, format: 'JSONEachRow' });
+      const tables = (await result.json<{ name: string }>()).map((t) => t.name);
+      expect(tables.length).toBeGreaterThan(0);
+    } finally {
+      await client.close();
+    }
+  });
+
+  test('Temporal describes its namespace, with the three search attributes registered', async () => {
+    const attributes = await namespaceSearchAttributes(stack.temporalAddress, stack.config.temporalNamespace);
+    for (const name of SEARCH_ATTRIBUTES) expect(attributes).toContain(name);
+  });
+});
+
+describe('process supervision', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hangar-supervision-'));
+  });
+  afterEach(() => {
+    for (const pid of processesMentioning(dir)) process.kill(pid, 'SIGKILL');
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  const spec = (script: string, stopTimeoutMs = 5_000) => ({
+    name: 'fake',
+    // The folder in the command line is the marker that recognises the process.
+    argv: ['sh', '-c', script, dir],
+    runAs: [],
+    logFile: path.join(dir, 'fake.log'),
+    pidFile: path.join(dir, 'fake.pid'),
+    marker: dir,
+    stopSignal: 'SIGTERM' as const,
+    stopTimeoutMs,
+  });
+
+  test('stop() ends the service and what it forked, and removes its pid file', async () => {
+    const service = await launchService({ ...spec('sleep 300 & sleep 300; wait'), bindToParent: true });
+    expect(fs.readFileSync(path.join(dir, 'fake.pid'), 'utf8').trim()).toBe(String(service.pid));
+    await sleep(200);
+    expect(processesMentioning(dir).length).toBeGreaterThanOrEqual(1);
+    await service.stop();
+    expect(service.isRunning()).toBe(false);
+    expect(processesMentioning(dir)).toEqual([]);
+    expect(fs.existsSync(path.join(dir, 'fake.pid'))).toBe(false);
+  });
+
+  test('a service that ignores its stop signal is killed after the timeout', async () => {
+    const service = await launchService({ ...spec("trap '' TERM; sleep 300 & wait; sleep 300", 500), bindToParent: false });
+    await sleep(200);
+    await service.stop();
+    expect(await service.exited).toBe('signal SIGKILL');
+    expect(processesMentioning(dir)).toEqual([]);
+  });
+
+  test('a service bound to its parent stops when the parent is killed with SIGKILL', async () => {
+    // A stand-in supervisor: spawns the command the way launchService does, prints its pid, waits.
+    const argv = [...parentDeathPrefix('SIGTERM'), 'sleep', '300'];
+    const supervisor = spawn(
+      process.execPath,
+      ['-e', `const c = require('child_process').spawn(process.argv[1], process.argv.slice(2), { detached: true, stdio: 'ignore' }); c.on('spawn', () => console.log(c.pid)); setInterval(() => {}, 1000);`, ...argv],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    const servicePid = await new Promise<number>((resolve) => supervisor.stdout.once('data', (chunk) => resolve(Number(String(chunk).trim()))));
+    try {
+      await sleep(300);
+      expect(isAlive(servicePid)).toBe(true);
+      supervisor.kill('SIGKILL');
+      expect(await goneWithin(servicePid, 10_000)).toBe(true);
+    } finally {
+      if (isAlive(servicePid)) process.kill(servicePid, 'SIGKILL');
+    }
+  });
+
+  test('a leftover is found through its pid file and stopped; a pid file naming another process is ignored', async () => {
+    const service = await launchService({ ...spec('sleep 300'), bindToParent: false });
+    // As if the supervisor had died: nobody calls stop(); the next start finds the process.
+    const pidFile = path.join(dir, 'fake.pid');
+    expect(findLeftover(pidFile, dir)).toBe(service.pid);
+    await stopLeftover(service.pid, 'SIGTERM', 5_000);
+    expect(isAlive(service.pid)).toBe(false);
+
+    fs.writeFileSync(pidFile, `${process.pid}\n`);
+    expect(findLeftover(pidFile, dir)).toBeUndefined();
+    fs.writeFileSync(pidFile, 'garbage\n');
+    expect(findLeftover(pidFile, dir)).toBeUndefined();
+  });
+
+  test('a service that dies on its own is reported; one stopped on purpose is not', async () => {
+    const deaths: string[] = [];
+    const ctx = { log: () => undefined, bindToParent: true, reuseRunning: false, readyTimeoutMs: 5_000, onUnexpectedExit: (name: string, how: string) => deaths.push(`${name}: ${how}`) };
+    const plan = { spec: spec('sleep 300'), ports: [], probe: async () => undefined };
+    const crashing = await runLocalService(ctx, plan);
+    const pid = Number(fs.readFileSync(path.join(dir, 'fake.pid'), 'utf8'));
+    process.kill(pid, 'SIGKILL');
+    const deadline = Date.now() + 5_000;
+    while (!deaths.length && Date.now() < deadline) await sleep(50);
+    expect(deaths).toEqual(['fake: signal SIGKILL']);
+    await crashing.stop();
+
+    const stopped = await runLocalService(ctx, plan);
+    await stopped.stop();
+    await sleep(200);
+    expect(deaths).toHaveLength(1);
+  });
+
+  test('the data-folder lock is taken over from a dead owner, and refused while its owner lives', async () => {
+    fs.writeFileSync(path.join(dir, 'stack.lock'), '999999999 1');
+    const release = await lockDataDir(dir, { waitMs: 0, log: () => undefined });
+    await expect(lockDataDir(dir, { waitMs: 0, log: () => undefined })).rejects.toThrow(`in use by process ${process.pid}`);
+    release();
+    expect(fs.existsSync(path.join(dir, 'stack.lock'))).toBe(false);
+  });
+});
+
+describe('platform process supervision', () => {
+  test('a crashing child is restarted with backoff until stop(), which ends it for good', async () => {
+    const output: string[] = [];
+    const events: string[] = [];
+    const child = superviseChild({
+      name: 'crasher',
+      argv: [process.execPath, '-e', "console.log('up'); process.exit(3)"],
+      env: process.env,
+      output: (line) => output.push(line),
+      log: (line) => events.push(line),
+    });
+    const deadline = Date.now() + 15_000;
+    while (output.length < 2 && Date.now() < deadline) await sleep(100);
+    await child.stop();
+    expect(output.slice(0, 2)).toEqual(['[crasher] up', '[crasher] up']);
+    expect(events[0]).toBe('crasher exited (exit code 3); restarting in 1s');
+    const launches = output.length;
+    await sleep(2_500);
+    expect(output.length).toBe(launches);
+  });
+
+  test('stop() ends a running child and anything it forked', async () => {
+    const marker = `hangar-child-${process.pid}-${Date.now()}`;
+    const child = superviseChild({
+      name: 'sleeper',
+      argv: ['sh', '-c', 'sleep 300 & sleep 300; wait', marker],
+      env: process.env,
+      output: () => undefined,
+      log: () => undefined,
+    });
+    await sleep(300);
+    expect(processesMentioning(marker).length).toBeGreaterThanOrEqual(1);
+    await child.stop(5_000);
+    expect(child.pid()).toBeUndefined();
+    expect(processesMentioning(marker)).toEqual([]);
+  });
+});
+
+describe('a throw-away stack', () => {
+  let dataDir: string;
+  // Ports of their own, clear of the test stack's and npm start's.
+  const config = () => ({ ...testConfig({ HANGAR_TEST_PORT_OFFSET: '300' }), dataDir });
+  const quiet = () => undefined;
+
+  beforeEach(() => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hangar-stack-'));
+  });
+  afterEach(() => {
+    for (const pid of processesMentioning(dataDir)) process.kill(pid, 'SIGKILL');
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  test('starts, keeps its data across a restart, refuses a second supervisor, and stop() leaves no process', async () => {
+    const first = await startStack(config(), quiet, { fastWrites: true });
+    try {
+      await pgQuery(first.databaseUrl, 'CREATE TABLE kept (v int); INSERT INTO kept VALUES (42)');
+      expect(processesMentioning(dataDir).length).toBeGreaterThanOrEqual(3);
+      await expect(startStack(config(), quiet)).rejects.toThrow(/in use by process/);
+    } finally {
+      await first.stop();
+    }
+    expect(processesMentioning(dataDir)).toEqual([]);
+
+    // After a hard kill postmaster.pid stays behind, and its pid may by now be another process's.
+    const pgdata = path.join(dataDir, 'postgres', 'data');
+    fs.writeFileSync(path.join(pgdata, 'postmaster.pid'), `${process.pid}\n${pgdata}\n`);
+    const second = await startStack(config(), quiet, { fastWrites: true });
+    try {
+      expect(second.databaseUrl).toBe(first.databaseUrl);
+      expect(await pgQuery(second.databaseUrl, 'SELECT v FROM kept')).toEqual([{ v: 42 }]);
+    } finally {
+      await second.stop();
+    }
+    expect(processesMentioning(dataDir)).toEqual([]);
+  });
+
+  test('a taken port fails the start with a message naming it, and stops what had started', async () => {
+    const cfg = config();
+    const blocker = net.createServer();
+    await new Promise<void>((resolve) => blocker.listen(cfg.temporalPort, '127.0.0.1', resolve));
+    try {
+      await expect(startStack(cfg, quiet, { fastWrites: true })).rejects.toThrow(
+        new RegExp(`port ${cfg.temporalPort} for Temporal frontend \\(HANGAR_TEMPORAL_PORT\\) is already in use`),
+      );
+    } finally {
+      blocker.close();
+    }
+    expect(processesMentioning(dataDir)).toEqual([]);
+    expect(fs.existsSync(path.join(dataDir, 'stack.lock'))).toBe(false);
+  });
+
+  test('an unreachable external PostgreSQL fails within the bound, without echoing its password', async () => {
+    const { clickhouseUrl, temporalAddress } = testStack();
+    const cfg = { ...config(), databaseUrl: 'postgres://someone:s3cret@127.0.0.1:1/db', clickhouseUrl, temporalAddress };
+    const attempt = startStack(cfg, quiet, { readyTimeoutMs: 1_500 });
+    await expect(attempt).rejects.toThrow(/PostgreSQL at postgres:\/\/someone:\*\*\*@127\.0\.0\.1:1\/db was not ready within 2s/);
+    await expect(attempt).rejects.not.toThrow(/s3cret/);
+  });
+});

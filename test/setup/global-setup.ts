@@ -1,0 +1,49 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { startStack, type Stack } from '../../scripts/stack';
+import { applySchemas } from '../../scripts/stack/schema';
+import { listTestFiles, onlyUnitTestsSelected, type JestSelection } from './selection';
+import type { TestStack } from './stack';
+import { stackFilePath, testConfig } from './test-config';
+
+declare global {
+  // Handed from the global set-up to the global teardown (jest runs both in its main process).
+  var __HANGAR_TEST_STACK__: Stack | undefined;
+}
+
+const log = (line: string) => process.stderr.write(`[test stack] ${line}\n`);
+
+/**
+ * Starts the services for the test run (their data in .data-test, their own ports), applies both
+ * schemas and records the URLs for testStack(). HANGAR_TEST_KEEP_STACK=1 leaves the services
+ * running afterwards and reuses them next time, for quick repeated runs.
+ */
+export default async function globalSetup(globalConfig: JestSelection): Promise<void> {
+  const config = testConfig();
+  const stackFile = stackFilePath(config);
+  fs.rmSync(stackFile, { force: true });
+  if (onlyUnitTestsSelected(globalConfig, listTestFiles(path.join(globalConfig.rootDir, 'test')))) {
+    log('only unit tests selected: the services are not started');
+    return;
+  }
+  const began = Date.now();
+  const keepRunning = process.env.HANGAR_TEST_KEEP_STACK === '1';
+  // Another test run on the same folder finishes first: its services are not ours to stop.
+  const stack = await startStack(config, log, { keepRunning, fastWrites: true, lockWaitMs: 15 * 60_000 });
+  try {
+    await applySchemas(stack);
+  } catch (err) {
+    await stack.stop();
+    throw err;
+  }
+  const recorded: TestStack = {
+    config,
+    databaseUrl: stack.databaseUrl,
+    clickhouseUrl: stack.clickhouseUrl,
+    clickhouseDatabase: stack.clickhouseDatabase,
+    temporalAddress: stack.temporalAddress,
+  };
+  fs.writeFileSync(stackFile, JSON.stringify(recorded, null, 2) + '\n', { mode: 0o600 });
+  globalThis.__HANGAR_TEST_STACK__ = stack;
+  log(`ready in ${((Date.now() - began) / 1000).toFixed(1)}s${keepRunning ? ' (kept running after the tests)' : ''}`);
+}
