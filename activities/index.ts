@@ -1,4 +1,5 @@
 import type { ActivityDeps } from './deps';
+import { createProvisioningActivities } from './provisioning';
 import { createSandboxControlActivities } from './sandbox-control';
 
 export type { ActivityDeps } from './deps';
@@ -7,5 +8,6 @@ export type { ActivityDeps } from './deps';
 export function createActivities(deps: ActivityDeps) {
   return {
     ...createSandboxControlActivities(deps),
+    ...createProvisioningActivities(deps),
   };
 }

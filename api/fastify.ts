@@ -7,13 +7,16 @@ import './types';
 export interface AppOptions {
   /** Log level; no logging when absent (tests). */
   logLevel?: string;
+  /** Where log lines go (default stdout); tests capture them to prove no secret is logged. */
+  logStream?: NodeJS.WritableStream;
 }
 
 /** Never log credentials: request logs carry method, path (no query) and id only. */
-function loggerOptions(level: string | undefined): FastifyServerOptions['logger'] {
+function loggerOptions(level: string | undefined, stream?: NodeJS.WritableStream): FastifyServerOptions['logger'] {
   if (!level) return false;
   return {
     level,
+    ...(stream ? { stream } : {}),
     serializers: {
       req: (req: { method: string; url: string; id: string }) => ({ method: req.method, url: req.url.split('?')[0], id: req.id }),
     },
@@ -32,7 +35,7 @@ const ROUTER_ERRORS: Record<string, { status: number; code: string }> = {
  */
 export async function createFastify(config: HangarConfig, options: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: loggerOptions(options.logLevel),
+    logger: loggerOptions(options.logLevel, options.logStream),
     bodyLimit: config.bodyLimitBytes,
     genReqId: () => randomUUID(),
     requestIdHeader: false,

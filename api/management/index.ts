@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import accountRoutes from './accounts/routes';
+import integrationsApi from './integrations';
 import oauthRoutes from './oauth/routes';
 import { RESOURCE_KINDS } from './resources/kinds';
 import { resourceRoutes } from './resources/routes';
@@ -15,4 +16,5 @@ export default async function managementApi(app: FastifyInstance) {
   await app.register(serviceAccountRoutes);
   for (const kind of RESOURCE_KINDS) await app.register(resourceRoutes(kind));
   await app.register(sandboxRoutes);
+  await app.register(integrationsApi);
 }

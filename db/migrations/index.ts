@@ -1,4 +1,6 @@
 import * as foundation from './001_foundation';
+import * as billing from './002_billing';
+import * as integrations from './003_integrations';
 
 export interface Migration {
   name: string;
@@ -6,4 +8,4 @@ export interface Migration {
 }
 
 /** Applied in this order; a migration, once released, is never edited: add a new one. */
-export const migrations: Migration[] = [foundation];
+export const migrations: Migration[] = [foundation, billing, integrations];

@@ -2,6 +2,7 @@ import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fas
 import { randomBytes } from 'node:crypto';
 import type { Pool } from 'pg';
 import { buildApp } from '../../api/app';
+import type { AppOptions } from '../../api/fastify';
 import { createApiKey, createServiceAccount } from '../../api/management/service-accounts/store';
 import type { HangarConfig } from '../../core/config';
 import { newId } from '../../core/ids';
@@ -76,9 +77,9 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-export async function startTestApp(overrides: Partial<HangarConfig> = {}): Promise<TestApp> {
+export async function startTestApp(overrides: Partial<HangarConfig> = {}, options: AppOptions = {}): Promise<TestApp> {
   const config = testConfig(overrides);
-  const app = await buildApp(config);
+  const app = await buildApp(config, options);
   await app.ready();
   return {
     app,

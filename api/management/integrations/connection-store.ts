@@ -122,6 +122,15 @@ export class ConnectionStore {
     }
   }
 
+  /** Functions of the workspace bound to the connection: it cannot go while they use it. */
+  async boundFunctions(workspaceId: string, name: string): Promise<string[]> {
+    const { rows } = await this.pg.query<{ name: string }>(
+      `SELECT name FROM resources WHERE workspace_id = $1 AND kind = 'functions' AND spec->'integrationConnections' ? $2 ORDER BY name`,
+      [workspaceId, name],
+    );
+    return rows.map((row) => row.name);
+  }
+
   async delete(workspaceId: string, name: string): Promise<ConnectionRow | undefined> {
     const current = await this.get(workspaceId, name);
     if (!current) return undefined;

@@ -1,0 +1,173 @@
+import { ApplicationFailure } from '@temporalio/common';
+import { ConnectionStore } from '../api/management/integrations/connection-store';
+import { ProvisioningStore } from '../api/management/integrations/provisioning-store';
+import { RESOURCE_KINDS } from '../api/management/resources/kinds';
+import { ResourceStore } from '../api/management/resources/store';
+import { ApiError } from '../api/errors';
+import { findIntegration, type IntegrationDefinition } from '../core/integrations/catalog';
+import { MCP_FUNCTION_TYPE, boundConnections } from '../core/integrations/function-binding';
+import { provisioningWorkflowId, tenantResourceName, type ProvisioningResult } from '../core/integrations/provisioning';
+import { loadMasterKey } from '../core/master-key';
+import { SecretBox } from '../core/secret-box';
+import { requestToken, TokenEndpointError } from '../integrations/oauth/token-client';
+import type { ActivityDeps } from './deps';
+
+/**
+ * What a provisioning run carries through Temporal's history. The authorization code and the
+ * client secret travel sealed with the master key, bound to the workflow id: history holds no
+ * secret in clear.
+ */
+export interface ProvisioningRun {
+  provisioningId: string;
+  workspaceId: string;
+  workspace: string;
+  integration: string;
+  tenant: string;
+  clientId: string;
+  redirectUri: string;
+  /** Sealed JSON `{code, clientSecret}`. */
+  sealedCredentials: string;
+  codeHash: string;
+  actor: string;
+}
+
+export type ProvisioningOutcome = { status: 'SUCCEEDED'; result: ProvisioningResult } | { status: 'FAILED'; error: string };
+
+/** A failure that retrying cannot fix (a refused grant, a name taken); the saga compensates at once. */
+const rejected = (message: string) => ApplicationFailure.nonRetryable(message, 'ProvisioningRejected');
+
+/** What the provider's OAuth error codes mean for the customer's backend. */
+const GRANT_ERROR_HINTS: Record<string, string> = {
+  redirect_uri_mismatch: 'redirectUri must be exactly the redirect_uri of the authorization request, as registered at the provider',
+  invalid_grant: 'the authorization code is wrong, expired or already used: have the user authorize again',
+  invalid_client: 'clientId or clientSecret is wrong',
+};
+
+/** Sealing for values in a run's history, bound to the run's workflow id. */
+function sealedFor(box: SecretBox) {
+  const workflowId = (run: ProvisioningRun) => provisioningWorkflowId(run.workspace, run.integration, run.tenant);
+  return {
+    seal: (run: ProvisioningRun, value: string) => box.seal(value, workflowId(run)),
+    open: (run: ProvisioningRun, sealed: string) => box.open(sealed, workflowId(run)),
+  };
+}
+
+/** The OAuth-to-MCP provisioning saga's steps (auth steps 4-6) and their compensation. */
+export function createProvisioningActivities(deps: ActivityDeps) {
+  const box = new SecretBox(loadMasterKey(deps.config));
+  const history = sealedFor(box);
+  const connections = new ConnectionStore(deps.pg, box);
+  const provisionings = new ProvisioningStore(deps.pg);
+  const resources = new ResourceStore(deps.pg);
+  const functionKind = RESOURCE_KINDS.find((kind) => kind.path === 'functions');
+  if (!functionKind) throw new Error('the functions resource kind is missing');
+  const workspaceOf = (run: ProvisioningRun) => ({ id: run.workspaceId, name: run.workspace });
+
+  const integrationOf = (run: ProvisioningRun): IntegrationDefinition => {
+    const integration = findIntegration(run.integration);
+    if (!integration) throw rejected(`unknown integration '${run.integration}'`);
+    return integration;
+  };
+
+  return {
+    /**
+     * Step 4: the code for tokens at the provider's token endpoint. 5xx, timeouts and network
+     * errors are thrown as retryable; a 4xx is final. Returns the refresh token sealed.
+     */
+    async exchangeAuthorizationCode(run: ProvisioningRun): Promise<{ sealedRefreshToken: string }> {
+      const integration = integrationOf(run);
+      const { code, clientSecret } = JSON.parse(history.open(run, run.sealedCredentials)) as { code: string; clientSecret: string };
+      let tokens;
+      try {
+        tokens = await requestToken(
+          integration.oauth.endpoints(deps.config).tokenUrl,
+          { grant_type: 'authorization_code', code, client_id: run.clientId, client_secret: clientSecret, redirect_uri: run.redirectUri },
+          { secrets: [code, clientSecret] },
+        );
+      } catch (err) {
+        if (err instanceof TokenEndpointError && !err.transient) {
+          const hint = err.oauthError ? GRANT_ERROR_HINTS[err.oauthError] : undefined;
+          throw rejected(`exchanging the authorization code failed: ${err.message}${hint ? ` (${hint})` : ''}`);
+        }
+        throw err;
+      }
+      if (!tokens.refresh_token) {
+        throw rejected(
+          'the provider returned no refresh_token: the authorization request lacked access_type=offline ' +
+            '(send access_type=offline, and prompt=consent for a user who approved before, then have the user authorize again)',
+        );
+      }
+      const granted = tokens.scope?.split(' ');
+      const lacking = granted && integration.oauth.requiredScopes.find((scope) => !granted.includes(scope));
+      if (lacking) throw rejected(`the user did not grant the scope ${lacking}, without which integration '${integration.name}' cannot work`);
+      return { sealedRefreshToken: history.seal(run, tokens.refresh_token) };
+    },
+
+    /** Step 5: the tenant's connection, created or (for a tenant provisioned before) refreshed. */
+    async upsertTenantConnection(run: ProvisioningRun, sealedRefreshToken: string): Promise<{ name: string; createdByThisRun: boolean }> {
+      const integration = integrationOf(run);
+      const { clientSecret } = JSON.parse(history.open(run, run.sealedCredentials)) as { clientSecret: string };
+      const name = tenantResourceName(integration.name, run.tenant);
+      const upserted = await connections.upsertProvisioned(
+        run.workspaceId,
+        {
+          name,
+          displayName: `${integration.displayName} of ${run.tenant}`,
+          labels: {},
+          integration: integration.name,
+          secret: { CLIENT_ID: run.clientId, CLIENT_SECRET: clientSecret, REFRESH_TOKEN: history.open(run, sealedRefreshToken) },
+        },
+        run.actor,
+        { tenant: run.tenant, provisioningId: run.provisioningId },
+      );
+      if (upserted.outcome === 'taken') {
+        throw rejected(`integration connection '${name}' already exists in workspace '${run.workspace}' and was not provisioned for tenant '${run.tenant}'`);
+      }
+      return { name, createdByThisRun: upserted.createdByThisRun };
+    },
+
+    /**
+     * Step 6: the tenant's MCP server, through the same validation as POST /v0/functions. An
+     * existing function of this tenant bound to the connection is kept (provisioning twice
+     * yields one); any other function of that name is a collision.
+     */
+    async createTenantFunction(run: ProvisioningRun, connectionName: string): Promise<ProvisioningResult> {
+      const integration = integrationOf(run);
+      const name = tenantResourceName(integration.name, run.tenant);
+      const spec = { type: MCP_FUNCTION_TYPE, integrationConnections: [connectionName], runtime: { type: MCP_FUNCTION_TYPE } };
+      try {
+        await functionKind.validate?.(deps, workspaceOf(run), spec);
+      } catch (err) {
+        if (err instanceof ApiError && err.statusCode < 500) throw rejected(`creating function '${name}' failed: ${err.message}`);
+        throw err;
+      }
+      const key = { workspaceId: run.workspaceId, kind: functionKind.path, name };
+      const input = { displayName: `${integration.displayName} MCP server of ${run.tenant}`, labels: {}, spec };
+      const owner = { provisionedTenant: run.tenant, provisionedIntegration: integration.name };
+      const created = await resources.create(key, input, functionKind.initialStatus, functionKind.initialMessage, run.actor, owner);
+      if (!created) {
+        const existing = await resources.get(key);
+        const ours =
+          existing?.state.provisionedTenant === run.tenant &&
+          existing.state.provisionedIntegration === integration.name &&
+          boundConnections(existing.spec).includes(connectionName);
+        if (!ours) throw rejected(`function '${name}' already exists in workspace '${run.workspace}' and is not the MCP server of tenant '${run.tenant}'`);
+      }
+      return { connectionName, functionName: name, mcpUrl: functionKind.url(deps.config, run.workspace, name) };
+    },
+
+    /** Compensation of step 5: removes the connection if, and only if, this run created it. */
+    async removeTenantConnection(run: ProvisioningRun, connectionName: string): Promise<void> {
+      await connections.deleteProvisioned(run.workspaceId, connectionName, run.provisioningId);
+    },
+
+    async recordProvisioningOutcome(run: ProvisioningRun, outcome: ProvisioningOutcome): Promise<void> {
+      await provisionings.recordOutcome(
+        { id: run.provisioningId, workspaceId: run.workspaceId, integration: run.integration, tenant: run.tenant, codeHash: run.codeHash, actor: run.actor },
+        outcome,
+      );
+    },
+  };
+}
+
+export type ProvisioningActivities = ReturnType<typeof createProvisioningActivities>;

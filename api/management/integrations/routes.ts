@@ -1,0 +1,147 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import { findIntegration, INTEGRATIONS, type IntegrationDefinition } from '../../../core/integrations/catalog';
+import { mergeSecretUpdate, secretsProblem } from '../../../core/integrations/secrets';
+import { ApiError, badRequest, conflict, notFound } from '../../errors';
+import { NameParam, commonErrors } from '../common-schemas';
+import { requestWorkspace } from '../workspace-context';
+import { ConnectionStore, type ConnectionRow } from './connection-store';
+import { Connection, ConnectionCreate, ConnectionUpdate, Integration } from './schemas';
+
+const tags = ['integrations'];
+
+/**
+ * The integration catalog and integration connections (endpoint 12). Connection secrets are
+ * sealed at rest and leave only masked: the response schemas serialise nothing else.
+ */
+export default async function integrationRoutes(fastify: FastifyInstance) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const store = new ConnectionStore(app.pg, app.secrets);
+
+  const describe = (integration: IntegrationDefinition) => ({
+    name: integration.name,
+    displayName: integration.displayName,
+    description: integration.description,
+    secrets: integration.secrets.map((secret) => ({ ...secret })),
+    oauth: { authorizationUrl: integration.oauth.endpoints(app.config).authorizationUrl, scopes: [...integration.oauth.scopes] },
+    mcp: { tools: [...integration.mcp.tools] },
+  });
+  const envelope = (row: ConnectionRow) => ({
+    metadata: {
+      name: row.name,
+      displayName: row.display_name,
+      labels: row.labels,
+      workspace: row.workspace,
+      ...(row.tenant ? { tenant: row.tenant } : {}),
+      createdAt: row.created_at.toISOString(),
+      updatedAt: row.updated_at.toISOString(),
+      createdBy: row.created_by,
+      updatedBy: row.updated_by,
+    },
+    spec: { integration: row.integration, secret: row.secret_preview },
+  });
+  const integrationNamed = (name: string) => {
+    const integration = findIntegration(name);
+    if (!integration) throw badRequest(`spec.integration: unknown integration '${name}' (known: ${INTEGRATIONS.map((i) => i.name).join(', ')})`);
+    return integration;
+  };
+  const checkSecrets = (integration: IntegrationDefinition, secret: Record<string, string>) => {
+    const problem = secretsProblem(integration, secret);
+    if (problem) throw badRequest(problem);
+  };
+  const missing = (name: string, workspace: string) => notFound(`integration connection '${name}' not found in workspace '${workspace}'`);
+
+  app.get('/v0/integrations', { schema: { tags, summary: 'List the integration catalog', response: { 200: Type.Array(Integration), ...commonErrors } } }, async () =>
+    INTEGRATIONS.map(describe),
+  );
+
+  app.get(
+    '/v0/integrations/:name',
+    { schema: { tags, summary: 'Get one integration of the catalog', params: NameParam, response: { 200: Integration, ...commonErrors } } },
+    async (request) => {
+      const integration = findIntegration(request.params.name);
+      if (!integration) throw notFound(`integration '${request.params.name}' is not in the catalog`);
+      return describe(integration);
+    },
+  );
+
+  app.get(
+    '/v0/integrations/connections',
+    { schema: { tags, summary: 'List integration connections', response: { 200: Type.Array(Connection), ...commonErrors } } },
+    async (request) => (await store.list(requestWorkspace(request).id)).map(envelope),
+  );
+
+  app.post(
+    '/v0/integrations/connections',
+    {
+      schema: { tags, summary: 'Create an integration connection', body: ConnectionCreate, response: { 200: Connection, 409: commonErrors[400], ...commonErrors } },
+    },
+    async (request) => {
+      const workspace = requestWorkspace(request);
+      const { metadata, spec } = request.body;
+      const integration = integrationNamed(spec.integration);
+      checkSecrets(integration, spec.secret);
+      const created = await store.create(
+        workspace.id,
+        { name: metadata.name, displayName: metadata.displayName, labels: metadata.labels ?? {}, integration: integration.name, secret: spec.secret },
+        request.principal.clientId,
+      );
+      if (!created) throw conflict(`integration connection '${metadata.name}' already exists in workspace '${workspace.name}'`);
+      return envelope(created);
+    },
+  );
+
+  app.get(
+    '/v0/integrations/connections/:name',
+    { schema: { tags, summary: 'Get an integration connection', params: NameParam, response: { 200: Connection, ...commonErrors } } },
+    async (request) => {
+      const workspace = requestWorkspace(request);
+      const row = await store.get(workspace.id, request.params.name);
+      if (!row) throw missing(request.params.name, workspace.name);
+      return envelope(row);
+    },
+  );
+
+  app.put(
+    '/v0/integrations/connections/:name',
+    { schema: { tags, summary: 'Update an integration connection', params: NameParam, body: ConnectionUpdate, response: { 200: Connection, ...commonErrors } } },
+    async (request) => {
+      const workspace = requestWorkspace(request);
+      const { metadata, spec } = request.body;
+      if (metadata.name !== request.params.name) {
+        throw badRequest(`body.metadata.name '${metadata.name}' differs from the name in the path; names are immutable`);
+      }
+      const current = await store.get(workspace.id, request.params.name);
+      if (!current) throw missing(request.params.name, workspace.name);
+      if (spec?.integration !== undefined && spec.integration !== current.integration) {
+        throw badRequest(`spec.integration cannot change (it is '${current.integration}'): create another connection`);
+      }
+      const stored = await store.openSecrets(current);
+      const secret = spec?.secret ? mergeSecretUpdate(stored, spec.secret) : stored;
+      checkSecrets(integrationNamed(current.integration), secret);
+      const input = { displayName: metadata.displayName, labels: metadata.labels ?? current.labels, secret };
+      if (!(await store.update(current, input, request.principal.clientId))) throw missing(request.params.name, workspace.name);
+      return envelope((await store.get(workspace.id, request.params.name)) ?? current);
+    },
+  );
+
+  app.delete(
+    '/v0/integrations/connections/:name',
+    {
+      schema: { tags, summary: 'Delete an integration connection', params: NameParam, response: { 200: Connection, 409: commonErrors[400], ...commonErrors } },
+    },
+    async (request) => {
+      const workspace = requestWorkspace(request);
+      const users = await store.boundFunctions(workspace.id, request.params.name);
+      if (users.length > 0) {
+        throw new ApiError(409, 'conflict', `integration connection '${request.params.name}' is used by function(s) ${users.map((n) => `'${n}'`).join(', ')}: delete or rebind them first`, {
+          code: 409,
+        });
+      }
+      const deleted = await store.delete(workspace.id, request.params.name);
+      if (!deleted) throw missing(request.params.name, workspace.name);
+      return envelope(deleted);
+    },
+  );
+}

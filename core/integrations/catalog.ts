@@ -1,0 +1,81 @@
+import type { HangarConfig, OAuthProviderEndpoints } from '../config';
+
+/** One key of a connection's `spec.secret`. */
+export interface IntegrationSecret {
+  name: string;
+  required: boolean;
+  description: string;
+}
+
+/**
+ * What Hangar knows about one third-party integration: the secrets a connection to it holds, the
+ * OAuth provider and scopes of its tenant flow, and the MCP server a function bound to such a
+ * connection runs.
+ */
+export interface IntegrationDefinition {
+  name: string;
+  displayName: string;
+  description: string;
+  secrets: readonly IntegrationSecret[];
+  oauth: {
+    /** Scopes the customer's backend asks for in step 2 of the tenant flow. */
+    scopes: readonly string[];
+    /** Scopes without which the integration cannot work; a grant lacking one is refused. */
+    requiredScopes: readonly string[];
+    endpoints(config: HangarConfig): OAuthProviderEndpoints;
+  };
+  mcp: {
+    /** Module (relative to the repository, without extension) whose `main` serves the MCP server. */
+    entry: string;
+    tools: readonly string[];
+    /**
+     * The environment of a hosted instance: the connection's secrets and the provider's endpoints
+     * under the names the entry point reads.
+     */
+    environment(secrets: Record<string, string>, endpoints: OAuthProviderEndpoints): Record<string, string>;
+  };
+}
+
+export const EMAIL_SEND_SCOPE = 'https://www.googleapis.com/auth/gmail.send';
+
+/** The environment variables of a hosted email MCP server, besides PORT and HOST. */
+export const EMAIL_MCP_ENV = {
+  authorizationUrl: 'HANGAR_OAUTH_EMAIL_AUTH_URL',
+  tokenUrl: 'HANGAR_OAUTH_EMAIL_TOKEN_URL',
+  apiBase: 'HANGAR_OAUTH_EMAIL_API_BASE',
+  userinfoUrl: 'HANGAR_OAUTH_EMAIL_USERINFO_URL',
+} as const satisfies Record<keyof OAuthProviderEndpoints, string>;
+
+const oauthClientSecrets: readonly IntegrationSecret[] = [
+  { name: 'CLIENT_ID', required: true, description: "Client id of the customer's OAuth application at the provider." },
+  { name: 'CLIENT_SECRET', required: true, description: 'Client secret of that application.' },
+  { name: 'REFRESH_TOKEN', required: true, description: 'Refresh token obtained for the end user through the OAuth flow.' },
+];
+
+const email: IntegrationDefinition = {
+  name: 'email',
+  displayName: 'Email',
+  description: "Sends email as the connected user through the provider's mail API (Gmail-compatible).",
+  secrets: oauthClientSecrets,
+  oauth: {
+    scopes: [EMAIL_SEND_SCOPE, 'openid', 'profile', 'email'],
+    requiredScopes: [EMAIL_SEND_SCOPE],
+    endpoints: (config) => config.integrations.email,
+  },
+  mcp: {
+    entry: 'integrations/email-mcp/main',
+    tools: ['send_email', 'whoami'],
+    environment: (secrets, endpoints) => ({
+      CLIENT_ID: secrets.CLIENT_ID,
+      CLIENT_SECRET: secrets.CLIENT_SECRET,
+      REFRESH_TOKEN: secrets.REFRESH_TOKEN,
+      ...Object.fromEntries(Object.entries(EMAIL_MCP_ENV).map(([key, variable]) => [variable, endpoints[key as keyof OAuthProviderEndpoints]])),
+    }),
+  },
+};
+
+export const INTEGRATIONS: readonly IntegrationDefinition[] = [email];
+
+export function findIntegration(name: string): IntegrationDefinition | undefined {
+  return INTEGRATIONS.find((integration) => integration.name === name);
+}

@@ -1,0 +1,280 @@
+import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { ConnectionStore } from '../../api/management/integrations/connection-store';
+import { EMAIL_SEND_SCOPE, findIntegration } from '../../core/integrations/catalog';
+import { provisioningWorkflowId } from '../../core/integrations/provisioning';
+import { createCustomerBackend } from '../../examples/customer-backend/backend';
+import { createEmailMcpServer, emailMcpOptionsFromEnv } from '../../integrations/email-mcp/server';
+import { authorizationCode, consent } from '../fakes/oauth-consent';
+import { FakeOAuthProvider, type FakeClient } from '../fakes/oauth-provider';
+import { captureLogs } from '../helpers/log-capture';
+import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../helpers/platform';
+import { eventually, startControlWorker, type RunningWorker } from '../helpers/workers';
+
+jest.setTimeout(60_000);
+
+const REDIRECT_URI = 'https://app.example/oauth/callback';
+const oauthApp: FakeClient = { clientId: 'hangar-test.apps.example', clientSecret: `app-secret-${unique('s')}`, redirectUris: [REDIRECT_URI] };
+const logs = captureLogs();
+/** The worker's log lines (Temporal's default logger writes them to stderr), searched as well. */
+const workerLogs: string[] = [];
+const stderrWrite = process.stderr.write.bind(process.stderr);
+/** Every response body of this file, searched for secrets at the end. */
+const bodies: string[] = [];
+const runs: { workflowId: string; runId: string }[] = [];
+
+let provider: FakeOAuthProvider;
+let t: TestApp;
+let tenant: TestTenant;
+let worker: RunningWorker;
+let apiUrl: string;
+
+beforeAll(async () => {
+  jest.spyOn(process.stderr, 'write').mockImplementation(((chunk: string | Uint8Array, ...rest: []) => {
+    workerLogs.push(String(chunk));
+    return stderrWrite(chunk, ...rest);
+  }) as typeof process.stderr.write);
+  provider = await FakeOAuthProvider.start([oauthApp]);
+  const taskQueue = unique('provisioning-test');
+  t = await startTestApp({ taskQueue, integrations: { email: provider.endpoints } }, { logLevel: 'debug', logStream: logs.stream });
+  apiUrl = await t.app.listen({ port: 0, host: '127.0.0.1' });
+  tenant = await createTenant(t.app.pg, 'prov');
+  worker = await startControlWorker(t.config, t.app.pg);
+});
+
+afterAll(async () => {
+  await worker?.stop();
+  await t?.close();
+  await provider?.close();
+  jest.restoreAllMocks();
+});
+
+const api = async (method: 'GET' | 'POST', url: string, payload?: Record<string, unknown>) => {
+  const res = await t.call(tenant.admin.apiKey, { method, url, workspace: tenant.workspace, ...(payload ? { payload } : {}) });
+  bodies.push(res.body);
+  return res;
+};
+
+async function provision(tenantKey: string, code: string, overrides: Record<string, string> = {}) {
+  const res = await api('POST', '/v0/integrations/provisionings', {
+    integration: 'email',
+    tenant: tenantKey,
+    code,
+    redirectUri: REDIRECT_URI,
+    clientId: oauthApp.clientId,
+    clientSecret: oauthApp.clientSecret,
+    ...overrides,
+  });
+  expect(res.statusCode).toBe(202);
+  const run = res.json();
+  runs.push({ workflowId: provisioningWorkflowId(tenant.workspace, 'email', tenantKey), runId: run.id });
+  return run;
+}
+
+const settled = (id: string) =>
+  eventually(`provisioning ${id} to finish`, async () => {
+    const run = (await api('GET', `/v0/integrations/provisionings/${id}`)).json();
+    return run.status === 'RUNNING' ? undefined : run;
+  });
+
+const codeFor = (user: string, redirectUri = REDIRECT_URI) =>
+  authorizationCode({ authorizationUrl: provider.endpoints.authorizationUrl, clientId: oauthApp.clientId, redirectUri, loginHint: user });
+
+async function tenantResources(name: string) {
+  const count = async (sql: string) => (await t.app.pg.query(sql, [tenant.workspaceId, name])).rows[0].n as number;
+  return {
+    connections: await count('SELECT count(*)::int AS n FROM integration_connections WHERE workspace_id = $1 AND name = $2'),
+    functions: await count("SELECT count(*)::int AS n FROM resources WHERE workspace_id = $1 AND kind = 'functions' AND name = $2"),
+  };
+}
+
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
+
+test("happy path: the example backend connects a user, and the tenant's MCP server sends email as them", async () => {
+  const port = await freePort();
+  const publicUrl = `http://127.0.0.1:${port}`;
+  oauthApp.redirectUris.push(`${publicUrl}/oauth/callback`);
+  const backend = createCustomerBackend({
+    publicUrl,
+    hangar: { baseUrl: apiUrl, apiKey: tenant.admin.apiKey, workspace: tenant.workspace },
+    oauth: { clientId: oauthApp.clientId, clientSecret: oauthApp.clientSecret },
+    pollIntervalMs: 100,
+  });
+  await new Promise<void>((resolve) => backend.server.listen(port, '127.0.0.1', resolve));
+  try {
+    // Steps 1-2: the backend sends the user to the provider with everything the flow needs.
+    const toProvider = await fetch(`${publicUrl}/connect?user=alice&login_hint=alice@example.com`, { redirect: 'manual' });
+    expect(toProvider.status).toBe(302);
+    const authorize = new URL(toProvider.headers.get('location')!);
+    expect(`${authorize.origin}${authorize.pathname}`).toBe(provider.endpoints.authorizationUrl);
+    expect(Object.fromEntries(authorize.searchParams)).toEqual(
+      expect.objectContaining({
+        client_id: oauthApp.clientId,
+        redirect_uri: `${publicUrl}/oauth/callback`,
+        scope: `${EMAIL_SEND_SCOPE} openid profile email`,
+        response_type: 'code',
+        access_type: 'offline',
+      }),
+    );
+    // Step 3: the user approves; the provider redirects back with a code.
+    const toCallback = await fetch(authorize, { redirect: 'manual' });
+    expect(toCallback.status).toBe(302);
+    // Steps 4-6: one call to Hangar, then the user lands on the confirmation.
+    const done = await fetch(toCallback.headers.get('location')!, { redirect: 'manual' });
+    expect(done.status).toBe(302);
+    const confirmation = await fetch(new URL(done.headers.get('location')!, publicUrl));
+    const mcpUrl = `${t.config.runUrl}/${tenant.workspace}/functions/email-alice/mcp`;
+    expect(await confirmation.text()).toContain(mcpUrl);
+    expect(backend.tenants.get('alice')).toEqual({ tenant: 'alice', connectionName: 'email-alice', functionName: 'email-alice', mcpUrl });
+  } finally {
+    backend.server.closeAllConnections();
+    await new Promise((resolve) => backend.server.close(resolve));
+  }
+
+  const exchange = provider.tokenRequests.find((request) => request.grantType === 'authorization_code' && request.status === 200);
+  expect(exchange?.contentType).toBe('application/x-www-form-urlencoded');
+  const connection = (await api('GET', '/v0/integrations/connections/email-alice')).json();
+  expect(connection).toEqual(expect.objectContaining({ metadata: expect.objectContaining({ tenant: 'alice' }), spec: expect.objectContaining({ integration: 'email' }) }));
+  const fn = (await api('GET', '/v0/functions/email-alice')).json();
+  expect(fn.spec).toEqual({ type: 'mcp', integrationConnections: ['email-alice'], runtime: { type: 'mcp' } });
+  expect(fn.metadata.url).toBe(`${t.config.runUrl}/${tenant.workspace}/functions/email-alice/mcp`);
+
+  // The hosted hop through run_url arrives with the workloads issue; here the function's MCP
+  // server runs from the environment the catalog builds out of the bound connection.
+  const store = new ConnectionStore(t.app.pg, t.app.secrets);
+  const secrets = await store.openSecrets((await store.get(tenant.workspaceId, 'email-alice'))!);
+  expect(secrets).toEqual({ CLIENT_ID: oauthApp.clientId, CLIENT_SECRET: oauthApp.clientSecret, REFRESH_TOKEN: provider.latestRefreshToken() });
+  const environment = findIntegration('email')!.mcp.environment(secrets, t.config.integrations.email);
+  const server = createEmailMcpServer(emailMcpOptionsFromEnv(environment));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const client = new McpClient({ name: 'provisioning-test', version: '1.0.0' });
+  try {
+    await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`)));
+    const result = await client.callTool({ name: 'send_email', arguments: { to: 'bob@example.org', subject: 'Hello from Alice', body: 'Sent by her MCP server.' } });
+    expect(result.isError).toBeFalsy();
+  } finally {
+    await client.close();
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+  expect(provider.received.at(-1)).toEqual(expect.objectContaining({ from: 'alice@example.com', to: 'bob@example.org', subject: 'Hello from Alice', text: 'Sent by her MCP server.' }));
+});
+
+test('without access_type=offline the provisioning fails clearly and leaves nothing behind', async () => {
+  const code = await authorizationCode({ authorizationUrl: provider.endpoints.authorizationUrl, clientId: oauthApp.clientId, redirectUri: REDIRECT_URI, accessType: null });
+  const run = await settled((await provision('no-offline', code)).id);
+  expect(run).toEqual(expect.objectContaining({ status: 'FAILED', tenant: 'no-offline', error: expect.stringContaining('access_type=offline') }));
+  expect(run.error).toMatch(/no refresh_token/);
+  expect(await tenantResources('email-no-offline')).toEqual({ connections: 0, functions: 0 });
+});
+
+test('redirect_uri must match exactly: at the consent screen, and at the code exchange (not retried)', async () => {
+  const refused = await consent({ authorizationUrl: provider.endpoints.authorizationUrl, clientId: oauthApp.clientId, redirectUri: `${REDIRECT_URI}/` });
+  expect(refused.status).toBe(400);
+  expect(refused.location).toBeUndefined();
+
+  const code = await codeFor('dora@example.com');
+  const before = provider.tokenRequests.length;
+  const run = await settled((await provision('mismatch', code, { redirectUri: 'https://app.example/oauth/callback?x=1' })).id);
+  expect(run.status).toBe('FAILED');
+  expect(run.error).toMatch(/redirect_uri_mismatch/);
+  expect(provider.tokenRequests.slice(before).map((request) => request.status)).toEqual([400]);
+  expect(await tenantResources('email-mismatch')).toEqual({ connections: 0, functions: 0 });
+});
+
+test('provider 5xx answers are retried until the exchange succeeds', async () => {
+  const code = await codeFor('erin@example.com');
+  const before = provider.tokenRequests.length;
+  provider.failTokenRequests(2, 503);
+  const run = await settled((await provision('flaky', code)).id);
+  expect(run).toEqual(expect.objectContaining({ status: 'SUCCEEDED', result: expect.objectContaining({ connectionName: 'email-flaky', functionName: 'email-flaky' }) }));
+  expect(provider.tokenRequests.slice(before).map((request) => request.status)).toEqual([503, 503, 200]);
+});
+
+test('when the function cannot be created, the connection made before it is removed', async () => {
+  // Someone else's function already has the name the tenant's server would get.
+  const taken = await api('POST', '/v0/functions', { metadata: { name: 'email-collide', displayName: 'Unrelated' }, spec: { type: 'mcp', runtime: { type: 'mcp' } } });
+  expect(taken.statusCode).toBe(200);
+  const run = await settled((await provision('collide', await codeFor('fred@example.com'))).id);
+  expect(run.status).toBe('FAILED');
+  expect(run.error).toMatch(/function 'email-collide' already exists/);
+  expect(await tenantResources('email-collide')).toEqual({ connections: 0, functions: 1 });
+  expect((await api('GET', '/v0/functions/email-collide')).json().spec).toEqual({ type: 'mcp', runtime: { type: 'mcp' } });
+
+  // The connection did exist in between: the saga created it and its compensation removed it.
+  const history = await t.app.temporal.workflow.getHandle(provisioningWorkflowId(tenant.workspace, 'email', 'collide'), run.id).fetchHistory();
+  const activities = (history.events ?? []).flatMap((event) => event.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
+  expect(activities).toEqual(['exchangeAuthorizationCode', 'upsertTenantConnection', 'createTenantFunction', 'removeTenantConnection', 'recordProvisioningOutcome']);
+});
+
+test('provisioning one tenant twice, even concurrently, yields one connection and one server', async () => {
+  const code = await codeFor('gina@example.com');
+  const exchangesBefore = provider.grantCount('authorization_code');
+  const [first, second] = await Promise.all([provision('twice', code), provision('twice', code)]);
+  expect(second.id).toBe(first.id);
+  const run = await settled(first.id);
+  expect(run.status).toBe('SUCCEEDED');
+  expect(provider.grantCount('authorization_code') - exchangesBefore).toBe(1);
+  // A retried request with the same code gets the same run back.
+  expect((await provision('twice', code)).id).toBe(first.id);
+
+  // The user authorizes again later: a new run refreshes the same connection's refresh token.
+  const again = await settled((await provision('twice', await codeFor('gina@example.com'))).id);
+  expect(again.id).not.toBe(first.id);
+  expect(again).toEqual(expect.objectContaining({ status: 'SUCCEEDED', result: run.result }));
+  expect(await tenantResources('email-twice')).toEqual({ connections: 1, functions: 1 });
+  const store = new ConnectionStore(t.app.pg, t.app.secrets);
+  expect((await store.openSecrets((await store.get(tenant.workspaceId, 'email-twice'))!)).REFRESH_TOKEN).toBe(provider.latestRefreshToken());
+});
+
+test('bad requests are refused with the field named', async () => {
+  const bad = async (payload: Record<string, unknown>, message: RegExp) => {
+    const res = await api('POST', '/v0/integrations/provisionings', {
+      integration: 'email',
+      tenant: 'ok',
+      code: 'c',
+      redirectUri: REDIRECT_URI,
+      clientId: 'id',
+      clientSecret: 'secret',
+      ...payload,
+    });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().message).toMatch(message);
+  };
+  await bad({ integration: 'fax' }, /integration: unknown integration 'fax'/);
+  await bad({ tenant: 'Not OK' }, /body\.tenant/);
+  await bad({ code: undefined }, /body\.code is required/);
+  expect((await api('GET', '/v0/integrations/provisionings/nope')).statusCode).toBe(404);
+});
+
+test('no secret, code or token appears in any response, log line or workflow history', async () => {
+  expect(runs.length).toBeGreaterThan(5);
+  const histories: string[] = [];
+  const texts = (value: unknown): string[] => {
+    if (value instanceof Uint8Array) return [Buffer.from(value).toString('utf8')];
+    if (typeof value === 'string') return [value];
+    if (value && typeof value === 'object') return Object.values(value).flatMap(texts);
+    return [];
+  };
+  for (const run of runs) histories.push(texts(await t.app.temporal.workflow.getHandle(run.workflowId, run.runId).fetchHistory()).join('\n'));
+  const history = histories.join('\n');
+  expect(history).toContain('exchangeAuthorizationCode'); // the decoding works
+  const logged = logs.lines.join('') + workerLogs.join('');
+  expect(logged).toContain('/v0/integrations/provisionings');
+  expect(logged).toContain('Activity failed'); // the worker's lines are there too
+  const secrets = [oauthApp.clientSecret, ...provider.issuedSecrets()];
+  expect(secrets.length).toBeGreaterThan(10);
+  for (const secret of secrets) {
+    expect(history).not.toContain(secret);
+    expect(logged).not.toContain(secret);
+    for (const body of bodies) expect(body).not.toContain(secret);
+  }
+});
