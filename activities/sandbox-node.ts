@@ -2,12 +2,15 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { DEFAULT_SANDBOX_IMAGE, DEFAULT_SANDBOX_MEMORY_MB, type SandboxKey, type SandboxSpec } from '../core/sandbox/types';
 import { SandboxSpecError, type SandboxRuntime } from '../runtime/types';
 
+/** The runtime plus what metering needs of it. */
+export type NodeRuntime = SandboxRuntime & { imageSizeBytes(image: string): Promise<number> };
+
 /**
  * The node side of a sandbox's life, run by the runtime worker of the node that hosts it. Every
  * activity is idempotent (start returns the running sandbox, remove of a missing one is a no-op),
  * so retries after a worker crash are safe.
  */
-export function createSandboxNodeActivities({ runtime }: { runtime: SandboxRuntime }) {
+export function createSandboxNodeActivities({ runtime }: { runtime: NodeRuntime }) {
   return {
     async startSandbox(key: SandboxKey, spec: SandboxSpec): Promise<void> {
       try {
@@ -39,6 +42,12 @@ export function createSandboxNodeActivities({ runtime }: { runtime: SandboxRunti
       if (Date.now() - lastUsedAt < idleTimeoutMs) return { frozen: false, lastUsedAt };
       await runtime.freeze(key.id);
       return { frozen: true, lastUsedAt };
+    },
+
+    /** What the sandbox holds now: memory charged to its cgroup, and the size of its image. */
+    async measureSandbox(key: SandboxKey, image: string): Promise<{ memoryBytes: number; imageBytes: number }> {
+      const [status, imageBytes] = await Promise.all([runtime.status(key.id), runtime.imageSizeBytes(image)]);
+      return { memoryBytes: status?.memoryUsageBytes ?? 0, imageBytes };
     },
 
     async stopSandbox(key: SandboxKey): Promise<void> {

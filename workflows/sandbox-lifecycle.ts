@@ -11,7 +11,7 @@ import {
 import type { SandboxControlActivities } from '../activities/sandbox-control';
 import type { SandboxNodeActivities } from '../activities/sandbox-node';
 import { nextExpiry } from '../core/sandbox/expiry';
-import type { SandboxKey, SandboxSpec, SandboxState } from '../core/sandbox/types';
+import { DEFAULT_SANDBOX_IMAGE, DEFAULT_SANDBOX_MEMORY_MB, type SandboxKey, type SandboxSpec, type SandboxState } from '../core/sandbox/types';
 
 export interface SandboxLifecycleInput {
   key: SandboxKey;
@@ -23,6 +23,8 @@ export interface SandboxLifecycleInput {
   phase: 'create' | 'running' | 'delete';
   state?: SandboxState;
   lastUsedAt?: number;
+  /** Usage is recorded up to here (continue-as-new carries it over). */
+  meteredUntil?: number;
 }
 
 /** A request reached the sandbox (sent by the gateway, throttled). */
@@ -36,6 +38,8 @@ export const stateQuery = defineQuery<{ state: SandboxState; lastUsedAt: number 
 
 // Signals from busy sandboxes add history; start afresh well before Temporal's limits.
 const MAX_HISTORY_EVENTS = 5_000;
+/** Usage is recorded at every state change and at least this often. */
+const METER_INTERVAL_MS = 60_000;
 
 /**
  * One sandbox's life: start it on its node, keep it RUNNING while used, freeze it into STANDBY
@@ -58,6 +62,11 @@ export async function sandboxLifecycle(input: SandboxLifecycleInput): Promise<vo
   let lastUsedAt = input.lastUsedAt ?? input.createdAt;
   let deleting = input.phase === 'delete';
   let woken = false;
+  // Metering: usage is recorded per period in the state the sandbox had during it.
+  let meteredUntil = input.meteredUntil ?? Date.now();
+  let meterState: SandboxState = state;
+  let metering = input.phase === 'running';
+  let stateChangedAt = Date.now();
 
   setHandler(deleteSignal, () => {
     deleting = true;
@@ -68,7 +77,10 @@ export async function sandboxLifecycle(input: SandboxLifecycleInput): Promise<vo
   });
   setHandler(resumedSignal, (at) => {
     lastUsedAt = Math.max(lastUsedAt, at);
-    if (state === 'STANDBY') state = 'RUNNING';
+    if (state === 'STANDBY') {
+      state = 'RUNNING';
+      stateChangedAt = Date.now();
+    }
     woken = true;
   });
   setHandler(specSignal, (next) => {
@@ -90,10 +102,34 @@ export async function sandboxLifecycle(input: SandboxLifecycleInput): Promise<vo
       return cleanUp(reason);
     }
     await control.markSandboxDeployed(key);
+    meteredUntil = Date.now();
+    metering = true;
+  }
+
+  /** Records usage from meteredUntil to `until` as `asState`; ids follow the period, so retries count once. */
+  async function meter(until: number, asState: SandboxState): Promise<void> {
+    if (until <= meteredUntil) return;
+    const image = spec.runtime?.image ?? DEFAULT_SANDBOX_IMAGE;
+    const measured = await node.measureSandbox(key, image);
+    await control.recordSandboxUsage({
+      key,
+      from: meteredUntil,
+      to: until,
+      state: asState,
+      memoryMb: spec.runtime?.memory ?? DEFAULT_SANDBOX_MEMORY_MB,
+      frozenBytes: measured.memoryBytes,
+      diskBytes: measured.imageBytes,
+    });
+    meteredUntil = until;
   }
 
   let persistedState: SandboxState | undefined = input.phase === 'running' ? state : 'RUNNING';
   while (!deleting) {
+    if (meterState !== state) {
+      await meter(stateChangedAt, meterState);
+      meterState = state;
+    }
+    if (Date.now() - meteredUntil >= METER_INTERVAL_MS) await meter(Date.now(), state);
     if (persistedState !== state) {
       await control.setSandboxState(key, state, lastUsedAt);
       persistedState = state;
@@ -110,21 +146,27 @@ export async function sandboxLifecycle(input: SandboxLifecycleInput): Promise<vo
       break;
     }
     if (workflowInfo().historyLength > MAX_HISTORY_EVENTS) {
-      await continueAsNew<typeof sandboxLifecycle>({ ...input, spec, phase: 'running', state, lastUsedAt });
+      await continueAsNew<typeof sandboxLifecycle>({ ...input, spec, phase: 'running', state, lastUsedAt, meteredUntil });
     }
-    const untilExpiry = expiry ? expiry.at - now : undefined;
+    const untilMeter = meteredUntil + METER_INTERVAL_MS - now;
+    const untilExpiry = Math.min(expiry ? expiry.at - now : Infinity, untilMeter);
     woken = false;
     if (state === 'RUNNING') {
       const idleAt = lastUsedAt + input.idleTimeoutMs;
-      const wait = Math.max(1, Math.min(idleAt - now, untilExpiry ?? Infinity));
+      const wait = Math.max(1, Math.min(idleAt - now, untilExpiry));
       if (await condition(() => deleting || woken, wait)) continue;
       if (Date.now() < lastUsedAt + input.idleTimeoutMs) continue;
       // The node checks the sandbox itself: a request in flight or a foreground command keeps it up.
+      const standbyAt = Date.now();
       const standby = await node.enterStandby(key, input.idleTimeoutMs);
       lastUsedAt = Math.max(lastUsedAt, standby.lastUsedAt);
-      if (standby.frozen) state = 'STANDBY';
+      if (standby.frozen) {
+        await meter(standbyAt, 'RUNNING');
+        state = 'STANDBY';
+        meterState = 'STANDBY';
+      }
     } else {
-      await condition(() => deleting || woken, untilExpiry);
+      await condition(() => deleting || woken, Math.max(1, untilExpiry));
       if (woken && state === 'STANDBY') {
         // Woken by a touch or spec change while frozen: only a resume makes it RUNNING.
         continue;
@@ -135,6 +177,8 @@ export async function sandboxLifecycle(input: SandboxLifecycleInput): Promise<vo
 
   async function cleanUp(why: string): Promise<void> {
     await control.markSandboxDeleting(key, why);
+    // Usage up to the end is recorded before the sandbox goes; it was running only if it deployed.
+    if (metering) await meter(Date.now(), state);
     await node.stopSandbox(key);
     await control.deleteSandboxRecord(key);
   }

@@ -33,7 +33,7 @@ export async function buildSandboxGatewayApp(
   const app = await buildGatewayBase(config, options);
   const store = new ResourceStore(app.pg);
   const matcher = sandboxAddressMatcher(config.sandboxUrlTemplate);
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+  const agents = new SandboxAgents();
   const lastTouch = new Map<string, number>();
 
   // Bodies stream through untouched: no parsing here.
@@ -65,6 +65,8 @@ export async function buildSandboxGatewayApp(
 
     if (await node.isFrozen(row.id)) {
       await node.thaw(row.id);
+      // Idle connections kept across the freeze are closed by the sandbox as soon as it thaws.
+      agents.reset(row.id);
       signal(workspace, name, 'resumed');
       lastTouch.set(row.id, Date.now());
     } else if (Date.now() - (lastTouch.get(row.id) ?? 0) > TOUCH_INTERVAL_MS) {
@@ -76,7 +78,7 @@ export async function buildSandboxGatewayApp(
     proxyRequest(request.raw, reply.raw, {
       upstream: { socketPath: node.socketPath(row.id) },
       path: address.rest + (query ? `?${query}` : ''),
-      agent,
+      agent: agents.for(row.id),
       onUnreachable: (err) => {
         reply.raw.writeHead(502, { 'content-type': 'application/json' });
         reply.raw.end(JSON.stringify({ error: 'sandbox_unreachable', message: `the sandbox did not answer: ${err.message}` }));
@@ -85,8 +87,40 @@ export async function buildSandboxGatewayApp(
   }
 
   app.route({ method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'], url: '/*', exposeHeadRoute: false, handler: handle });
-  app.addHook('onClose', async () => agent.destroy());
+  app.addHook('onClose', async () => agents.close());
   return app;
+}
+
+/**
+ * Keep-alive connections per sandbox: a sandbox that resumes from standby closes the idle
+ * connections it held, so they are dropped with the sandbox's own pool instead of failing a request.
+ */
+class SandboxAgents {
+  private readonly agents = new Map<string, http.Agent>();
+  private static readonly MAX = 1_000;
+
+  for(sandboxId: string): http.Agent {
+    let agent = this.agents.get(sandboxId);
+    if (agent) {
+      // Refresh its place: the map's order is the eviction order.
+      this.agents.delete(sandboxId);
+    } else {
+      agent = new http.Agent({ keepAlive: true, maxSockets: 64, timeout: 4_000 });
+      if (this.agents.size >= SandboxAgents.MAX) this.reset(this.agents.keys().next().value as string);
+    }
+    this.agents.set(sandboxId, agent);
+    return agent;
+  }
+
+  reset(sandboxId: string): void {
+    this.agents.get(sandboxId)?.destroy();
+    this.agents.delete(sandboxId);
+  }
+
+  close(): void {
+    for (const agent of this.agents.values()) agent.destroy();
+    this.agents.clear();
+  }
 }
 
 function splitQuery(url: string): [string, string] {

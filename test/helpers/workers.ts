@@ -1,19 +1,11 @@
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
-import path from 'node:path';
 import type { Pool } from 'pg';
 import { createActivities } from '../../activities';
 import { createSandboxNodeActivities } from '../../activities/sandbox-node';
 import { createClickHouse } from '../../api/plugins/clickhouse';
 import { nodeTaskQueue, type HangarConfig } from '../../core/config';
-import { BwrapRuntime } from '../../runtime/bwrap-runtime';
-
-/** The compiled sandbox agent (npm test builds it before jest runs). */
-export const AGENT_DIR = path.resolve(__dirname, '..', '..', 'dist', 'sandbox-agent');
-
-export function testRuntime(config: HangarConfig): BwrapRuntime {
-  return new BwrapRuntime({ dataDir: config.dataDir, agentDir: AGENT_DIR });
-}
+import type { NodeRuntime } from '../../activities/sandbox-node';
 
 export interface RunningWorker {
   stop(): Promise<void>;
@@ -51,7 +43,7 @@ export async function startControlWorker(config: HangarConfig, pg: Pool): Promis
 }
 
 /** The node (runtime) worker, in this process, on the configuration's node task queue. */
-export async function startNodeWorker(config: HangarConfig, runtime: BwrapRuntime): Promise<RunningWorker> {
+export async function startNodeWorker(config: HangarConfig, runtime: NodeRuntime): Promise<RunningWorker> {
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
   const worker = await Worker.create({
     connection,

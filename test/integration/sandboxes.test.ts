@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import { buildSandboxGatewayApp } from '../../api/gateway/sandbox-app';
 import { sandboxWorkflowId } from '../../core/sandbox/types';
 import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../helpers/platform';
-import { eventually, startControlWorker, startNodeWorker, testRuntime, type RunningWorker } from '../helpers/workers';
+import { testRuntime } from '../helpers/sandbox-runtime';
+import { eventually, startControlWorker, startNodeWorker, type RunningWorker } from '../helpers/workers';
 
 let t: TestApp;
 let tenant: TestTenant;
@@ -15,7 +16,7 @@ let runtime: ReturnType<typeof testRuntime>;
 beforeAll(async () => {
   t = await startTestApp({ taskQueue: unique('sandboxes'), sandboxIdleSeconds: 2 });
   tenant = await createTenant(t.app.pg, 'sbx');
-  runtime = testRuntime(t.config);
+  runtime = testRuntime(t.config.dataDir);
   gateway = await buildSandboxGatewayApp(t.config, runtime);
   control = await startControlWorker(t.config, t.app.pg);
   node = await startNodeWorker(t.config, runtime);
@@ -124,16 +125,28 @@ test('invalid lifetime rules are refused naming the field', async () => {
   expect(ttl.json().message).toContain('body.spec.runtime.ttl');
 });
 
-test('delete: DELETING, then gone with its processes and files', async () => {
+test('delete (of a sandbox in standby by now): DELETING, then gone with its processes and files', async () => {
   const id = (await t.app.pg.query('SELECT id FROM resources WHERE name = $1 AND kind = $2 AND workspace_id = $3', ['first', 'sandboxes', tenant.workspaceId])).rows[0].id;
-  const status = await runtime.status(id);
-  expect(status?.state).toBe('running');
+  await eventually('standby again', async () => ((await runtime.status(id))?.state === 'frozen' ? true : undefined));
   const del = await api('DELETE', '/v0/sandboxes/first');
   expect(del.statusCode).toBe(200);
   expect(del.json().status).toBe('DELETING');
   await gone('first');
   expect(await runtime.status(id)).toBeUndefined();
   expect(fs.existsSync(runtime.socketPath(id))).toBe(false);
+
+  // Its life was metered: compute while RUNNING, snapshot storage while in STANDBY, its image throughout.
+  const { rows } = await t.app.pg.query<{ rows: string }>('SELECT rows FROM usage_outbox WHERE account_id = $1', [tenant.accountId]);
+  const events = rows.flatMap((r) => r.rows.split('\n').filter(Boolean).map((line) => JSON.parse(line)));
+  const mine = events.filter((e) => e.resource_uuid === id);
+  const dimensions = new Set(mine.map((e) => e.billing_dimension));
+  expect([...dimensions].sort()).toEqual(['sandbox_compute_runtime_gbs', 'sandbox_image_storage_gbs', 'sandbox_snapshot_storage_gbs']);
+  for (const event of mine) expect(Number(event.quantity)).toBeGreaterThan(0);
+  const computeSeconds = mine
+    .filter((e) => e.billing_dimension === 'sandbox_compute_runtime_gbs')
+    .reduce((sum, e) => sum + Number(e.quantity), 0) / (256 / 1024);
+  expect(computeSeconds).toBeGreaterThan(1);
+  expect(computeSeconds).toBeLessThan(120);
 }, 90_000);
 
 test('a node worker that is down during create: the sandbox deploys once it is back', async () => {
@@ -149,4 +162,18 @@ test('a node worker that is down during create: the sandbox deploys once it is b
   expect(run.json().exitCode).toBe(0);
   await api('DELETE', '/v0/sandboxes/patient');
   await gone('patient');
+}, 120_000);
+
+test('a control worker that is down during delete: the sandbox is gone once it is back', async () => {
+  await api('POST', '/v0/sandboxes', { metadata: { name: 'orphan' }, spec: { runtime: { memory: 256 } } });
+  await deployed('orphan');
+  const id = (await t.app.pg.query('SELECT id FROM resources WHERE name = $1 AND kind = $2 AND workspace_id = $3', ['orphan', 'sandboxes', tenant.workspaceId])).rows[0].id;
+  await control.stop();
+  const del = await api('DELETE', '/v0/sandboxes/orphan');
+  expect(del.statusCode).toBe(200);
+  await new Promise((resolve) => setTimeout(resolve, 1_000));
+  expect((await api('GET', '/v0/sandboxes/orphan')).statusCode).toBe(200);
+  control = await startControlWorker(t.config, t.app.pg);
+  await gone('orphan');
+  expect(await runtime.status(id)).toBeUndefined();
 }, 120_000);
