@@ -32,6 +32,7 @@ export class TokenService {
   private keys = new Map<string, KeyRecord>();
   private signing?: { kid: string; key: VerifyKey };
   private lastReload = 0;
+  private reloading?: Promise<void>;
 
   constructor(
     private readonly pg: Pool,
@@ -85,7 +86,7 @@ export class TokenService {
   private async verifyKeyFor(kid: string | undefined): Promise<VerifyKey> {
     if (!kid) throw new Error('token has no kid');
     let record = this.keys.get(kid);
-    if (!record && Date.now() - this.lastReload > RELOAD_INTERVAL_MS) {
+    if (!record && (this.reloading || Date.now() - this.lastReload > RELOAD_INTERVAL_MS)) {
       await this.reload();
       record = this.keys.get(kid);
     }
@@ -128,7 +129,15 @@ export class TokenService {
     return kid;
   }
 
-  private async reload(): Promise<void> {
+  /** Concurrent callers share one reload, so none of them sees the key set before it is loaded. */
+  private reload(): Promise<void> {
+    this.reloading ??= this.loadKeys().finally(() => {
+      this.reloading = undefined;
+    });
+    return this.reloading;
+  }
+
+  private async loadKeys(): Promise<void> {
     this.lastReload = Date.now();
     const rows = (
       await this.pg.query<{ kid: string; public_jwk: JWK; retired_at: Date | null }>(

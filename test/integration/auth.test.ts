@@ -208,6 +208,13 @@ describe('OAuth client credentials and JWTs', () => {
     expect(kids.length).toBeGreaterThanOrEqual(2);
   });
 
+  test('a freshly started node verifies concurrent tokens without a false 401', async () => {
+    const token = await tokenFor(tenantA.admin.clientId, tenantA.admin.clientSecret);
+    const fresh = new TokenService(t.app.pg, t.app.secrets, t.config.baseUrl, 300);
+    const results = await Promise.allSettled(Array.from({ length: 8 }, () => fresh.verify(token)));
+    expect(results.map((r) => r.status)).toEqual(Array(8).fill('fulfilled'));
+  });
+
   test('discovery documents describe the issuer, token endpoint and public keys only', async () => {
     const oidc = (await t.app.inject({ method: 'GET', url: '/.well-known/openid-configuration' })).json();
     expect(oidc).toEqual(
