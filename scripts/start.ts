@@ -22,6 +22,7 @@ const step = (line: string) => console.log(`[${elapsed()}] ${line}`);
 const PLATFORM_PROCESSES = [
   { name: 'api', script: path.join('dist', 'api', 'server.js') },
   { name: 'control-worker', script: path.join('dist', 'workers', 'control.js') },
+  { name: 'node-worker', script: path.join('dist', 'workers', 'node.js') },
 ];
 const HEALTH_TIMEOUT_MS = 90_000;
 

@@ -39,14 +39,16 @@ const LAST_USED_GRANULARITY = "interval '1 minute'";
 
 /** The principal owning a live (not revoked, not expired) API key. */
 export async function principalForApiKey(pg: Pool, apiKey: string): Promise<Principal | undefined> {
-  const { rows } = await pg.query<PrincipalRow & { key_id: string; stale: boolean }>(
-    `SELECT k.id AS key_id,
+  // Named: these run on every request, so PostgreSQL parses and plans them once per connection.
+  const { rows } = await pg.query<PrincipalRow & { key_id: string; stale: boolean }>({
+    name: 'principal-by-api-key',
+    text: `SELECT k.id AS key_id,
             (k.last_used_at IS NULL OR k.last_used_at < now() - ${LAST_USED_GRANULARITY}) AS stale,
             ${PRINCIPAL_COLUMNS}
        FROM api_keys k JOIN service_accounts sa ON sa.id = k.principal_id
       WHERE k.key_hash = $1 AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())`,
-    [digest(apiKey)],
-  );
+    values: [digest(apiKey)],
+  });
   const row = rows[0];
   if (!row) return undefined;
   if (row.stale) {
@@ -57,9 +59,10 @@ export async function principalForApiKey(pg: Pool, apiKey: string): Promise<Prin
 
 /** The principal a verified token names; undefined once the service account is gone. */
 export async function principalForToken(pg: Pool, serviceAccountId: string, accountId: string): Promise<Principal | undefined> {
-  const { rows } = await pg.query<PrincipalRow>(
-    `SELECT ${PRINCIPAL_COLUMNS} FROM service_accounts sa WHERE sa.id = $1 AND sa.account_id = $2`,
-    [serviceAccountId, accountId],
-  );
+  const { rows } = await pg.query<PrincipalRow>({
+    name: 'principal-by-id',
+    text: `SELECT ${PRINCIPAL_COLUMNS} FROM service_accounts sa WHERE sa.id = $1 AND sa.account_id = $2`,
+    values: [serviceAccountId, accountId],
+  });
   return rows[0] && toPrincipal(rows[0], 'jwt');
 }

@@ -40,20 +40,23 @@ export class ResourceStore {
   constructor(private readonly pg: Pool) {}
 
   async list(workspaceId: string, kind: string): Promise<ResourceRow[]> {
-    const { rows } = await this.pg.query<ResourceRow>(
-      `SELECT ${COLUMNS} FROM resources r JOIN workspaces w ON w.id = r.workspace_id
+    const { rows } = await this.pg.query<ResourceRow>({
+      name: 'resources-list',
+      text: `SELECT ${COLUMNS} FROM resources r JOIN workspaces w ON w.id = r.workspace_id
         WHERE r.workspace_id = $1 AND r.kind = $2 ORDER BY r.name`,
-      [workspaceId, kind],
-    );
+      values: [workspaceId, kind],
+    });
     return rows;
   }
 
   async get(key: ResourceKey): Promise<ResourceRow | undefined> {
-    const { rows } = await this.pg.query<ResourceRow>(
-      `SELECT ${COLUMNS} FROM resources r JOIN workspaces w ON w.id = r.workspace_id
+    // Named: the gateways look resources up on every request.
+    const { rows } = await this.pg.query<ResourceRow>({
+      name: 'resources-get',
+      text: `SELECT ${COLUMNS} FROM resources r JOIN workspaces w ON w.id = r.workspace_id
         WHERE r.workspace_id = $1 AND r.kind = $2 AND r.name = $3`,
-      [key.workspaceId, key.kind, key.name],
-    );
+      values: [key.workspaceId, key.kind, key.name],
+    });
     return rows[0];
   }
 
