@@ -38,6 +38,8 @@ export interface HangarConfig {
   nodeId: string;
   /** Seconds without requests or foreground commands before a sandbox goes to standby. */
   sandboxIdleSeconds: number;
+  /** Sandboxes kept started ahead of demand on each node, so creating one takes a started one. */
+  sandboxWarmPool: number;
   /** Lifetime of issued access tokens, in seconds. */
   tokenTtlSeconds: number;
   /** Largest accepted request body, in bytes. */
@@ -102,6 +104,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HangarConfig {
     taskQueue: env.HANGAR_TASK_QUEUE || 'hangar-control',
     nodeId: env.HANGAR_NODE_ID || 'local',
     sandboxIdleSeconds: intFrom(env, 'HANGAR_SANDBOX_IDLE_SECONDS', 15),
+    sandboxWarmPool: intFrom(env, 'HANGAR_SANDBOX_WARM_POOL', 2),
     tokenTtlSeconds: intFrom(env, 'HANGAR_TOKEN_TTL_SECONDS', 3600),
     bodyLimitBytes: intFrom(env, 'HANGAR_BODY_LIMIT_BYTES', 10 * 1024 * 1024),
     logLevel: env.HANGAR_LOG_LEVEL || 'info',

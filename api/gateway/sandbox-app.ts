@@ -18,6 +18,7 @@ export interface SandboxNodeAccess {
 
 /** A busy sandbox tells its lifecycle workflow it is in use at most this often. */
 const TOUCH_INTERVAL_MS = 2_000;
+const FREEZE_RECHECK_MS = 100;
 
 /**
  * The sandbox gateway: requests to `{sandbox_url}/...` are authenticated against the sandbox's
@@ -75,6 +76,21 @@ export async function buildSandboxGatewayApp(
     }
 
     reply.hijack();
+    // The node may have frozen the sandbox between our check and the request reaching it (its
+    // standby check and this gateway do not share a lock): a request still unanswered soon after
+    // finds it frozen and thaws it.
+    const recheck = setTimeout(() => {
+      if (reply.raw.headersSent) return;
+      node
+        .isFrozen(row.id)
+        .then(async (frozen) => {
+          if (!frozen) return;
+          await node.thaw(row.id);
+          signal(workspace, name, 'resumed');
+        })
+        .catch(() => undefined);
+    }, FREEZE_RECHECK_MS);
+    reply.raw.once('close', () => clearTimeout(recheck));
     proxyRequest(request.raw, reply.raw, {
       upstream: { socketPath: node.socketPath(row.id) },
       path: address.rest + (query ? `?${query}` : ''),

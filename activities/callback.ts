@@ -1,0 +1,56 @@
+import { ApplicationFailure, log } from '@temporalio/activity';
+import type { PortEvent } from '../sandbox-agent/port-events';
+
+export interface PortCallbackFailure {
+  sandboxId: string;
+  event: PortEvent;
+  error: string;
+  failedAt: string;
+}
+
+export interface CallbackActivityDeps {
+  /** Keeps a record of an event whose delivery was given up (default: the worker's log). */
+  recordFailure?: (failure: PortCallbackFailure) => Promise<void>;
+  /** Time one attempt may take. */
+  requestTimeoutMs?: number;
+}
+
+/**
+ * The side effects of port callback delivery. They run on the platform's host (the node's
+ * worker), so a callback on 127.0.0.1 reaches the host, as users expect.
+ */
+export function createCallbackActivities(deps: CallbackActivityDeps = {}) {
+  return {
+    /** One attempt: 2xx delivers; 408, 429 and 5xx are retried; any other 4xx is final. */
+    async deliverPortCallback(event: PortEvent): Promise<{ status: number }> {
+      const body = JSON.stringify({ pid: event.pid, port: event.port, sandbox: event.sandbox, detectedAt: event.detectedAt });
+      let response: Response;
+      try {
+        response = await fetch(event.callback, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'idempotency-key': event.key, 'user-agent': 'hangar-port-callback/1' },
+          body,
+          signal: AbortSignal.timeout(deps.requestTimeoutMs ?? 10_000),
+        });
+      } catch (err) {
+        // fetch says only "fetch failed"; the reason (ECONNREFUSED, a timeout...) is its cause.
+        const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+        throw ApplicationFailure.retryable(`callback unreachable: ${cause?.code ?? cause?.message ?? (err as Error).message}`, 'CallbackUnreachable');
+      }
+      await response.body?.cancel().catch(() => undefined);
+      if (response.ok) return { status: response.status };
+      const message = `callback answered ${response.status}`;
+      if (response.status >= 400 && response.status < 500 && response.status !== 408 && response.status !== 429) {
+        throw ApplicationFailure.nonRetryable(message, 'CallbackRejected');
+      }
+      throw ApplicationFailure.retryable(message, 'CallbackFailed');
+    },
+
+    async recordPortCallbackFailure(failure: PortCallbackFailure): Promise<void> {
+      if (deps.recordFailure) return deps.recordFailure(failure);
+      log.warn('port callback given up', { sandboxId: failure.sandboxId, key: failure.event.key, port: failure.event.port, error: failure.error });
+    },
+  };
+}
+
+export type CallbackActivities = ReturnType<typeof createCallbackActivities>;

@@ -1,0 +1,123 @@
+import path from 'node:path';
+import type { ResolvedImage } from './image';
+import { SANDBOX_AGENT_CONFIG, SANDBOX_API_DIR, SANDBOX_HOME, SANDBOX_RUN_DIR, type WritableFolder } from './layout';
+import type { RuntimeVolumeMount } from './types';
+
+/** Where the agent's own files appear inside every sandbox (read-only). */
+export const AGENT_ROOT = '/opt/hangar';
+export const AGENT_NODE = `${AGENT_ROOT}/bin/node`;
+export const AGENT_ENTRY = `${AGENT_ROOT}/agent/main.js`;
+
+/** Paths a volume may not cover: the image, kernel views and the agent's own folders. */
+export const RESERVED_PATHS = ['/usr', '/bin', '/sbin', '/lib', '/lib64', '/etc', '/proc', '/dev', '/sys', SANDBOX_RUN_DIR, SANDBOX_API_DIR, AGENT_ROOT];
+
+export interface LaunchPlan {
+  sandboxId: string;
+  uid: number;
+  gid: number;
+  image: ResolvedImage;
+  /** Per-sandbox /etc files on the host, each shown at /etc/<name> (the image has mount points). */
+  etcFiles: { name: string; hostPath: string }[];
+  agentConfigHostPath: string;
+  writable: WritableFolder[];
+  runDir: string;
+  apiDir: string;
+  volumes: RuntimeVolumeMount[];
+  agent: { nodeBinary: string; agentDir: string; nodeModulesDir: string; nodeFlags: string[] };
+  /** The agent's own environment (never the user's variables). */
+  agentEnv: Record<string, string>;
+}
+
+/**
+ * The bubblewrap command line of one sandbox. The tree is built from nothing: a tmpfs root,
+ * the image read-only, a synthesized /etc, the sandbox's writable folders and volumes, and the
+ * agent. New pid, ipc, uts and network namespaces (loopback only); no capabilities beyond the
+ * three setpriv needs to become the sandbox user, which it then drops with the bounding set.
+ * No --die-with-parent: sandboxes outlive the worker that started them.
+ */
+export function bwrapArguments(plan: LaunchPlan): string[] {
+  const args: string[] = [
+    '--unshare-pid',
+    '--unshare-ipc',
+    '--unshare-uts',
+    '--unshare-net',
+    '--unshare-cgroup-try',
+    '--hostname',
+    plan.sandboxId,
+    '--new-session',
+    '--clearenv',
+    '--cap-drop',
+    'ALL',
+    ...['CAP_SETUID', 'CAP_SETGID', 'CAP_SETPCAP'].flatMap((cap) => ['--cap-add', cap]),
+  ];
+  for (const [name, value] of Object.entries(plan.agentEnv)) args.push('--setenv', name, value);
+
+  // bubblewrap creates missing parents as root with mode 0700; make them traversable instead.
+  const present = new Set<string>(['/']);
+  const mountAt = (dest: string, ...mount: string[]) => {
+    for (let i = 1, parts = dest.split('/'); i < parts.length - 1; i++) {
+      const parent = parts.slice(0, i + 1).join('/');
+      if (!present.has(parent)) {
+        args.push('--perms', '0755', '--dir', parent);
+        present.add(parent);
+      }
+    }
+    args.push(...mount);
+    present.add(dest);
+  };
+
+  for (const mount of plan.image.mounts) {
+    if (mount.kind === 'ro-bind') mountAt(mount.path, '--ro-bind', mount.path, mount.path);
+    else mountAt(mount.path, '--symlink', mount.target, mount.path);
+  }
+  mountAt('/proc', '--proc', '/proc');
+  mountAt('/dev', '--dev', '/dev');
+  mountAt('/dev/shm', '--perms', '1777', '--tmpfs', '/dev/shm');
+
+  // The image's /etc, then this sandbox's own files over the mount points it provides.
+  mountAt('/etc', '--ro-bind', plan.image.etcDir, '/etc');
+  for (const file of plan.etcFiles) args.push('--ro-bind', file.hostPath, `/etc/${file.name}`);
+  args.push('--ro-bind', plan.agentConfigHostPath, SANDBOX_AGENT_CONFIG);
+
+  for (const folder of plan.writable) mountAt(folder.sandboxPath, '--bind', folder.hostPath, folder.sandboxPath);
+  mountAt(SANDBOX_RUN_DIR, '--bind', plan.runDir, SANDBOX_RUN_DIR);
+  mountAt(SANDBOX_API_DIR, '--bind', plan.apiDir, SANDBOX_API_DIR);
+
+  mountAt(`${AGENT_ROOT}/agent`, '--ro-bind', plan.agent.agentDir, `${AGENT_ROOT}/agent`);
+  mountAt(`${AGENT_ROOT}/node_modules`, '--ro-bind', plan.agent.nodeModulesDir, `${AGENT_ROOT}/node_modules`);
+  mountAt(AGENT_NODE, '--ro-bind', plan.agent.nodeBinary, AGENT_NODE);
+
+  for (const volume of plan.volumes) {
+    mountAt(volume.mountPath, volume.readOnly ? '--ro-bind' : '--bind', volume.hostPath, volume.mountPath);
+  }
+
+  args.push('--chdir', SANDBOX_HOME, '--');
+  args.push(
+    '/usr/bin/setpriv',
+    '--reuid',
+    String(plan.uid),
+    '--regid',
+    String(plan.gid),
+    '--clear-groups',
+    '--bounding-set',
+    '-all',
+    '--inh-caps',
+    '-all',
+    '--',
+    AGENT_NODE,
+    ...plan.agent.nodeFlags,
+    AGENT_ENTRY,
+  );
+  return args;
+}
+
+/** A volume's mount path: absolute, normalized, and clear of the reserved paths. */
+export function volumeMountError(mountPath: string): string | undefined {
+  if (typeof mountPath !== 'string' || !mountPath.startsWith('/')) return `mountPath must be an absolute path, got '${mountPath}'`;
+  if (mountPath.split('/').some((part) => part === '..' || part === '.')) return `mountPath must not contain '.' or '..': '${mountPath}'`;
+  if (path.posix.normalize(mountPath) !== mountPath || mountPath.endsWith('/')) return `mountPath must be normalized, got '${mountPath}'`;
+  if (/[\0:]/.test(mountPath)) return `mountPath contains a forbidden character: '${mountPath}'`;
+  const reserved = RESERVED_PATHS.find((r) => mountPath === r || mountPath.startsWith(`${r}/`) || r.startsWith(`${mountPath}/`));
+  if (reserved) return `mountPath '${mountPath}' overlaps the reserved path ${reserved}`;
+  return undefined;
+}

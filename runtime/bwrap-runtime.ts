@@ -1,0 +1,376 @@
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import { agentRequest, waitForAgent } from './agent-client';
+import { bwrapArguments, type LaunchPlan } from './bwrap-args';
+import { detectCgroupDriver, type CgroupDriver, type CgroupOptions, type SandboxCgroup } from './cgroups';
+import { SANDBOX_ETC_FILE_NAMES } from './etc-files';
+import { isSameProcess, processStartTicks } from './host-process';
+import { DEFAULT_IMAGE, ImageCatalog, imageDefinition } from './image';
+import { SANDBOX_AGENT_CONFIG, assertSandboxId, sandboxLayout, type SandboxLayout } from './layout';
+import { SANDBOX_ENV, prepareSandboxFolders, writeIdentityFiles, type SandboxUser } from './sandbox-files';
+import { validateSpec } from './spec-validation';
+import { StateStore, type SandboxRecord } from './state-store';
+import { WarmPool, isWarmId, setHostname } from './warm-pool';
+import {
+  SandboxNotFoundError,
+  SandboxStartError,
+  type RuntimeSandboxSpec,
+  type SandboxActivity,
+  type SandboxHandle,
+  type SandboxRuntime,
+  type SandboxStatus,
+} from './types';
+
+export interface BwrapRuntimeOptions {
+  /** Sandboxes live in `<dataDir>/sandboxes/<id>/`. */
+  dataDir: string;
+  /** Folder of the compiled agent (its main.js); default: the build next to this module. */
+  agentDir?: string;
+  /** node_modules the agent loads its lazy dependencies (the MCP SDK) from. */
+  nodeModulesDir?: string;
+  /** Node binary that runs the agent; shown read-only inside the sandbox. Default: this process's. */
+  nodeBinary?: string;
+  /** Host uid and gid of the sandbox user (named `user` inside). */
+  uid?: number;
+  gid?: number;
+  cgroup?: CgroupOptions | CgroupDriver;
+  /** Most processes (and threads) one sandbox may have at once. */
+  pidsMax?: number;
+  startTimeoutMs?: number;
+  bwrapPath?: string;
+  /**
+   * Sandboxes kept started ahead of need (default 0). A new sandbox without volumes takes one
+   * over instead of starting from nothing: its creation then costs milliseconds, not the tens
+   * a Node start takes. Call close() to end them.
+   */
+  warmPool?: number;
+}
+
+const WARM_MEMORY_MB = 256;
+
+/**
+ * The launcher joins the sandbox's cgroups before exec'ing bubblewrap, so every process of the
+ * sandbox (bubblewrap, its init, the agent, user code) is limited and freezable from the first
+ * instruction.
+ */
+const LAUNCH_SCRIPT = ['IFS=:', 'for f in $HANGAR_CGROUP_PROCS; do echo $$ > "$f" || exit 97; done', 'unset IFS HANGAR_CGROUP_PROCS', 'exec "$@"'].join('\n');
+
+/** The sandbox runtime of one node: bubblewrap for isolation, cgroups for limits and standby. */
+export class BwrapRuntime implements SandboxRuntime {
+  private readonly store: StateStore;
+  private readonly images: ImageCatalog;
+  private readonly cgroups: CgroupDriver;
+  private readonly locks = new Map<string, Promise<unknown>>();
+  private readonly uid: number;
+  private readonly gid: number;
+  private readonly bwrapPath: string;
+  private readonly pool: WarmPool;
+
+  constructor(private readonly options: BwrapRuntimeOptions) {
+    this.store = new StateStore(options.dataDir);
+    this.cgroups = options.cgroup && 'create' in options.cgroup ? options.cgroup : detectCgroupDriver(options.cgroup);
+    this.uid = options.uid ?? 1000;
+    this.gid = options.gid ?? this.uid;
+    this.bwrapPath = options.bwrapPath ?? findOnPath('bwrap');
+    this.images = new ImageCatalog(options.dataDir, { uid: this.uid, gid: this.gid });
+    this.pool = new WarmPool(options.warmPool ?? 0, {
+      start: (id) => this.exclusive(id, () => this.launch({ id, workspaceId: 'warm', image: DEFAULT_IMAGE, memoryMb: WARM_MEMORY_MB, envs: [], volumes: [] })),
+      remove: (id) => this.remove(id),
+    });
+  }
+
+  socketPath(id: string): string {
+    return sandboxLayout(this.options.dataDir, id).socketPath;
+  }
+
+  layout(id: string): SandboxLayout {
+    return sandboxLayout(this.options.dataDir, id);
+  }
+
+  imageSizeBytes(image: string): Promise<number> {
+    return this.images.sizeBytes(image);
+  }
+
+  async start(spec: RuntimeSandboxSpec): Promise<SandboxHandle> {
+    validateSpec(spec);
+    this.images.resolve(spec.image);
+    return this.exclusive(spec.id, async () => {
+      const record = await this.store.read(spec.id);
+      if (record && (await this.isAlive(record))) {
+        // Idempotent: a retried start finds it running. The memory limit can change live.
+        if (record.spec.memoryMb !== spec.memoryMb) {
+          await this.cgroups.open(record.cgroupDirs).setLimits(this.limits(spec));
+          await this.store.write({ ...record, spec: { ...record.spec, memoryMb: spec.memoryMb } });
+        }
+        return this.handle(record);
+      }
+      // Left over from a crash mid-start or a sandbox whose agent died: clear its processes.
+      if (record) await this.cgroups.open(record.cgroupDirs).destroy();
+      const handle = (!record && (await this.takeOverWarm(spec))) || (await this.launch(spec));
+      this.pool.refill();
+      return handle;
+    });
+  }
+
+  /**
+   * Starts the warm pool: warm sandboxes a previous worker left running are kept (or ended
+   * when surplus or dead), the rest are started in the background.
+   */
+  async prewarm(): Promise<void> {
+    for (const id of (await this.store.ids()).filter(isWarmId)) {
+      const record = await this.store.read(id);
+      if (!(record && (await this.isAlive(record)) && this.pool.adopt(id))) await this.remove(id);
+    }
+    this.pool.refill();
+  }
+
+  /** Warm sandboxes ready to be taken over, starting, and why the last start or take-over failed. */
+  warmPoolStatus(): { ready: number; starting: number; lastError?: string } {
+    return this.pool.status();
+  }
+
+  /** Ends the warm sandboxes (the others are not this process's to end). */
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+
+  /**
+   * Gives a warm sandbox the identity of `spec`: its folder and files are renamed and
+   * rewritten (its mounts follow), its hostname set, its limits applied, and its agent reloads
+   * its configuration. Undefined when no warm sandbox fits; a failed take-over is cleaned up.
+   */
+  private async takeOverWarm(spec: RuntimeSandboxSpec): Promise<SandboxHandle | undefined> {
+    if (spec.volumes.length > 0 || imageDefinition(spec.image).name !== DEFAULT_IMAGE) return undefined;
+    const layout = this.layout(spec.id);
+    if (await fsp.stat(layout.root).then(() => true, () => false)) return undefined;
+    const warmId = this.pool.take();
+    if (!warmId) return undefined;
+    const record = await this.store.read(warmId);
+    try {
+      if (!record || !(await this.isAlive(record))) throw new Error('the warm sandbox is gone');
+      await fsp.rename(this.layout(warmId).root, layout.root);
+      const claimed: SandboxRecord = { ...record, spec, startedAt: new Date().toISOString() };
+      await this.store.write(claimed);
+      await Promise.all([
+        this.cgroups.open(record.cgroupDirs).setLimits(this.limits(spec)),
+        writeIdentityFiles(spec, layout, this.identity()),
+        this.cgroups.open(record.cgroupDirs).pids().then((pids) => setHostname(pids, spec.id)),
+      ]);
+      const reload = await agentRequest(layout.socketPath, 'POST', '/internal/reload');
+      if (reload.status !== 200) throw new Error(`the agent did not reload (${reload.status})`);
+      return this.handle(claimed);
+    } catch (err) {
+      this.pool.failed(`take-over failed: ${(err as Error).message}`);
+      if (record) await this.cgroups.open(record.cgroupDirs).destroy().catch(() => undefined);
+      await fsp.rm(this.layout(warmId).root, { recursive: true, force: true });
+      return undefined;
+    }
+  }
+
+  private async launch(spec: RuntimeSandboxSpec): Promise<SandboxHandle> {
+    const image = this.images.resolve(spec.image);
+    const layout = this.layout(spec.id);
+    await prepareSandboxFolders(spec, layout, this.identity());
+    const cgroup = await this.cgroups.create(spec.id);
+    const record: SandboxRecord = { spec, cgroupDirs: cgroup.dirs, phase: 'starting' };
+    try {
+      await cgroup.setLimits(this.limits(spec));
+      await this.store.write(record);
+
+      const plan: LaunchPlan = {
+        sandboxId: spec.id,
+        uid: this.uid,
+        gid: this.gid,
+        image,
+        etcFiles: SANDBOX_ETC_FILE_NAMES.map((name) => ({ name, hostPath: path.join(layout.etcDir, name) })),
+        agentConfigHostPath: layout.agentConfig,
+        writable: layout.writable,
+        runDir: layout.runDir,
+        apiDir: layout.apiDir,
+        volumes: spec.volumes,
+        agent: {
+          nodeBinary: this.options.nodeBinary ?? process.execPath,
+          agentDir: this.agentDir(),
+          nodeModulesDir: this.options.nodeModulesDir ?? defaultNodeModulesDir(),
+          nodeFlags: AGENT_NODE_FLAGS,
+        },
+        agentEnv: { ...SANDBOX_ENV, HOSTNAME: spec.id, HANGAR_AGENT_CONFIG: SANDBOX_AGENT_CONFIG },
+      };
+      const log = fs.openSync(layout.agentLog, 'w', 0o600);
+      const child = spawn('/bin/sh', ['-c', LAUNCH_SCRIPT, 'hangar-launch', this.bwrapPath, ...bwrapArguments(plan)], {
+        detached: true,
+        stdio: ['ignore', log, log],
+        env: { PATH: SANDBOX_ENV.PATH, HANGAR_CGROUP_PROCS: cgroup.procsFiles.join(':') },
+      });
+      fs.closeSync(log);
+      let exited: string | undefined;
+      child.on('error', (err) => (exited = `could not run bubblewrap: ${err.message}`));
+      child.on('exit', (code, signal) => (exited = code === 97 ? 'could not join the sandbox cgroups' : `the sandbox exited (${signal ?? `code ${code}`})`));
+      // The worker may go away; the sandbox must not go with it.
+      child.unref();
+      if (child.pid === undefined) throw new Error('bubblewrap did not start');
+      record.pid = child.pid;
+      record.pidStartTicks = processStartTicks(child.pid);
+      await this.store.write(record);
+
+      await waitForAgent(layout.socketPath, Date.now() + (this.options.startTimeoutMs ?? 15_000), () => exited);
+      // The socket exists: from now on nothing inside may add, remove or replace entries there.
+      await fsp.chown(layout.apiDir, 0, 0);
+      await fsp.chmod(layout.apiDir, 0o755);
+      record.phase = 'running';
+      record.startedAt = new Date().toISOString();
+      await this.store.write(record);
+      return this.handle(record);
+    } catch (err) {
+      await cgroup.destroy().catch(() => undefined);
+      await this.store.write({ ...record, phase: 'stopped', pid: undefined, pidStartTicks: undefined });
+      const output = await tail(layout.agentLog, 2_000);
+      throw new SandboxStartError(`sandbox ${spec.id} did not start: ${(err as Error).message}${output ? `; its output: ${output}` : ''}`);
+    }
+  }
+
+  stop(id: string): Promise<void> {
+    assertSandboxId(id);
+    return this.exclusive(id, async () => {
+      const record = await this.store.read(id);
+      if (!record) return;
+      await this.cgroups.open(record.cgroupDirs).destroy();
+      await fsp.rm(this.socketPath(id), { force: true });
+      if (record.phase !== 'stopped') await this.store.write({ ...record, phase: 'stopped', pid: undefined, pidStartTicks: undefined });
+    });
+  }
+
+  async remove(id: string): Promise<void> {
+    await this.stop(id);
+    await this.exclusive(id, () => fsp.rm(this.layout(id).root, { recursive: true, force: true }));
+  }
+
+  async freeze(id: string): Promise<void> {
+    await this.exclusive(id, async () => (await this.liveCgroup(id)).freeze());
+  }
+
+  async thaw(id: string): Promise<void> {
+    await this.exclusive(id, async () => (await this.liveCgroup(id)).thaw());
+  }
+
+  async isFrozen(id: string): Promise<boolean> {
+    const record = await this.store.read(id);
+    if (!record || record.phase !== 'running') return false;
+    return this.cgroups.open(record.cgroupDirs).isFrozen();
+  }
+
+  async status(id: string): Promise<SandboxStatus | undefined> {
+    assertSandboxId(id);
+    const record = await this.store.read(id);
+    if (!record) return undefined;
+    const base = { id, workspaceId: record.spec.workspaceId, socketPath: this.socketPath(id), memoryMb: record.spec.memoryMb };
+    if (!(await this.isAlive(record))) return { ...base, state: 'stopped' };
+    const cgroup = this.cgroups.open(record.cgroupDirs);
+    const [frozen, memoryUsageBytes, oomKills] = await Promise.all([cgroup.isFrozen(), cgroup.memoryUsageBytes(), cgroup.oomKills()]);
+    return { ...base, state: frozen ? 'frozen' : 'running', pid: record.pid, startedAt: record.startedAt, memoryUsageBytes, oomKills };
+  }
+
+  async list(): Promise<SandboxStatus[]> {
+    const ids = (await this.store.ids()).filter((id) => !isWarmId(id));
+    const statuses = await Promise.all(ids.map((id) => this.status(id)));
+    return statuses.filter((s): s is SandboxStatus => s !== undefined);
+  }
+
+  async activity(id: string): Promise<SandboxActivity> {
+    await this.liveCgroup(id);
+    const { status, body } = await agentRequest(this.socketPath(id), 'GET', '/internal/activity');
+    if (status !== 200) throw new Error(`the sandbox API answered ${status} for its activity`);
+    return body as SandboxActivity;
+  }
+
+  /** Host pids of the sandbox's processes (for tests and diagnostics). */
+  async pids(id: string): Promise<number[]> {
+    const record = await this.store.read(id);
+    return record ? this.cgroups.open(record.cgroupDirs).pids() : [];
+  }
+
+  private async liveCgroup(id: string): Promise<SandboxCgroup> {
+    assertSandboxId(id);
+    const record = await this.store.read(id);
+    if (!record) throw new SandboxNotFoundError(id);
+    if (!(await this.isAlive(record))) throw new SandboxNotFoundError(id);
+    return this.cgroups.open(record.cgroupDirs);
+  }
+
+  private async isAlive(record: SandboxRecord): Promise<boolean> {
+    if (record.phase !== 'running' || !record.pid || record.pidStartTicks === undefined) return false;
+    if (!isSameProcess(record.pid, record.pidStartTicks)) return false;
+    return (await this.cgroups.open(record.cgroupDirs).pids()).includes(record.pid);
+  }
+
+  private handle(record: SandboxRecord): SandboxHandle {
+    return {
+      id: record.spec.id,
+      workspaceId: record.spec.workspaceId,
+      socketPath: this.socketPath(record.spec.id),
+      pid: record.pid!,
+      startedAt: record.startedAt!,
+    };
+  }
+
+  private limits(spec: RuntimeSandboxSpec) {
+    return { memoryBytes: spec.memoryMb * 1024 * 1024, pidsMax: this.options.pidsMax ?? 4096 };
+  }
+
+  private identity(): SandboxUser {
+    return { uid: this.uid, gid: this.gid };
+  }
+
+  private agentDir(): string {
+    const dir = this.options.agentDir ?? path.resolve(__dirname, '..', 'sandbox-agent');
+    if (!fs.existsSync(path.join(dir, 'main.js'))) {
+      throw new Error(`the sandbox agent is not built (no ${path.join(dir, 'main.js')}): run npm run build`);
+    }
+    return dir;
+  }
+
+  /** One operation at a time per sandbox: a start racing a stop would leave either half done. */
+  private exclusive<T>(id: string, operation: () => Promise<T>): Promise<T> {
+    const previous = this.locks.get(id) ?? Promise.resolve();
+    const next = previous.then(operation, operation);
+    const settled = next.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.locks.set(id, settled);
+    void settled.then(() => {
+      if (this.locks.get(id) === settled) this.locks.delete(id);
+    });
+    return next;
+  }
+}
+
+/**
+ * A smaller young generation keeps each idle agent's memory down (a hundred of them share a
+ * node); the agent's work is I/O, not allocation-heavy.
+ */
+const AGENT_NODE_FLAGS = ['--max-semi-space-size=1'];
+
+function findOnPath(binary: string): string {
+  for (const dir of (process.env.PATH ?? '/usr/bin:/bin').split(':')) {
+    const candidate = path.join(dir, binary);
+    if (fs.existsSync(candidate)) return candidate;
+  }
+  throw new Error(`${binary} is not installed (run scripts/install-deps.sh)`);
+}
+
+function defaultNodeModulesDir(): string {
+  const entry = require.resolve('@modelcontextprotocol/sdk/server/mcp.js');
+  return entry.slice(0, entry.lastIndexOf(`${path.sep}node_modules${path.sep}`) + `${path.sep}node_modules`.length);
+}
+
+async function tail(file: string, bytes: number): Promise<string> {
+  try {
+    const text = await fsp.readFile(file, 'utf8');
+    return text.slice(-bytes).trim();
+  } catch {
+    return '';
+  }
+}

@@ -1,0 +1,184 @@
+import { execFile } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { SANDBOX_ETC_FILE_NAMES, imageEtcFiles } from './etc-files';
+import { SANDBOX_AGENT_CONFIG, SANDBOX_HOME } from './layout';
+import { SandboxSpecError } from './types';
+
+/**
+ * Images without Docker: an image names host folders that a sandbox sees read-only. The only
+ * image today is `base`, the node's own system folders (a shell, Python 3 and Node with their
+ * libraries). Everything writable comes from the sandbox's own layer, so an image is shared by
+ * every sandbox and never changes under them.
+ */
+export interface ImageDefinition {
+  name: string;
+  /** Host paths shown at the same place: folders bound read-only, symlinks recreated as such. */
+  systemPaths: string[];
+  /**
+   * Host /etc entries that hold no secret and that programs expect (dynamic linker cache,
+   * Debian alternatives, CA certificates, time zone), copied into the image's own /etc. Never
+   * /etc/shadow, keys or service settings.
+   */
+  hostEtcEntries: string[];
+}
+
+/** One step of the image's read-only tree, as found on this host. */
+export type SystemMount = { kind: 'ro-bind'; path: string } | { kind: 'symlink'; path: string; target: string };
+
+export interface ResolvedImage {
+  name: string;
+  mounts: SystemMount[];
+  /** The image's /etc on the host: synthesized files, the allowed host entries, mount points. */
+  etcDir: string;
+}
+
+const BASE: ImageDefinition = {
+  name: 'base',
+  systemPaths: ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'],
+  hostEtcEntries: [
+    'alternatives',
+    'ld.so.cache',
+    'ld.so.conf',
+    'ld.so.conf.d',
+    'localtime',
+    'timezone',
+    'services',
+    'protocols',
+    'mime.types',
+    'ssl/certs',
+    'ssl/openssl.cnf',
+    'ca-certificates.conf',
+    'os-release',
+    'debian_version',
+    'bash.bashrc',
+    'profile',
+    'inputrc',
+    'terminfo',
+    'python3',
+    'python3.11',
+    'gai.conf',
+    'host.conf',
+  ],
+};
+
+const IMAGES = new Map<string, ImageDefinition>([[BASE.name, BASE]]);
+
+// Usual spellings of the default image from container habits.
+const ALIASES = new Map<string, string>([
+  ['base:latest', 'base'],
+  ['hangar/base', 'base'],
+  ['hangar/base:latest', 'base'],
+]);
+
+export const DEFAULT_IMAGE = BASE.name;
+
+export function imageDefinition(name: string): ImageDefinition {
+  const image = IMAGES.get(ALIASES.get(name) ?? name);
+  if (!image) throw new SandboxSpecError(`image '${name}' does not exist; available: ${[...IMAGES.keys()].join(', ')}`);
+  return image;
+}
+
+/**
+ * Prepares each image once per process: probes the host's system folders and builds the
+ * image's /etc under `<dataDir>/images/<name>/etc-<content hash>`. A folder is never changed
+ * or removed once built, because running sandboxes have it mounted; a host change (a package
+ * update) gives a new hash and new sandboxes get the new folder.
+ */
+export class ImageCatalog {
+  private readonly resolved = new Map<string, ResolvedImage>();
+  private readonly sizes = new Map<string, Promise<number>>();
+
+  constructor(
+    private readonly dataDir: string,
+    private readonly identity: { uid: number; gid: number },
+  ) {}
+
+  resolve(name: string): ResolvedImage {
+    const definition = imageDefinition(name);
+    let image = this.resolved.get(definition.name);
+    if (!image) {
+      image = { name: definition.name, mounts: probeMounts(definition), etcDir: this.buildEtc(definition) };
+      this.resolved.set(definition.name, image);
+    }
+    return image;
+  }
+
+  /** Bytes the image's read-only folders hold on disk, for image storage metering (measured once). */
+  sizeBytes(name: string): Promise<number> {
+    const image = this.resolve(name);
+    let size = this.sizes.get(image.name);
+    if (!size) {
+      const folders = image.mounts.filter((m) => m.kind === 'ro-bind').map((m) => m.path);
+      size = diskUsage(folders);
+      size.catch(() => this.sizes.delete(image.name));
+      this.sizes.set(image.name, size);
+    }
+    return size;
+  }
+
+  private buildEtc(definition: ImageDefinition): string {
+    const synthesized = imageEtcFiles({ ...this.identity, home: SANDBOX_HOME });
+    const entries = definition.hostEtcEntries.filter((entry) => fs.existsSync(`/etc/${entry}`));
+    const hash = createHash('sha256').update(JSON.stringify(synthesized));
+    for (const entry of entries) fingerprint(hash, `/etc/${entry}`);
+    const imageDir = path.join(this.dataDir, 'images', definition.name);
+    const etcDir = path.join(imageDir, `etc-${hash.digest('hex').slice(0, 16)}`);
+    if (fs.existsSync(etcDir)) return etcDir;
+
+    const staging = `${etcDir}.${process.pid}.${randomBytes(4).toString('hex')}`;
+    fs.mkdirSync(staging, { recursive: true, mode: 0o755 });
+    for (const [name, text] of Object.entries(synthesized)) fs.writeFileSync(path.join(staging, name), text, { mode: 0o644 });
+    for (const entry of entries) {
+      fs.mkdirSync(path.dirname(path.join(staging, entry)), { recursive: true, mode: 0o755 });
+      fs.cpSync(`/etc/${entry}`, path.join(staging, entry), { recursive: true, verbatimSymlinks: true, preserveTimestamps: true });
+    }
+    // Mount points for the files each sandbox lays over its image's /etc.
+    for (const name of [...SANDBOX_ETC_FILE_NAMES, path.relative('/etc', SANDBOX_AGENT_CONFIG)]) {
+      fs.mkdirSync(path.dirname(path.join(staging, name)), { recursive: true, mode: 0o755 });
+      fs.writeFileSync(path.join(staging, name), '', { mode: 0o644 });
+    }
+    try {
+      fs.renameSync(staging, etcDir);
+    } catch {
+      // Another process built the same content first.
+      fs.rmSync(staging, { recursive: true, force: true });
+    }
+    return etcDir;
+  }
+}
+
+function probeMounts(definition: ImageDefinition): SystemMount[] {
+  const mounts: SystemMount[] = [];
+  for (const path of definition.systemPaths) {
+    const stat = fs.lstatSync(path, { throwIfNoEntry: false });
+    if (!stat) continue;
+    if (stat.isSymbolicLink()) mounts.push({ kind: 'symlink', path, target: fs.readlinkSync(path) });
+    else if (stat.isDirectory()) mounts.push({ kind: 'ro-bind', path });
+  }
+  if (!mounts.some((m) => m.path === '/usr' && m.kind === 'ro-bind')) {
+    throw new Error(`image '${definition.name}' needs the host's /usr folder`);
+  }
+  return mounts;
+}
+
+/** Names, sizes, times and link targets of a host tree: changes when the host's files change. */
+function fingerprint(hash: ReturnType<typeof createHash>, file: string): void {
+  const stat = fs.lstatSync(file);
+  hash.update(`${file}\0${stat.mode}\0${stat.size}\0${stat.mtimeMs}\0`);
+  if (stat.isSymbolicLink()) hash.update(fs.readlinkSync(file));
+  else if (stat.isDirectory()) for (const name of fs.readdirSync(file).sort()) fingerprint(hash, path.join(file, name));
+}
+
+/** `du` counts hard links once and stays on one filesystem, as the image's storage really is. */
+function diskUsage(folders: string[]): Promise<number> {
+  return new Promise((resolve, reject) => {
+    execFile('du', ['-sxb', '--total', ...folders], { maxBuffer: 1 << 20 }, (err, stdout) => {
+      if (err) return reject(new Error(`du failed: ${err.message}`));
+      const total = /^(\d+)\s+total$/m.exec(stdout);
+      if (!total) return reject(new Error(`du printed no total: ${stdout.slice(0, 200)}`));
+      resolve(Number(total[1]));
+    });
+  });
+}

@@ -1,0 +1,92 @@
+import path from 'node:path';
+import { SandboxSpecError } from './types';
+
+/**
+ * Where one sandbox keeps its things on the node. Everything lives under
+ * `<dataDir>/sandboxes/<id>/` on disk (not tmpfs), so a user's files survive standby, a restart
+ * of the sandbox and a restart of the worker; deleting the folder deletes the sandbox's data.
+ */
+export interface SandboxLayout {
+  root: string;
+  /** The runtime's record of the sandbox (spec, pids, cgroups): read back by a new worker. */
+  stateFile: string;
+  /** The agent's stdout and stderr. */
+  agentLog: string;
+  /** Per-sandbox files of /etc (hosts, hostname) and the agent's configuration. */
+  etcDir: string;
+  agentConfig: string;
+  /** Shared with the sandbox at /run/hangar: the port event log (the sandbox user can write here). */
+  runDir: string;
+  eventLog: string;
+  /**
+   * Shared at /run/hangar-api: the API socket. The agent creates the socket, then the host makes
+   * the folder root's, so nothing in the sandbox can swap the socket for a link to a host socket.
+   */
+  apiDir: string;
+  socketPath: string;
+  /** Host-side progress of the port event relay through the event log. */
+  relayCursor: string;
+  /** The writable layer: one host folder per writable folder of the sandbox's tree. */
+  writable: WritableFolder[];
+}
+
+export interface WritableFolder {
+  hostPath: string;
+  sandboxPath: string;
+  /** Sticky world-writable (tmp folders) rather than owned by the sandbox user. */
+  shared: boolean;
+}
+
+/** Inside the sandbox. */
+export const SANDBOX_RUN_DIR = '/run/hangar';
+export const SANDBOX_API_DIR = '/run/hangar-api';
+export const SANDBOX_SOCKET = `${SANDBOX_API_DIR}/agent.sock`;
+export const SANDBOX_EVENT_LOG = `${SANDBOX_RUN_DIR}/port-events.jsonl`;
+export const SANDBOX_AGENT_CONFIG = '/etc/hangar/agent.json';
+export const SANDBOX_HOME = '/home/user';
+export const SANDBOX_WORKSPACE = '/workspace';
+
+const WRITABLE_FOLDERS: { name: string; sandboxPath: string; shared: boolean }[] = [
+  { name: 'home', sandboxPath: SANDBOX_HOME, shared: false },
+  { name: 'workspace', sandboxPath: SANDBOX_WORKSPACE, shared: false },
+  { name: 'tmp', sandboxPath: '/tmp', shared: true },
+  { name: 'var-tmp', sandboxPath: '/var/tmp', shared: true },
+];
+
+// A hostname label allows 63 characters; the id is also a file and cgroup name.
+const SANDBOX_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/;
+
+export function assertSandboxId(id: string): void {
+  if (typeof id !== 'string' || !SANDBOX_ID.test(id)) {
+    throw new SandboxSpecError(`id must be 1-63 letters, digits, '-' or '_' starting with a letter or digit, got '${id}'`);
+  }
+}
+
+export function sandboxesDir(dataDir: string): string {
+  return path.join(dataDir, 'sandboxes');
+}
+
+export function sandboxLayout(dataDir: string, id: string): SandboxLayout {
+  assertSandboxId(id);
+  const root = path.join(sandboxesDir(dataDir), id);
+  const runDir = path.join(root, 'run');
+  const apiDir = path.join(root, 'api');
+  const etcDir = path.join(root, 'etc');
+  return {
+    root,
+    stateFile: path.join(root, 'state.json'),
+    agentLog: path.join(root, 'agent.log'),
+    etcDir,
+    agentConfig: path.join(etcDir, 'agent.json'),
+    runDir,
+    eventLog: path.join(runDir, path.basename(SANDBOX_EVENT_LOG)),
+    apiDir,
+    socketPath: path.join(apiDir, path.basename(SANDBOX_SOCKET)),
+    relayCursor: path.join(root, 'relay-cursor'),
+    writable: WRITABLE_FOLDERS.map((folder) => ({
+      hostPath: path.join(root, 'fs', folder.name),
+      sandboxPath: folder.sandboxPath,
+      shared: folder.shared,
+    })),
+  };
+}

@@ -1,0 +1,66 @@
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import type { AgentConfig } from '../sandbox-agent/config';
+import { AGENT_ROOT } from './bwrap-args';
+import { sandboxEtcFiles } from './etc-files';
+import { SANDBOX_AGENT_CONFIG, SANDBOX_API_DIR, SANDBOX_EVENT_LOG, SANDBOX_HOME, SANDBOX_RUN_DIR, SANDBOX_SOCKET, type SandboxLayout } from './layout';
+import type { RuntimeSandboxSpec } from './types';
+
+/** The host uid and gid of the sandbox user. */
+export interface SandboxUser {
+  uid: number;
+  gid: number;
+}
+
+/** The environment every process of a sandbox starts from. */
+export const SANDBOX_ENV = {
+  PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+  HOME: SANDBOX_HOME,
+  USER: 'user',
+  LOGNAME: 'user',
+  LANG: 'C.UTF-8',
+};
+
+/** Creates the writable layer (kept across starts) and rewrites the per-start files. */
+export async function prepareSandboxFolders(spec: RuntimeSandboxSpec, layout: SandboxLayout, user: SandboxUser): Promise<void> {
+  await fsp.mkdir(layout.root, { recursive: true, mode: 0o700 });
+  // Independent steps, run together: creation time is what a user waits for.
+  await Promise.all([
+    ...layout.writable.map(async (folder) => {
+      if (await fsp.stat(folder.hostPath).then(() => true, () => false)) return;
+      await fsp.mkdir(folder.hostPath, { recursive: true });
+      if (folder.shared) await fsp.chmod(folder.hostPath, 0o1777);
+      else await fsp.chown(folder.hostPath, user.uid, user.gid);
+    }),
+    // Owned by the sandbox user while it starts: the agent creates its socket and log here.
+    ...[layout.runDir, layout.apiDir].map(async (dir) => {
+      await fsp.mkdir(dir, { recursive: true });
+      await Promise.all([fsp.chown(dir, user.uid, user.gid), fsp.chmod(dir, 0o700)]);
+    }),
+    fsp.rm(layout.socketPath, { force: true }),
+    fsp.mkdir(layout.etcDir, { recursive: true }).then(() => writeIdentityFiles(spec, layout, user)),
+  ]);
+}
+
+/**
+ * The files that tell a sandbox who it is: /etc/hosts, /etc/hostname and the agent's
+ * configuration. Rewritten in place (same inodes), so a running sandbox sees the new content.
+ */
+export async function writeIdentityFiles(spec: RuntimeSandboxSpec, layout: SandboxLayout, user: SandboxUser): Promise<void> {
+  const config: AgentConfig = {
+    sandboxId: spec.id,
+    sandboxName: spec.name ?? spec.id,
+    workspaceId: spec.workspaceId,
+    socketPath: SANDBOX_SOCKET,
+    eventLog: SANDBOX_EVENT_LOG,
+    processEnv: { ...SANDBOX_ENV, HOSTNAME: spec.id, ...Object.fromEntries(spec.envs.map((e) => [e.name, e.value])) },
+    defaultWorkingDir: SANDBOX_HOME,
+    writableRoots: [...layout.writable.map((f) => f.sandboxPath), ...spec.volumes.filter((v) => !v.readOnly).map((v) => v.mountPath)],
+    hiddenRoots: ['/proc', '/sys', '/dev', SANDBOX_RUN_DIR, SANDBOX_API_DIR, AGENT_ROOT, path.dirname(SANDBOX_AGENT_CONFIG)],
+  };
+  await Promise.all([
+    ...Object.entries(sandboxEtcFiles(spec.id)).map(([name, text]) => fsp.writeFile(path.join(layout.etcDir, name), text, { mode: 0o644 })),
+    // The user's own variables: readable by the sandbox user (they are theirs), by nobody else.
+    fsp.writeFile(layout.agentConfig, JSON.stringify(config), { mode: 0o400 }).then(() => fsp.chown(layout.agentConfig, user.uid, user.gid)),
+  ]);
+}

@@ -1,0 +1,57 @@
+import fs from 'node:fs';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import net from 'node:net';
+import path from 'node:path';
+import { HttpError, badRequest, readJsonObject, sendJson } from './http';
+
+/**
+ * A plain L4 forwarder from a Unix socket in the run folder (seen by the host) to a port a
+ * process of the sandbox listens on inside its own network namespace. Bytes are piped both ways
+ * with no parsing, so HTTP keep-alive, streaming and anything else pass through unchanged.
+ */
+export class PortForwards {
+  private readonly servers = new Map<number, net.Server>();
+
+  constructor(private readonly runDir: string) {}
+
+  socketPath(port: number): string {
+    return path.join(this.runDir, `port-${port}.sock`);
+  }
+
+  /** Idempotent: a second call for the same port answers the same socket. */
+  async open(port: number): Promise<string> {
+    const socketPath = this.socketPath(port);
+    if (this.servers.has(port)) return socketPath;
+    fs.rmSync(socketPath, { force: true });
+    const server = net.createServer((client) => {
+      const target = net.connect({ host: '127.0.0.1', port });
+      client.pipe(target);
+      target.pipe(client);
+      const end = () => {
+        client.destroy();
+        target.destroy();
+      };
+      client.on('error', end);
+      target.on('error', end);
+      client.on('close', end);
+      target.on('close', end);
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(socketPath, () => resolve());
+    });
+    this.servers.set(port, server);
+    return socketPath;
+  }
+
+  /** POST /network/forward {port}: answers {port, socketPath} (the path inside the sandbox). */
+  route() {
+    return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+      if (req.method !== 'POST') throw new HttpError(405, `${req.method} is not allowed on /network/forward`);
+      const body = await readJsonObject(req, true);
+      const port = body.port;
+      if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535) throw badRequest("'port' must be a port number (1-65535)");
+      sendJson(res, 200, { port, socketPath: await this.open(port) });
+    };
+  }
+}
