@@ -1,3 +1,7 @@
 // Every workflow the control worker runs is exported from here (the worker bundles this file).
 export * from './usage-flush';
 export * from './sandbox-lifecycle';
+export * from './port-callback';
+export * from './provisioning';
+export * from './job-execution';
+export * from './deployment';
