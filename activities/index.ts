@@ -1,4 +1,6 @@
+import { createDeploymentControlActivities } from './deployment-control';
 import type { ActivityDeps } from './deps';
+import { createJobControlActivities } from './job-control';
 import { createProvisioningActivities } from './provisioning';
 import { createSandboxControlActivities } from './sandbox-control';
 
@@ -8,6 +10,8 @@ export type { ActivityDeps } from './deps';
 export function createActivities(deps: ActivityDeps) {
   return {
     ...createSandboxControlActivities(deps),
+    ...createDeploymentControlActivities(deps),
     ...createProvisioningActivities(deps),
+    ...createJobControlActivities(deps),
   };
 }

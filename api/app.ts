@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { HangarConfig } from '../core/config';
 import { createFastify, type AppOptions } from './fastify';
 import { healthRoutes } from './health';
+import jobExecutionRoutes from './jobs/routes';
 import managementApi from './management';
 import auth from './plugins/auth';
 import clickhouse from './plugins/clickhouse';
@@ -34,6 +35,7 @@ export async function buildApp(config: HangarConfig, options: AppOptions = {}): 
     await api.register(auth);
     await api.register(inputHygiene);
     await api.register(managementApi);
+    await api.register(jobExecutionRoutes);
   });
   return app;
 }

@@ -1,30 +1,57 @@
+import { Client, Connection } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
+import { createCallbackActivities } from '../activities/callback';
+import { BuiltinWorkloads } from '../activities/deployment-builtin';
+import { createDeploymentNodeActivities } from '../activities/deployment-node';
+import { createJobNodeActivities } from '../activities/job-node';
 import { createSandboxNodeActivities } from '../activities/sandbox-node';
+import { createPool } from '../api/plugins/postgres';
 import { temporalAddress } from '../api/plugins/temporal';
 import { loadConfig, nodeTaskQueue } from '../core/config';
 import { BwrapRuntime } from '../runtime/bwrap-runtime';
+import { PortEventRelay, fileFailureRecorder } from '../runtime/port-event-relay';
 import { connectToTemporal } from './connect';
 
 /**
- * The runtime worker of one node: runs the activities that touch this machine's sandboxes
- * (start, standby, removal) from its own task queue. Sandboxes are not its children: they keep
- * running while it restarts, and the runtime finds them again from their state on disk.
+ * The runtime worker of one node: runs the activities that touch this machine's sandboxes,
+ * deployments and job tasks from its own task queue, and relays the ports its sandboxes report
+ * to durable callback deliveries (their POSTs leave from this host). Sandboxes are not its
+ * children: they keep running while it restarts, and the runtime finds them again on disk.
  */
 async function main() {
   const config = loadConfig();
   const connection = await connectToTemporal(temporalAddress(config));
-  const runtime = new BwrapRuntime({ dataDir: config.dataDir });
+  const temporal = new Client({ connection: await Connection.connect({ address: temporalAddress(config) }), namespace: config.temporalNamespace });
+  const runtime = new BwrapRuntime({ dataDir: config.dataDir, warmPool: config.sandboxWarmPool });
+  // Job tasks record their progress in PostgreSQL, so a restarted worker resumes them.
+  const pg = createPool(config.databaseUrl);
   const worker = await Worker.create({
     connection,
     namespace: config.temporalNamespace,
     taskQueue: nodeTaskQueue(config),
-    activities: createSandboxNodeActivities({ runtime }),
+    activities: {
+      ...createSandboxNodeActivities({ runtime }),
+      ...createDeploymentNodeActivities({ runtime, dataDir: config.dataDir, builtins: new BuiltinWorkloads(config) }),
+      ...createJobNodeActivities({ runtime, pg }),
+      ...createCallbackActivities({ recordFailure: fileFailureRecorder(config.dataDir) }),
+    },
   });
+  // Delivery workflows run on the control queue; their POSTs run here, on the sandbox's host.
+  const relay = new PortEventRelay({
+    dataDir: config.dataDir,
+    temporal,
+    taskQueue: config.taskQueue,
+    delivery: { activityTaskQueue: nodeTaskQueue(config) },
+    onError: (sandboxId, err) => console.error(`port event relay, sandbox ${sandboxId}: ${err.message}`),
+  });
+  relay.start();
+  void runtime.prewarm().catch((err) => console.error(`sandbox warm pool: ${(err as Error).message}`));
   console.log(`hangar node worker '${config.nodeId}': polling task queue '${nodeTaskQueue(config)}'`);
   try {
     await worker.run();
   } finally {
-    await connection.close();
+    await relay.close();
+    await Promise.allSettled([runtime.close(), pg.end(), temporal.connection.close(), connection.close()]);
   }
 }
 

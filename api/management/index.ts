@@ -7,6 +7,8 @@ import { resourceRoutes } from './resources/routes';
 import sandboxRoutes from './sandboxes/routes';
 import serviceAccountRoutes from './service-accounts/routes';
 import workspaceRoutes from './workspaces/routes';
+import workloadHooks from './workloads/hooks';
+import workloadRoutes from './workloads/routes';
 
 /** The /v0 management API. */
 export default async function managementApi(app: FastifyInstance) {
@@ -14,7 +16,9 @@ export default async function managementApi(app: FastifyInstance) {
   await app.register(accountRoutes);
   await app.register(workspaceRoutes);
   await app.register(serviceAccountRoutes);
+  await app.register(workloadHooks);
   for (const kind of RESOURCE_KINDS) await app.register(resourceRoutes(kind));
+  await app.register(workloadRoutes);
   await app.register(sandboxRoutes);
   await app.register(integrationsApi);
 }

@@ -2,6 +2,8 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { Pool } from 'pg';
 import { createActivities } from '../../activities';
+import { BuiltinWorkloads } from '../../activities/deployment-builtin';
+import { createDeploymentNodeActivities } from '../../activities/deployment-node';
 import { createSandboxNodeActivities } from '../../activities/sandbox-node';
 import { createClickHouse } from '../../api/plugins/clickhouse';
 import { nodeTaskQueue, type HangarConfig } from '../../core/config';
@@ -49,7 +51,7 @@ export async function startNodeWorker(config: HangarConfig, runtime: NodeRuntime
     connection,
     namespace: config.temporalNamespace,
     taskQueue: nodeTaskQueue(config),
-    activities: createSandboxNodeActivities({ runtime }),
+    activities: { ...createSandboxNodeActivities({ runtime }), ...createDeploymentNodeActivities({ runtime, dataDir: config.dataDir, builtins: new BuiltinWorkloads(config) }) },
   });
   return run(worker, connection);
 }

@@ -1,0 +1,60 @@
+import type { Pool } from 'pg';
+import { ResourceStore } from '../api/management/resources/store';
+import { RevisionStore } from '../api/management/workloads/revision-store';
+import type { ResourceStatus } from '../core/resource';
+import { workloadUsageTicks, type WorkloadMeterPeriod } from '../core/workloads/metering';
+import type { RevisionRecord, ServingRevision, WorkloadKey } from '../core/workloads/types';
+import { recordUsage } from './usage-metering';
+
+/** Gateways LISTEN here and drop their cached route of the resource id sent. */
+export const WORKLOAD_ROUTES_CHANNEL = 'hangar_workload_routes';
+
+/** The control-plane side of deployments: the resource's status and history, and its revisions. */
+export function createDeploymentControlActivities({ pg }: { pg: Pool }) {
+  const resources = new ResourceStore(pg);
+  const revisions = new RevisionStore(pg);
+
+  async function routeChanged(key: WorkloadKey): Promise<void> {
+    await pg.query('SELECT pg_notify($1, $2)', [WORKLOAD_ROUTES_CHANNEL, key.id]);
+  }
+
+  return {
+    /** The revision to deploy, or undefined when the workload was deleted meanwhile. */
+    async loadRevision(key: WorkloadKey, revision: number): Promise<RevisionRecord | undefined> {
+      return revisions.get(key.id, revision);
+    },
+
+    async markRevisionProgress(key: WorkloadKey, revision: number, status: Extract<ResourceStatus, 'BUILDING' | 'DEPLOYING'>, message: string): Promise<void> {
+      await revisions.setStatus(key.id, revision, status, message);
+      await resources.transition(key.id, status, { type: 'Normal', message: `revision ${revision}: ${message}` });
+    },
+
+    /** The revision serves now: the gateway routes to it from here on. */
+    async markRevisionDeployed(key: WorkloadKey, revision: number, serving: ServingRevision | { revision: number; codeDir: string }, message: string): Promise<void> {
+      await revisions.setStatus(key.id, revision, 'DEPLOYED', message);
+      await resources.transition(key.id, 'DEPLOYED', { type: 'Normal', message: `revision ${revision}: ${message}` }, { serving });
+      await routeChanged(key);
+    },
+
+    /**
+     * The revision failed. With an older revision still serving, the workload stays DEPLOYED
+     * (on the old code) and the warning says why the new one did not take over.
+     */
+    async markRevisionFailed(key: WorkloadKey, revision: number, reason: string, stillServing: number | undefined): Promise<void> {
+      await revisions.setStatus(key.id, revision, 'FAILED', reason);
+      const message = `revision ${revision} failed: ${reason}`;
+      if (stillServing === undefined) await resources.transition(key.id, 'FAILED', { type: 'Warning', message });
+      else await resources.transition(key.id, 'DEPLOYED', { type: 'Warning', message: `${message}; revision ${stillServing} keeps serving` });
+    },
+
+    /** Idempotent: a retried period produces the same event ids and is counted once. */
+    async recordWorkloadUsage(period: Omit<WorkloadMeterPeriod, 'accountId'>): Promise<void> {
+      const { rows } = await pg.query<{ account_id: string }>('SELECT account_id FROM workspaces WHERE id = $1', [period.key.workspaceId]);
+      if (!rows[0]) return; // the workspace is gone, and with it whom to bill
+      const ticks = workloadUsageTicks({ ...period, accountId: rows[0].account_id });
+      if (ticks.length > 0) await recordUsage(pg, ticks);
+    },
+  };
+}
+
+export type DeploymentControlActivities = ReturnType<typeof createDeploymentControlActivities>;

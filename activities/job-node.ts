@@ -1,0 +1,178 @@
+import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
+import type { Pool } from 'pg';
+import {
+  TERMINAL_TASK_STATUSES,
+  jobSandboxId,
+  taskEnvironment,
+  taskProcessName,
+  type ExecutionKey,
+  type JobRuntimeSettings,
+  type TaskOutcome,
+} from '../core/jobs/execution';
+import { shellLine } from '../core/workloads/types';
+import { SandboxSpecError, type RuntimeVolumeMount, type SandboxRuntime } from '../runtime/types';
+import { callAgent, type AgentProcessView } from './job-process';
+import { claimTask, recordAttempt, startRetry } from './job-records';
+
+/** Where the job's code is bound inside its sandbox, and the tasks' working folder. */
+export const JOB_CODE_MOUNT = '/app';
+const HEARTBEAT_MS = 1_000;
+/** Poll interval while re-attaching to a task process started by an earlier activity run. */
+const REATTACH_POLL_MS = 100;
+const OUTPUT_TAIL_CHARS = 2_000;
+
+export interface JobNodeDeps {
+  runtime: SandboxRuntime;
+  pg: Pool;
+  /** Extra folders bound into every job sandbox (a node's shared scratch space; tests use one). */
+  volumes?: RuntimeVolumeMount[];
+}
+
+export interface RunTaskInput {
+  key: ExecutionKey;
+  index: number;
+  settings: JobRuntimeSettings;
+}
+
+type AttemptEnd = { kind: 'succeeded' | 'failed' | 'timeout'; view: AgentProcessView } | { kind: 'cancelled' };
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+const tail = (text: string) => (text.length > OUTPUT_TAIL_CHARS ? text.slice(-OUTPUT_TAIL_CHARS) : text);
+
+function attemptSeconds(view: AgentProcessView): number {
+  const end = view.completedAt ? Date.parse(view.completedAt) : Date.now();
+  return Math.max(0, (end - Date.parse(view.startedAt)) / 1000);
+}
+
+/**
+ * The node side of job executions: one sandbox per execution holding the job's code read-only,
+ * and one activity per task that runs the job's command in it through the agent's process API.
+ * Every activity is safe to run again: a task's row says whether it already ended, and an
+ * attempt's process is named, so a retried activity waits for the process it had started
+ * instead of starting it twice.
+ */
+export function createJobNodeActivities({ runtime, pg, volumes = [] }: JobNodeDeps) {
+  async function awaitProcess(socketPath: string, name: string, signal: AbortSignal): Promise<AgentProcessView> {
+    for (;;) {
+      const reply = await callAgent<AgentProcessView>(socketPath, 'GET', `/process/${name}`, undefined, signal);
+      if (reply.status !== 200) throw new Error(`the sandbox lost process ${name}: ${JSON.stringify(reply.body)}`);
+      if (reply.body.status !== 'running') return reply.body;
+      await sleep(REATTACH_POLL_MS);
+    }
+  }
+
+  /** Runs (or re-attaches to) one attempt; on cancellation kills its process. */
+  async function runAttempt(socketPath: string, input: RunTaskInput, attempt: number, args: Record<string, unknown>): Promise<AttemptEnd> {
+    const context = Context.current();
+    const name = taskProcessName(input.index, attempt);
+    const abort = new AbortController();
+    // Only a cancelled execution kills the process. On a worker shutdown or a lost heartbeat the
+    // process keeps running in the sandbox, and the retried activity re-attaches to it by name.
+    let requested = false;
+    context.cancelled.catch((err: Error) => {
+      requested = err.message === 'CANCELLED' || context.cancellationDetails?.cancelRequested === true;
+      abort.abort();
+    });
+    const beat = setInterval(() => context.heartbeat({ attempt }), HEARTBEAT_MS);
+    try {
+      // Only a retried activity can find its process already started: a first run saves the round trip.
+      const existing = context.info.attempt > 1 ? await callAgent<AgentProcessView>(socketPath, 'GET', `/process/${name}`, undefined, abort.signal) : undefined;
+      let view: AgentProcessView;
+      if (existing?.status === 200) {
+        view = existing.body.status === 'running' ? await awaitProcess(socketPath, name, abort.signal) : existing.body;
+      } else {
+        const reply = await callAgent<AgentProcessView>(
+          socketPath,
+          'POST',
+          '/process',
+          {
+            command: shellLine(input.settings.command),
+            name,
+            env: taskEnvironment(input.settings, input.index, args),
+            workingDir: JOB_CODE_MOUNT,
+            waitForCompletion: true,
+            timeout: input.settings.timeoutSeconds,
+          },
+          abort.signal,
+        );
+        if (reply.status !== 200) throw new Error(`the sandbox refused task ${input.index}: ${JSON.stringify(reply.body)}`);
+        view = reply.body;
+      }
+      if (view.status === 'completed' && view.exitCode === 0) return { kind: 'succeeded', view };
+      return { kind: view.status === 'killed' ? 'timeout' : 'failed', view };
+    } catch (err) {
+      if (abort.signal.aborted && requested) {
+        await callAgent(socketPath, 'POST', `/process/${name}/kill`).catch(() => undefined);
+        return { kind: 'cancelled' };
+      }
+      if (abort.signal.aborted) throw ApplicationFailure.retryable('the task activity was interrupted; its process keeps running', 'Interrupted');
+      throw err;
+    } finally {
+      clearInterval(beat);
+    }
+  }
+
+  return {
+    async startJobSandbox(key: ExecutionKey, settings: JobRuntimeSettings, codeDir: string): Promise<void> {
+      try {
+        await runtime.start({
+          id: jobSandboxId(key.id),
+          workspaceId: key.workspaceId,
+          name: key.jobName,
+          image: settings.image,
+          memoryMb: settings.memoryMb,
+          envs: [],
+          volumes: [{ hostPath: codeDir, mountPath: JOB_CODE_MOUNT, readOnly: true }, ...volumes],
+        });
+      } catch (err) {
+        if (err instanceof SandboxSpecError) throw ApplicationFailure.nonRetryable(err.message, 'SandboxSpecError');
+        throw err;
+      }
+    },
+
+    async removeJobSandbox(key: ExecutionKey): Promise<void> {
+      await runtime.remove(jobSandboxId(key.id));
+    },
+
+    /** Runs one task to its end across its retries; returns what its row records. */
+    async runJobTask(input: RunTaskInput): Promise<TaskOutcome> {
+      const { key, index, settings } = input;
+      const record = await claimTask(pg, key.id, index);
+      if (!record) throw ApplicationFailure.nonRetryable(`task ${index} of execution ${key.executionId} has no row`, 'MissingTask');
+      if (TERMINAL_TASK_STATUSES.includes(record.status)) {
+        return { index, status: record.status, retries: record.retries, reason: record.reason ?? 'exit', seconds: record.seconds };
+      }
+      const socketPath = runtime.socketPath(jobSandboxId(key.id));
+      let seconds = record.seconds;
+      for (let attempt = record.attempt; ; attempt++) {
+        if (attempt > record.attempt) await startRetry(pg, key.id, index, attempt);
+        const end = await runAttempt(socketPath, input, attempt, record.arguments);
+        const now = new Date().toISOString();
+        if (end.kind === 'cancelled') {
+          const condition = { type: 'Cancelled', status: 'True' as const, message: 'the execution was cancelled; the process was killed', lastTransitionTime: now };
+          await recordAttempt(pg, key.id, index, condition, 0, { status: 'cancelled', reason: 'cancelled' });
+          throw new CancelledFailure('task cancelled');
+        }
+        const used = attemptSeconds(end.view);
+        seconds += used;
+        if (end.kind === 'succeeded') {
+          const condition = { type: 'Succeeded', status: 'True' as const, reason: 'Exited', message: `attempt ${attempt + 1} exited with code 0`, lastTransitionTime: now };
+          await recordAttempt(pg, key.id, index, condition, used, { status: 'succeeded', reason: 'exit' });
+          return { index, status: 'succeeded', retries: attempt, reason: 'exit', seconds };
+        }
+        const reason = end.kind === 'timeout' ? 'timeout' : 'exit';
+        const message =
+          end.kind === 'timeout'
+            ? `attempt ${attempt + 1} ran out of its ${settings.timeoutSeconds} s and was killed`
+            : `attempt ${attempt + 1} exited with code ${end.view.exitCode}${end.view.stderr ? `: ${tail(end.view.stderr)}` : ''}`;
+        const condition = { type: 'Failed', status: 'True' as const, reason: end.kind === 'timeout' ? 'Timeout' : 'NonZeroExit', message, lastTransitionTime: now };
+        const last = attempt >= settings.maxRetries;
+        await recordAttempt(pg, key.id, index, condition, used, last ? { status: 'failed', reason } : undefined);
+        if (last) return { index, status: 'failed', retries: attempt, reason, seconds };
+      }
+    },
+  };
+}
+
+export type JobNodeActivities = ReturnType<typeof createJobNodeActivities>;

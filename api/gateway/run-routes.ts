@@ -1,0 +1,62 @@
+import type { Pool, PoolClient } from 'pg';
+import type { ResourceStatus } from '../../core/resource';
+import { workloadRouteKey, type WorkloadKind } from '../../core/workloads/types';
+
+/** What the gateway needs to route to a workload: where its serving revision listens. */
+export interface WorkloadRoute {
+  resourceId: string;
+  status: ResourceStatus;
+  /** Host socket of the serving revision; undefined while nothing serves. */
+  socketPath?: string;
+}
+
+/** A route is trusted this long without news; deployments also invalidate it at once (LISTEN). */
+const ROUTE_TTL_MS = 2_000;
+const MAX_ROUTES = 10_000;
+
+/**
+ * Workspace + kind + name -> route, cached briefly so a request costs no query in the steady
+ * state. Deployment activities NOTIFY on `channel` with the resource id whenever a workload's
+ * serving revision changes; every gateway drops that route at once.
+ */
+export class WorkloadRouteCache {
+  private readonly routes = new Map<string, { route: WorkloadRoute | undefined; at: number }>();
+  private listener?: PoolClient;
+
+  constructor(private readonly pg: Pool, private readonly channel: string) {}
+
+  async listen(): Promise<void> {
+    const client = await this.pg.connect();
+    client.on('notification', (message) => this.forget(message.payload ?? ''));
+    // A lost listener means missed invalidations: fall back to the TTL alone, and say nothing more.
+    client.on('error', () => this.routes.clear());
+    await client.query(`LISTEN ${this.channel}`);
+    this.listener = client;
+  }
+
+  async close(): Promise<void> {
+    this.listener?.release(true);
+    this.listener = undefined;
+  }
+
+  async lookup(workspaceId: string, kind: WorkloadKind, name: string): Promise<WorkloadRoute | undefined> {
+    const key = workloadRouteKey(workspaceId, kind, name);
+    const cached = this.routes.get(key);
+    if (cached && Date.now() - cached.at < ROUTE_TTL_MS) return cached.route;
+    const { rows } = await this.pg.query<{ id: string; status: ResourceStatus; socket_path: string | null }>(
+      `SELECT id, status, state #>> '{serving,socketPath}' AS socket_path FROM resources WHERE workspace_id = $1 AND kind = $2 AND name = $3`,
+      [workspaceId, kind, name],
+    );
+    const route = rows[0] && { resourceId: rows[0].id, status: rows[0].status, socketPath: rows[0].socket_path ?? undefined };
+    if (this.routes.size >= MAX_ROUTES) this.routes.clear();
+    this.routes.set(key, { route, at: Date.now() });
+    return route;
+  }
+
+  /** Drops the route of one resource, named by its id or by its route key (after a deletion). */
+  forget(resourceIdOrKey: string): void {
+    for (const [key, entry] of this.routes) {
+      if (key === resourceIdOrKey || entry.route?.resourceId === resourceIdOrKey) this.routes.delete(key);
+    }
+  }
+}

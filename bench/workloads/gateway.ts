@@ -1,0 +1,148 @@
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { createActivities } from '../../activities';
+import { createDeploymentNodeActivities } from '../../activities/deployment-node';
+import { buildApp } from '../../api/app';
+import { buildRunApp } from '../../api/gateway/run-app';
+import { createClickHouse } from '../../api/plugins/clickhouse';
+import { createPool } from '../../api/plugins/postgres';
+import { deployFolder } from '../../cli/deploy';
+import { loadConfig, nodeTaskQueue, type HangarConfig } from '../../core/config';
+import { BwrapRuntime } from '../../runtime/bwrap-runtime';
+import { prepare } from '../../scripts/prepare';
+import { repoRoot } from '../../scripts/stack/binaries';
+import { measureInterleaved } from '../common/load';
+import { configOnStack } from '../common/stack';
+import { ratios } from '../common/stats';
+import { formatTable } from '../common/table';
+
+/**
+ * Inference gateway benchmark (after a build, as root: `node dist/bench/workloads/gateway.js`).
+ *
+ * Deploys examples/agent (the echo agent) and sends the same POSTs through the gateway
+ * (run_url: auth, route lookup, streaming proxy) and straight to the agent's port (its
+ * forwarder socket on the host, the closest a host process gets to it), interleaved so both see
+ * the same machine load. Prints throughput and p50/p99 of each and their ratio. Targets: gateway
+ * throughput >= 0.8 of direct, p50 overhead <= 1 ms. Options: BENCH_REQUESTS (4000),
+ * BENCH_CONCURRENCY (16). Own data folder (.data-bench/gateway) and ports.
+ */
+const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 4000);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
+const log = (line: string) => process.stdout.write(`${line}\n`);
+
+function benchConfig(): HangarConfig {
+  const ports = {
+    HANGAR_POSTGRES_PORT: 56332,
+    HANGAR_CLICKHOUSE_HTTP_PORT: 19023,
+    HANGAR_CLICKHOUSE_TCP_PORT: 19900,
+    HANGAR_TEMPORAL_PORT: 8133,
+    HANGAR_TEMPORAL_UI_PORT: 9133,
+    HANGAR_BASE_PORT: 18980,
+    HANGAR_RUN_PORT: 18981,
+    HANGAR_SANDBOX_PORT: 18982,
+  };
+  const config = loadConfig({
+    ...Object.fromEntries(Object.entries(ports).map(([name, port]) => [name, String(port)])),
+    HANGAR_DATA_DIR: path.resolve(repoRoot(), process.env.BENCH_DATA_DIR || path.join('.data-bench', 'gateway')),
+    HANGAR_TASK_QUEUE: `bench-gateway-${process.pid}`,
+  });
+  return { ...config, logLevel: '' };
+}
+
+/** One POST with a small JSON body over a keep-alive agent; rejects on anything but 200. */
+function post(agent: http.Agent, target: { socketPath: string } | { host: string; port: number }, urlPath: string, headers: Record<string, string>): Promise<void> {
+  const body = '{"inputs":"hello"}';
+  return new Promise((resolve, reject) => {
+    const req = http.request({ ...target, agent, method: 'POST', path: urlPath, headers: { ...headers, 'content-type': 'application/json', 'content-length': body.length } }, (res) => {
+      res.resume();
+      res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`answered ${res.statusCode}`))));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+async function main() {
+  const config = benchConfig();
+  log(`gateway benchmark: ${REQUESTS} requests at concurrency ${CONCURRENCY}`);
+  const { stack, credentials } = await prepare(config, (line) => log(`  [stack] ${line}`), { keepRunning: false });
+  const full = configOnStack(config, stack);
+  const pg = createPool(stack.databaseUrl, 10);
+  const app = await buildApp(full);
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const gateway = await buildRunApp(full);
+  await gateway.listen({ host: '127.0.0.1', port: 0 });
+  const runtime = new BwrapRuntime({ dataDir: full.dataDir });
+  const temporal = new Client({ connection: await Connection.connect({ address: full.temporalAddress }), namespace: full.temporalNamespace });
+  const workers = await Promise.all([
+    Worker.create({
+      connection: await NativeConnection.connect({ address: full.temporalAddress }),
+      namespace: full.temporalNamespace,
+      taskQueue: full.taskQueue,
+      workflowsPath: require.resolve('../../workflows'),
+      activities: createActivities({ config: full, pg, clickhouse: createClickHouse(full), temporal }),
+    }),
+    Worker.create({
+      connection: await NativeConnection.connect({ address: full.temporalAddress }),
+      namespace: full.temporalNamespace,
+      taskQueue: nodeTaskQueue(full),
+      activities: createDeploymentNodeActivities({ runtime, dataDir: full.dataDir }),
+    }),
+  ]);
+  const running = workers.map((w) => w.run());
+  try {
+    const name = `bench-${Date.now().toString(36)}`;
+    const baseUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+    const deployed = await deployFolder(path.join(repoRoot(), 'examples', 'agent'), { baseUrl, apiKey: credentials.apiKey, workspace: credentials.workspace }, { name });
+    if (deployed.status !== 'DEPLOYED') throw new Error(`the agent did not deploy: ${JSON.stringify(deployed.events)}`);
+    const { rows } = await pg.query<{ s: string }>("SELECT state #>> '{serving,socketPath}' AS s FROM resources WHERE kind = 'agents' AND name = $1", [name]);
+    const socketPath = rows[0].s;
+
+    const gatewayAgent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+    const directAgent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+    const gatewayTarget = { host: '127.0.0.1', port: (gateway.server.address() as AddressInfo).port };
+    const auth = { authorization: `Bearer ${credentials.apiKey}` };
+    const results = await measureInterleaved(
+      [
+        { key: 'gateway', op: () => post(gatewayAgent, gatewayTarget, `/${credentials.workspace}/agents/${name}`, auth) },
+        { key: 'direct', op: () => post(directAgent, { socketPath }, '/', {}) },
+      ],
+      { count: REQUESTS, concurrency: CONCURRENCY, warmup: 200, rounds: 8 },
+    );
+    const viaGateway = results.get('gateway')!;
+    const direct = results.get('direct')!;
+    const r = ratios(viaGateway, direct);
+    log('');
+    log(
+      formatTable(
+        ['path', 'req/s', 'p50 ms', 'p99 ms'],
+        [
+          ['gateway (run_url)', viaGateway.throughputPerSecond.toFixed(0), viaGateway.p50Ms.toFixed(2), viaGateway.p99Ms.toFixed(2)],
+          ['direct (agent port)', direct.throughputPerSecond.toFixed(0), direct.p50Ms.toFixed(2), direct.p99Ms.toFixed(2)],
+        ],
+      ),
+    );
+    log('');
+    log(`throughput ratio gateway/direct: ${(1 / r.throughput).toFixed(2)} (target >= 0.8)`);
+    log(`p50 overhead: ${(viaGateway.p50Ms - direct.p50Ms).toFixed(2)} ms (target <= 1 ms); p99 overhead: ${(viaGateway.p99Ms - direct.p99Ms).toFixed(2)} ms`);
+    gatewayAgent.destroy();
+    directAgent.destroy();
+  } finally {
+    for (const w of workers) w.shutdown();
+    await Promise.allSettled(running);
+    for (const sandbox of await runtime.list()) await runtime.remove(sandbox.id).catch(() => undefined);
+    await gateway.close();
+    await app.close();
+    await temporal.connection.close();
+    await pg.end();
+    await stack.stop();
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
