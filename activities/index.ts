@@ -3,6 +3,8 @@ import type { ActivityDeps } from './deps';
 import { createJobControlActivities } from './job-control';
 import { createProvisioningActivities } from './provisioning';
 import { createSandboxControlActivities } from './sandbox-control';
+import { createVolumeControlActivities } from './volume-control';
+import { createUsageActivities } from './usage';
 
 export type { ActivityDeps } from './deps';
 
@@ -13,5 +15,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createDeploymentControlActivities(deps),
     ...createProvisioningActivities(deps),
     ...createJobControlActivities(deps),
+    ...createVolumeControlActivities(deps),
+    ...createUsageActivities(deps),
   };
 }

@@ -1,9 +1,11 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { Context } from '@temporalio/activity';
+import type { Client as TemporalClient } from '@temporalio/client';
 import type { Pool } from 'pg';
 import { Readable } from 'node:stream';
-import { daysOf, rebuildDailySql, rebuildHourlySql } from '../core/billing/rollup-sql';
+import { REBUILD_SETTINGS, rebuildSql } from '../core/billing/rollup-sql';
 import { usageTables, type UsageTables } from '../core/billing/storage';
+import { USAGE_FLUSH_WORKFLOW_ID, usageFlushWorkflow } from '../workflows/usage-flush';
 import type { ActivityDeps } from './deps';
 
 // Any fixed number; the same in every process sharing the database.
@@ -11,6 +13,7 @@ const FLUSH_LOCK = 7_460_023;
 /** Events moved per ClickHouse insert: large enough for throughput, small enough for memory. */
 const MAX_EVENTS_PER_INSERT = 100_000;
 const MAX_ROWS_PER_INSERT = 200;
+const LOCK_RETRY_MS = 250;
 
 export interface FlushResult {
   /** Events moved to ClickHouse by this call. */
@@ -38,8 +41,15 @@ export async function flushUsageOutbox(pool: Pool, clickhouse: ClickHouseClient,
   const deadline = Date.now() + (options.budgetMs ?? 20_000);
   const lock = await pool.connect();
   let moved = 0;
+  let locked = false;
   try {
-    await lock.query('SELECT pg_advisory_lock($1)', [FLUSH_LOCK]);
+    // Another flusher (another worker, a test) holds the lock for at most its own budget. Waiting
+    // in short tries keeps the heartbeat going and never outlives this call's budget.
+    while (!(locked = (await lock.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [FLUSH_LOCK])).rows[0].ok)) {
+      if (Date.now() >= deadline) return { events: 0, more: false };
+      options.progress?.();
+      await new Promise((resolve) => setTimeout(resolve, LOCK_RETRY_MS));
+    }
     for (;;) {
       const batch = await nextBatch(pool);
       if (batch.length === 0) return { events: moved, more: false };
@@ -51,7 +61,7 @@ export async function flushUsageOutbox(pool: Pool, clickhouse: ClickHouseClient,
       if (Date.now() >= deadline) return { events: moved, more: true };
     }
   } finally {
-    await lock.query('SELECT pg_advisory_unlock($1)', [FLUSH_LOCK]).catch(() => undefined);
+    if (locked) await lock.query('SELECT pg_advisory_unlock($1)', [FLUSH_LOCK]).catch(() => undefined);
     lock.release();
   }
 }
@@ -106,8 +116,9 @@ async function rebuildRollups(pool: Pool, clickhouse: ClickHouseClient, tables: 
   }
   for (const [accountId, hours] of hoursByAccount) {
     const version = await nextRollupVersion(pool);
-    await clickhouse.command({ query: rebuildHourlySql(tables, accountId, [...hours], version) });
-    await clickhouse.command({ query: rebuildDailySql(tables, accountId, daysOf(hours), version) });
+    for (const query of rebuildSql(tables, accountId, hours, version)) {
+      await clickhouse.command({ query, clickhouse_settings: REBUILD_SETTINGS });
+    }
   }
 }
 
@@ -128,3 +139,20 @@ export function createUsageActivities(deps: Pick<ActivityDeps, 'pg' | 'clickhous
 }
 
 export type UsageActivities = ReturnType<typeof createUsageActivities>;
+
+/**
+ * Starts the deployment's flush workflow unless it already runs (called at every worker start).
+ * Tests pass their own workflow id and task queue.
+ */
+export async function startUsageFlush(
+  client: TemporalClient,
+  taskQueue: string,
+  options: { workflowId?: string; idleMs?: number } = {},
+): Promise<void> {
+  await client.workflow.start(usageFlushWorkflow, {
+    workflowId: options.workflowId ?? USAGE_FLUSH_WORKFLOW_ID,
+    taskQueue,
+    args: [{ idleMs: options.idleMs }],
+    workflowIdConflictPolicy: 'USE_EXISTING',
+  });
+}

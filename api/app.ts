@@ -1,6 +1,7 @@
 import formbody from '@fastify/formbody';
 import type { FastifyInstance } from 'fastify';
 import type { HangarConfig } from '../core/config';
+import billingRoutes from './billing';
 import { createFastify, type AppOptions } from './fastify';
 import { healthRoutes } from './health';
 import jobExecutionRoutes from './jobs/routes';
@@ -36,6 +37,7 @@ export async function buildApp(config: HangarConfig, options: AppOptions = {}): 
     await api.register(inputHygiene);
     await api.register(managementApi);
     await api.register(jobExecutionRoutes);
+    await api.register(billingRoutes);
   });
   return app;
 }

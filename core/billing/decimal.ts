@@ -34,7 +34,9 @@ export function formatScaled(value: bigint, scale: number): string {
  * ninth decimal, which is the precision the event is stored with.
  */
 export function quantityToNano(quantity: number): bigint {
-  return parseScaled(quantity.toFixed(QUANTITY_SCALE), QUANTITY_SCALE);
+  if (!(quantity >= 0 && quantity < 1e21)) throw new RangeError(`quantity ${quantity} out of range`);
+  // Below 1e21 toFixed writes plain digits, exactly nine after the point.
+  return BigInt(quantity.toFixed(QUANTITY_SCALE).replace('.', ''));
 }
 
 /** Cost in nano-USD of a quantity at a price, rounded half up to the nano-dollar. */

@@ -25,7 +25,12 @@ export interface ParsedTime {
 export function parseRfc3339(text: string): ParsedTime | undefined {
   const m = RFC3339.exec(text);
   if (!m) return undefined;
-  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number);
+  const year = Number(m[1]);
+  const month = Number(m[2]);
+  const day = Number(m[3]);
+  const hour = Number(m[4]);
+  const minute = Number(m[5]);
+  const second = Number(m[6]);
   // Date.UTC maps years 0-99 to 1900-1999; such dates are outside every supported range anyway.
   if (year < 100) return undefined;
   if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month) || hour > 23 || minute > 59 || second > 59) {
@@ -45,8 +50,11 @@ export function parseRfc3339(text: string): ParsedTime | undefined {
   return { ms: utcMs - offsetMinutes * 60_000, utc: offsetMinutes === 0 };
 }
 
+const MONTH_DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
 function daysInMonth(year: number, month: number): number {
-  return new Date(Date.UTC(year, month, 0)).getUTCDate();
+  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+  return month === 2 && leap ? 29 : MONTH_DAYS[month - 1];
 }
 
 /** RFC 3339 in UTC, with milliseconds only when they are not zero. */

@@ -1,6 +1,8 @@
 import * as foundation from './001_foundation';
 import * as billing from './002_billing';
 import * as integrations from './003_integrations';
+import * as workloads from './004_workloads';
+import * as jobs from './005_jobs';
 
 export interface Migration {
   name: string;
@@ -8,4 +10,4 @@ export interface Migration {
 }
 
 /** Applied in this order; a migration, once released, is never edited: add a new one. */
-export const migrations: Migration[] = [foundation, billing, integrations];
+export const migrations: Migration[] = [foundation, billing, integrations, workloads, jobs];

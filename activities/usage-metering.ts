@@ -1,0 +1,39 @@
+import type { Pool } from 'pg';
+import { InvalidInput } from '../core/billing/errors';
+import { tickEvent, type UsageTick } from '../core/billing/metering';
+import { parseEvent } from '../core/billing/usage-events';
+import { acceptUsageEvents, type AcceptResult } from './usage-outbox';
+
+export type { UsageTick } from '../core/billing/metering';
+
+/**
+ * Internal metering: the runtimes record what a running resource used, per billing dimension and
+ * period. The ticks take the same path as external events (validation, pricing, ledger, outbox,
+ * flush), with ids derived from resource, dimension and period: recording a tick again is a
+ * no-op, recording it again with another quantity is a UsageConflict.
+ */
+export async function recordUsage(pool: Pool, ticks: UsageTick | UsageTick[]): Promise<AcceptResult> {
+  const list = Array.isArray(ticks) ? ticks : [ticks];
+  const byAccount = new Map<string, UsageTick[]>();
+  for (const tick of list) {
+    const group = byAccount.get(tick.accountId);
+    if (group) group.push(tick);
+    else byAccount.set(tick.accountId, [tick]);
+  }
+  const total: AcceptResult = { accepted: 0, duplicates: 0 };
+  const now = Date.now();
+  for (const [accountId, group] of byAccount) {
+    const events = group.map((tick, index) => {
+      try {
+        return parseEvent(tickEvent(tick), index, now);
+      } catch (err) {
+        if (err instanceof InvalidInput) throw new Error(`invalid usage tick for ${tick.resourceName}: ${err.message}`);
+        throw err;
+      }
+    });
+    const result = await acceptUsageEvents(pool, accountId, events);
+    total.accepted += result.accepted;
+    total.duplicates += result.duplicates;
+  }
+  return total;
+}

@@ -1,0 +1,56 @@
+import type { ClickHouseClient } from '@clickhouse/client';
+import type { FastifyBaseLogger } from 'fastify';
+import { decodeCursor, encodeCursor } from '../../core/billing/cursor';
+import { InvalidInput } from '../../core/billing/errors';
+import type { MetricsQuery, MetricsWindow } from '../../core/billing/metrics-query';
+import { assembleMetrics, groupKey, type MetricsResponse, type Row } from '../../core/billing/metrics-response';
+import { bucketSql, groupListSql, resourceTypesSql, totalsSql, type MetricsScope } from '../../core/billing/metrics-sql';
+import { ApiError } from '../errors';
+
+/** Runs the metrics reads on ClickHouse: the page's groups, their buckets and the window totals. */
+export class MetricsReader {
+  constructor(
+    private readonly clickhouse: ClickHouseClient,
+    private readonly log: FastifyBaseLogger,
+  ) {}
+
+  async metrics(scope: MetricsScope, query: MetricsQuery, fingerprint: string): Promise<MetricsResponse> {
+    let after: string[] | undefined;
+    if (query.cursor !== undefined) {
+      // An ungrouped answer is never paged: no cursor was ever issued for it.
+      if (query.groupBy.length === 0) throw new InvalidInput('cursor', 'cursor is invalid or was issued for a different query');
+      after = decodeCursor(query.cursor, fingerprint, query.groupBy.length);
+    }
+    if (query.groupBy.length === 0) {
+      const buckets = await this.rows(bucketSql(scope, query, undefined, undefined));
+      return assembleMetrics(query, { buckets }, () => '');
+    }
+    // The page's groups first (cheap: no buckets, coarse tables), then the buckets of exactly
+    // that key range; the window totals alongside.
+    const page = async () => {
+      const groups = await this.rows(groupListSql(scope, query, after));
+      const served = groups.slice(0, query.limit);
+      const lastKey = served.length > 0 ? groupKey(query, served[served.length - 1]) : undefined;
+      const buckets = lastKey ? await this.rows(bucketSql(scope, query, after, lastKey)) : [];
+      return { groups, buckets };
+    };
+    const [totals, { groups, buckets }] = await Promise.all([this.rows(totalsSql(scope, query)), page()]);
+    return assembleMetrics(query, { groups, buckets, totals }, (key) => encodeCursor(fingerprint, key));
+  }
+
+  async resourceTypes(scope: MetricsScope, window: MetricsWindow): Promise<string[]> {
+    const rows = await this.rows(resourceTypesSql(scope, window));
+    return rows.map((row) => String(row.resource_type));
+  }
+
+  private async rows(query: string): Promise<Row[]> {
+    try {
+      const result = await this.clickhouse.query({ query, format: 'JSONEachRow' });
+      return await result.json<Row>();
+    } catch (err) {
+      // The usage store being down is not the caller's fault, nor a bug: say so, and retryable.
+      this.log.error({ err }, 'usage metrics query failed');
+      throw new ApiError(503, 'unavailable', 'usage metrics are temporarily unavailable; retry later');
+    }
+  }
+}

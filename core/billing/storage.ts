@@ -1,0 +1,101 @@
+/**
+ * Where usage lives in ClickHouse, and which stored table answers which part of a time window.
+ *
+ * - raw: every accepted event (ReplacingMergeTree on account, hour and id, read with FINAL);
+ * - hourly: per-hour aggregates per account and dimension values, rebuilt from deduplicated raw data;
+ * - daily: per-day aggregates, rebuilt from the latest hourly snapshots;
+ * - hourlyDims, dailyDims: the same without resource name and uuid (per workspace, resource type
+ *   and billing dimension), a few dozen rows per account and period instead of one per resource.
+ *   Queries that neither group nor filter by resource name or uuid read these.
+ *
+ * A rollup rebuild writes a complete snapshot of each (account, period) it touches, in one part
+ * per partition (so atomically), under a version higher than any before. Reads keep, per period,
+ * the rows of the highest version present: always one complete snapshot, never two.
+ *
+ * A window is cut into whole days (daily), whole hours (hourly) and sub-hour edges (raw), so
+ * reads touch the smallest table that holds each part exactly.
+ */
+export interface UsageTables {
+  raw: string;
+  hourly: string;
+  daily: string;
+  hourlyDims: string;
+  dailyDims: string;
+}
+
+/** Granularity of stored data: single events, hours or days. */
+export type UsageSource = 'raw' | 'hourly' | 'daily';
+
+/** Time column of each granularity, a DateTime('UTC'). */
+export const TIME_COLUMN: Record<UsageSource, string> = { raw: 'event_time', hourly: 'hour', daily: 'day' };
+
+/** The table holding a granularity, with (`dims`) or without resource names and uuids. */
+export function tableOf(tables: UsageTables, source: UsageSource, dims: boolean): string {
+  if (source === 'raw') return tables.raw;
+  if (source === 'hourly') return dims ? tables.hourlyDims : tables.hourly;
+  return dims ? tables.dailyDims : tables.daily;
+}
+
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
+
+export function usageTables(database: string): UsageTables {
+  if (!IDENTIFIER.test(database)) throw new Error(`invalid ClickHouse database name '${database}'`);
+  return {
+    raw: `${database}.usage_events`,
+    hourly: `${database}.usage_hourly`,
+    daily: `${database}.usage_daily`,
+    hourlyDims: `${database}.usage_hourly_dims`,
+    dailyDims: `${database}.usage_daily_dims`,
+  };
+}
+
+/**
+ * Condition keeping only the latest snapshot of each period of a rollup table; `scope` selects
+ * the rows to look at, at least those of the outer query for one account (a latest snapshot holds
+ * every key of its period, so any such selection finds its version). Cheaper than FINAL, which
+ * would merge on every key column.
+ */
+export function latestSnapshot(table: string, time: string, scope: string): string {
+  return `(${time}, version) IN (SELECT ${time}, max(version) FROM ${table} WHERE ${scope} GROUP BY ${time})`;
+}
+
+export interface Segment {
+  source: UsageSource;
+  /** Epoch seconds, from inclusive, to exclusive. */
+  from: number;
+  to: number;
+}
+
+const HOUR_S = 3600;
+const DAY_S = 86_400;
+
+const floorTo = (value: number, step: number) => Math.floor(value / step) * step;
+const ceilTo = (value: number, step: number) => Math.ceil(value / step) * step;
+
+/**
+ * Cuts [from, to) (epoch seconds) into consecutive segments, each read from one table. With
+ * `useDaily`, whole UTC days come from the daily table; only bucket sizes of a day or more may
+ * use it, since a daily row cannot be split into hours.
+ */
+export function planSegments(from: number, to: number, useDaily: boolean): Segment[] {
+  if (from >= to) return [];
+  const firstHour = ceilTo(from, HOUR_S);
+  const lastHour = floorTo(to, HOUR_S);
+  if (firstHour >= lastHour) return [{ source: 'raw', from, to }];
+  const segments: Segment[] = [];
+  const push = (source: UsageSource, a: number, b: number) => {
+    if (a < b) segments.push({ source, from: a, to: b });
+  };
+  push('raw', from, firstHour);
+  const firstDay = ceilTo(firstHour, DAY_S);
+  const lastDay = floorTo(lastHour, DAY_S);
+  if (useDaily && firstDay < lastDay) {
+    push('hourly', firstHour, firstDay);
+    push('daily', firstDay, lastDay);
+    push('hourly', lastDay, lastHour);
+  } else {
+    push('hourly', firstHour, lastHour);
+  }
+  push('raw', lastHour, to);
+  return segments;
+}

@@ -1,0 +1,102 @@
+import { createBillingTenant, ingest, metricsUrl, startBillingHarness, type BillingHarness, type BillingTenant, type EventInput } from './billing-helpers';
+
+let h: BillingHarness;
+let t: BillingTenant;
+
+const HOUR = 3_600_000;
+const base = Date.parse('2026-03-02T00:00:00Z'); // a Monday
+const iso = (ms: number) => new Date(ms).toISOString();
+
+function event(id: string, overrides: Partial<EventInput> = {}): EventInput {
+  return {
+    id,
+    timestamp: iso(base + HOUR),
+    workspace: t.workspace,
+    resourceType: 'sandbox',
+    resourceName: 'web',
+    resourceUuid: 'uuid-web',
+    billingDimension: 'sandbox_compute_runtime_gbs',
+    quantity: 1000,
+    ...overrides,
+  };
+}
+
+beforeAll(async () => {
+  h = await startBillingHarness();
+  t = await createBillingTenant(h.pg);
+});
+afterAll(() => h.close());
+
+describe('usage-events ingestion', () => {
+  it('accepts events once per id, prices them, and shows them after the flush', async () => {
+    const first = await ingest(h, t, [
+      event('a-1'),
+      event('a-2', { timestamp: iso(base + 2 * HOUR + 1500), quantity: 500 }),
+      event('a-3', { workspace: t.otherWorkspace, resourceType: 'volume', resourceName: 'data', billingDimension: 'volume_storage_gbs', quantity: 1e6 }),
+    ]);
+    expect(first.statusCode).toBe(202);
+    expect(first.json()).toEqual({ accepted: 3, duplicates: 0 });
+    // The same ids again (one of them twice in the request): nothing new.
+    const again = await ingest(h, t, [event('a-1'), event('a-2', { timestamp: iso(base + 2 * HOUR + 1500), quantity: 500 }), event('a-1')]);
+    expect(again.statusCode).toBe(202);
+    expect(again.json()).toEqual({ accepted: 0, duplicates: 3 });
+    await h.flush();
+
+    const res = await h.call(t.admin.apiKey, {
+      method: 'GET',
+      url: metricsUrl(t.accountId, { startTime: iso(base), endTime: iso(base + 6 * HOUR), groupBy: 'billing_dimension' }),
+    });
+    expect(res.statusCode).toBe(200);
+    const body = res.json();
+    // 1500 GB-s at 0.0000083 USD + 1e6 GB-s at 0.0000000309 USD
+    expect(body.summary).toEqual({ totalCost: 0.01245 + 0.0309, totalUsage: { gbs: 1_001_500 } });
+    expect(body.resolution).toBe('hourly');
+    const compute = body.data.find((e: { billingDimension: string }) => e.billingDimension === 'sandbox_compute_runtime_gbs');
+    expect(compute).toEqual({
+      resourceType: 'sandbox',
+      billingDimension: 'sandbox_compute_runtime_gbs',
+      summary: { cost: 0.01245, usage: { gbs: 1500 } },
+      timeseries: [0, 1, 2, 3, 4, 5].map((i) => ({
+        timestamp: iso(base + i * HOUR).replace('.000Z', 'Z'),
+        cost: [0, 0.0083, 0.00415, 0, 0, 0][i],
+        usage: { gbs: [0, 1000, 500, 0, 0, 0][i] },
+      })),
+    });
+  });
+
+  it('refuses a re-sent id with another payload, accepting nothing of that request', async () => {
+    await ingest(h, t, [event('c-1')]);
+    const res = await ingest(h, t, [event('c-new'), event('c-1', { quantity: 999 })]);
+    expect(res.statusCode).toBe(409);
+    expect(res.json()).toMatchObject({ error: 'conflict', index: 1, field: 'id' });
+    // c-new was not accepted by the refused request: sending it now is new.
+    expect((await ingest(h, t, [event('c-new')])).json()).toEqual({ accepted: 1, duplicates: 0 });
+    const twice = await ingest(h, t, [event('c-2'), event('c-2', { quantity: 1 })]);
+    expect(twice.statusCode).toBe(409);
+  });
+
+  it('names the index and field of a bad event', async () => {
+    const res = await ingest(h, t, [event('b-1'), event('b-2', { quantity: -1 })]);
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ error: 'bad_request', index: 1, field: 'quantity', message: expect.stringContaining('events[1].quantity') });
+    const unknownWorkspace = await ingest(h, t, [event('b-3', { workspace: 'not-ours' })]);
+    expect(unknownWorkspace.statusCode).toBe(400);
+    expect(unknownWorkspace.json()).toMatchObject({ index: 0, field: 'workspace' });
+    const tooMany = await ingest(h, t, Array.from({ length: 10_001 }, (_, i) => event(`m-${i}`)));
+    expect(tooMany.statusCode).toBe(400);
+    expect(tooMany.json().message).toContain('10000');
+  });
+
+  it('is reserved to account admins of that account', async () => {
+    const asWorkspaceAdmin = await h.call(t.workspaceAdmin.apiKey, {
+      method: 'POST',
+      url: `/v0/accounts/${t.accountId}/usage-events`,
+      payload: { events: [event('w-1')] },
+    });
+    expect(asWorkspaceAdmin.statusCode).toBe(403);
+    expect(asWorkspaceAdmin.json().error).toBe('access_denied');
+    const other = await createBillingTenant(h.pg);
+    const foreign = await h.call(other.admin.apiKey, { method: 'POST', url: `/v0/accounts/${t.accountId}/usage-events`, payload: { events: [] } });
+    expect(foreign.statusCode).toBe(404);
+  });
+});

@@ -1,0 +1,239 @@
+import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { Pool } from 'pg';
+import { createUsageActivities, startUsageFlush } from '../../activities/usage';
+import { recordUsage } from '../../activities/usage-metering';
+import { acceptUsageEvents, UsageConflict } from '../../activities/usage-outbox';
+import { parseUsageEvents } from '../../core/billing/usage-events';
+import { usageTables } from '../../core/billing/storage';
+import { migrateClickHouse } from '../../db/clickhouse';
+import { migrate } from '../../db/migrate';
+import { startLocalClickHouse } from '../../scripts/stack/clickhouse';
+import type { StartedService } from '../../scripts/stack/local-service';
+import { testConfig } from '../helpers/platform';
+import { testStack } from '../setup/stack';
+import { createBillingTenant, ingest, metricsUrl, startBillingHarness, type BillingHarness } from './billing-helpers';
+
+jest.setTimeout(120_000);
+
+const iso = (ms: number) => new Date(ms).toISOString();
+const HOUR = 3_600_000;
+const base = Date.parse('2026-02-10T00:00:00Z');
+
+describe('a flush retried after ClickHouse already took its rows', () => {
+  let h: BillingHarness;
+  beforeAll(async () => {
+    h = await startBillingHarness();
+  });
+  afterAll(() => h.close());
+
+  it('counts every event once', async () => {
+    const t = await createBillingTenant(h.pg);
+    const events = Array.from({ length: 50 }, (_, i) => ({
+      id: `r-${i}`,
+      timestamp: iso(base + (i % 30) * HOUR + i * 1000),
+      workspace: t.workspace,
+      resourceType: 'job',
+      resourceName: `job-${i % 4}`,
+      billingDimension: 'job_compute_runtime_gbs',
+      quantity: 10,
+    }));
+    expect((await ingest(h, t, events)).statusCode).toBe(202);
+    // What a crash between the ClickHouse insert and the outbox delete leaves behind: the same
+    // outbox rows once more after ClickHouse has their events.
+    const pending = await h.pg.query('SELECT account_id, event_count, hours, rows FROM usage_outbox WHERE account_id = $1', [t.accountId]);
+    await h.flush();
+    for (const row of pending.rows) {
+      await h.pg.query('INSERT INTO usage_outbox (account_id, event_count, hours, rows) VALUES ($1, $2, $3, $4)', [
+        row.account_id,
+        row.event_count,
+        row.hours,
+        row.rows,
+      ]);
+    }
+    await h.flush();
+
+    const stored = await h.clickhouse.query({
+      query: `SELECT count() AS n FROM ${h.tables.raw} WHERE account_id = '${t.accountId}'`,
+      format: 'JSONEachRow',
+    });
+    const [{ n }] = await stored.json<{ n: string }>();
+    // Unless a merge already collapsed them, the raw table now holds every row twice...
+    expect([50, 100]).toContain(Number(n));
+    const cost = async (params: Record<string, string>) =>
+      (
+        await h.call(t.admin.apiKey, {
+          method: 'GET',
+          url: metricsUrl(t.accountId, { startTime: iso(base - HOUR / 2), endTime: iso(base + 40 * HOUR), ...params }),
+        })
+      ).json().summary.totalCost;
+    // ... and every read path (raw edges, hourly, daily) still counts it once: 50 x 10 GB-s x 0.0000069 USD.
+    expect(await cost({ resolution: 'hourly' })).toBe(0.00345);
+    expect(await cost({ resolution: 'daily' })).toBe(0.00345);
+    expect(await cost({ resolution: 'daily', startTime: iso(base), endTime: iso(base + 2 * 24 * HOUR) })).toBe(0.00345);
+  });
+});
+
+/**
+ * The outage test runs on its own PostgreSQL database and its own ClickHouse server, so that
+ * stopping ClickHouse and flushing cannot disturb (or be disturbed by) other test files.
+ */
+describe('ClickHouse down', () => {
+  const stack = testStack();
+  const config = testConfig();
+  const dbName = `billing_outage_${process.pid}_${Date.now()}`;
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hangar-billing-ch-'));
+  const database = 'outage';
+  let admin: Pool;
+  let pool: Pool;
+  let chService: StartedService | undefined;
+  let chUrl = '';
+  let clickhouse: ClickHouseClient;
+  let httpPort = 0;
+  let tcpPort = 0;
+  const password = 'outage-test';
+
+  const startClickHouse = async () => {
+    const started = await startLocalClickHouse(
+      { dataDir, httpPort, tcpPort, password, database },
+      { log: () => undefined, bindToParent: true, reuseRunning: false, readyTimeoutMs: 60_000 },
+    );
+    chService = started.service;
+    chUrl = started.url;
+  };
+
+  beforeAll(async () => {
+    [httpPort, tcpPort] = await Promise.all([freePort(), freePort()]);
+    admin = new Pool({ connectionString: stack.databaseUrl, max: 1 });
+    await admin.query(`CREATE DATABASE ${dbName}`);
+    const url = new URL(stack.databaseUrl);
+    url.pathname = `/${dbName}`;
+    pool = new Pool({ connectionString: url.toString(), max: 6 });
+    await migrate(pool);
+    await startClickHouse();
+    clickhouse = createClient({ url: chUrl, request_timeout: 10_000, log: { level: ClickHouseLogLevel.OFF } });
+    await migrateClickHouse(clickhouse, database);
+  });
+
+  afterAll(async () => {
+    await clickhouse?.close();
+    await chService?.stop();
+    await pool?.end();
+    await admin?.query(`DROP DATABASE IF EXISTS ${dbName}`).catch(() => undefined);
+    await admin?.end();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('keeps accepting, loses nothing and counts once when ClickHouse is back', async () => {
+    await pool.query("INSERT INTO accounts (id, name) VALUES ('acc-out', 'outage')");
+    await pool.query("INSERT INTO workspaces (id, account_id, name, display_name) VALUES ('ws-out', 'acc-out', 'prod', 'prod')");
+    await pool.query("INSERT INTO billing_account_prices VALUES ('acc-out', 'volume_storage_gbs', 0.000001)");
+
+    const taskQueue = `usage-flush-test-${process.pid}-${Date.now()}`;
+    const workflowId = `usage-flush-${taskQueue}`;
+    const connection = await NativeConnection.connect({ address: stack.temporalAddress });
+    const worker = await Worker.create({
+      connection,
+      namespace: config.temporalNamespace,
+      taskQueue,
+      workflowsPath: require.resolve('../../workflows/usage-flush'),
+      activities: createUsageActivities({ pg: pool, clickhouse, config: { ...config, clickhouseDatabase: database } }),
+    });
+    const running = worker.run();
+    const clientConnection = await Connection.connect({ address: stack.temporalAddress });
+    const client = new Client({ connection: clientConnection, namespace: config.temporalNamespace });
+    try {
+      await startUsageFlush(client, taskQueue, { workflowId, idleMs: 200 });
+
+      await chService!.stop();
+      // Ingestion needs only PostgreSQL: external events and metering ticks are accepted.
+      const external = parseUsageEvents(
+        {
+          events: Array.from({ length: 300 }, (_, i) => ({
+            id: `out-${i}`,
+            timestamp: iso(base + i * 60_000),
+            workspace: 'prod',
+            resourceType: 'volume',
+            resourceName: 'data',
+            billingDimension: 'volume_storage_gbs',
+            quantity: 100,
+          })),
+        },
+        Date.now(),
+      );
+      expect(await acceptUsageEvents(pool, 'acc-out', external)).toEqual({ accepted: 300, duplicates: 0 });
+      const tick = {
+        accountId: 'acc-out',
+        workspace: 'prod',
+        resourceType: 'sandbox' as const,
+        resourceName: 'web',
+        resourceUuid: 'u-web',
+        billingDimension: 'sandbox_compute_runtime_gbs' as const,
+        quantity: 60,
+        periodStart: new Date(base),
+      };
+      expect(await recordUsage(pool, tick)).toEqual({ accepted: 1, duplicates: 0 });
+      // A retried tick is the same event; the same tick with another quantity is a conflict.
+      expect(await recordUsage(pool, tick)).toEqual({ accepted: 0, duplicates: 1 });
+      await expect(recordUsage(pool, { ...tick, quantity: 61 })).rejects.toBeInstanceOf(UsageConflict);
+
+      // The flush fails and retries while ClickHouse is down; the events wait in the outbox.
+      const handle = client.workflow.getHandle(workflowId);
+      await waitFor(async () => {
+        const pending = (await handle.describe()).raw.pendingActivities ?? [];
+        return (pending[0]?.attempt ?? 0) >= 2;
+      }, 30_000);
+      const waiting = await pool.query('SELECT coalesce(sum(event_count), 0)::int AS n FROM usage_outbox');
+      expect(waiting.rows[0].n).toBe(301);
+
+      await startClickHouse();
+      const tables = usageTables(database);
+      const totals = async () => {
+        const result = await clickhouse.query({
+          query: `SELECT count() AS events, toString(sum(cost)) AS cost FROM ${tables.raw} FINAL WHERE account_id = 'acc-out'`,
+          format: 'JSONEachRow',
+        });
+        return (await result.json<{ events: string; cost: string }>())[0];
+      };
+      await waitFor(async () => Number((await totals().catch(() => ({ events: '0' }))).events) === 301, 60_000);
+      // 300 x 100 GB-s at the account's 0.000001 USD, plus 60 GB-s at 0.0000083 USD.
+      expect(await totals()).toEqual({ events: '301', cost: '0.030498000' });
+      await waitFor(async () => (await pool.query('SELECT count(*)::int AS n FROM usage_outbox')).rows[0].n === 0, 10_000);
+      const hourly = await clickhouse.query({
+        query: `SELECT toString(sum(cost)) AS cost FROM ${tables.hourly} FINAL WHERE account_id = 'acc-out'`,
+        format: 'JSONEachRow',
+      });
+      expect(await hourly.json()).toEqual([{ cost: '0.030498000' }]);
+    } finally {
+      await client.workflow.getHandle(workflowId).terminate('test over').catch(() => undefined);
+      worker.shutdown();
+      await running;
+      await clientConnection.close();
+      await connection.close();
+    }
+  });
+});
+
+async function waitFor(check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not reached in time');
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}

@@ -1,0 +1,191 @@
+import { costNano, formatScaled, parseScaled, quantityToNano, scaledToNumber } from '../../core/billing/decimal';
+import { InvalidInput } from '../../core/billing/errors';
+import { meterEventId, tickEvent } from '../../core/billing/metering';
+import { clickhouseRow, eventKey, parseEvent, parseUsageEvents, payloadHash } from '../../core/billing/usage-events';
+
+const NOW = Date.parse('2026-04-16T12:00:00Z');
+const good = {
+  id: 'evt-1',
+  timestamp: '2026-04-16T11:00:00Z',
+  workspace: 'prod',
+  resourceType: 'sandbox',
+  resourceName: 'web',
+  resourceUuid: '4f7c',
+  billingDimension: 'sandbox_compute_runtime_gbs',
+  quantity: 1.5,
+};
+
+function failure(body: unknown): InvalidInput {
+  try {
+    parseUsageEvents(body, NOW);
+  } catch (err) {
+    if (err instanceof InvalidInput) return err;
+    throw err;
+  }
+  throw new Error('accepted');
+}
+
+describe('parseUsageEvents', () => {
+  it('normalises a valid event', () => {
+    const [event] = parseUsageEvents({ events: [good] }, NOW);
+    expect(event).toEqual({
+      id: 'evt-1',
+      timeMs: Date.parse('2026-04-16T11:00:00Z'),
+      workspace: 'prod',
+      resourceType: 'sandbox',
+      resourceName: 'web',
+      resourceUuid: '4f7c',
+      billingDimension: 'sandbox_compute_runtime_gbs',
+      quantityNano: 1_500_000_000n,
+    });
+  });
+
+  it('accepts backfill, offsets, a missing resourceUuid and up to 5 minutes of clock skew', () => {
+    const { resourceUuid: _omitted, ...noUuid } = good;
+    const events = parseUsageEvents(
+      {
+        events: [
+          { ...good, timestamp: '2020-01-01T00:00:00Z' },
+          { ...good, timestamp: '2026-04-16T14:00:00+02:00' },
+          noUuid,
+          { ...good, timestamp: '2026-04-16T12:05:00Z' },
+        ],
+      },
+      NOW,
+    );
+    expect(events[1].timeMs).toBe(Date.parse('2026-04-16T12:00:00Z'));
+    expect(events[2].resourceUuid).toBe('');
+  });
+
+  it.each([
+    [{ ...good, quantity: -1 }, 'quantity'],
+    [{ ...good, quantity: '5' }, 'quantity'],
+    [{ ...good, quantity: null }, 'quantity'],
+    [{ ...good, quantity: 1e16 }, 'quantity'],
+    [{ ...good, timestamp: '2026-04-16T12:05:01Z' }, 'timestamp'],
+    [{ ...good, timestamp: '16/04/2026' }, 'timestamp'],
+    [{ ...good, timestamp: 1776340800 }, 'timestamp'],
+    [{ ...good, billingDimension: 'gpu_gbs' }, 'billingDimension'],
+    [{ ...good, resourceType: 'vm' }, 'resourceType'],
+    [{ ...good, resourceType: 'agent' }, 'resourceType'],
+    [{ ...good, id: '' }, 'id'],
+    [{ ...good, id: 'x'.repeat(129) }, 'id'],
+    [{ ...good, id: 'a\nb' }, 'id'],
+    [{ ...good, workspace: 7 }, 'workspace'],
+    [{ ...good, resourceName: '' }, 'resourceName'],
+    [{ ...good, unit: 'gbs' }, 'unit'],
+    [{ ...good, cost: 0 }, 'cost'],
+    [{ ...good, accountId: 'acc' }, 'accountId'],
+  ])('refuses %j naming the index and field %s', (bad, field) => {
+    const err = failure({ events: [good, good, bad] });
+    expect(err.index).toBe(2);
+    expect(err.parameter).toBe(field);
+    expect(err.message).toContain(`events[2].${field}`);
+  });
+
+  it('refuses bodies of the wrong shape or size', () => {
+    expect(failure([good]).parameter).toBe('events');
+    expect(failure({}).parameter).toBe('events');
+    expect(failure({ events: 'x' }).parameter).toBe('events');
+    expect(failure({ events: [good], extra: 1 }).parameter).toBe('extra');
+    expect(failure({ events: [good, 'x'] }).index).toBe(1);
+    const big = failure({ events: new Array(10_001).fill(good) });
+    expect([big.parameter, big.message]).toEqual(['events', expect.stringContaining('10000')]);
+    expect(parseUsageEvents({ events: new Array(10_000).fill(good) }, NOW)).toHaveLength(10_000);
+  });
+});
+
+describe('event identity', () => {
+  const [event] = parseUsageEvents({ events: [good] }, NOW);
+
+  it('keys an id per account', () => {
+    expect(eventKey('acc-1', 'evt-1')).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+    expect(eventKey('acc-1', 'evt-1')).toBe(eventKey('acc-1', 'evt-1'));
+    expect(eventKey('acc-1', 'evt-1')).not.toBe(eventKey('acc-2', 'evt-1'));
+    // The length prefix keeps account/id boundaries apart.
+    expect(eventKey('acc-1', '1evt')).not.toBe(eventKey('acc-11', 'evt'));
+  });
+
+  it('hashes what the event says, not how it was written', () => {
+    const [same] = parseUsageEvents({ events: [{ ...good, timestamp: '2026-04-16T13:00:00+02:00', id: 'other' }] }, NOW);
+    expect(payloadHash(same)).toBe(payloadHash(event));
+    for (const change of [{ quantity: 1.6 }, { resourceName: 'api' }, { timestamp: '2026-04-16T11:00:01Z' }, { resourceUuid: '' }]) {
+      const [changed] = parseUsageEvents({ events: [{ ...good, ...change }] }, NOW);
+      expect(payloadHash(changed)).not.toBe(payloadHash(event));
+    }
+  });
+
+  it('renders a ClickHouse row with exact decimals and the second of the event', () => {
+    const [late] = parseUsageEvents({ events: [{ ...good, timestamp: '2026-04-16T11:00:00.900Z', resourceName: 'we"b' }] }, NOW);
+    const row = JSON.parse(clickhouseRow('acc-1', late, 12_450n));
+    expect(row).toEqual({
+      account_id: 'acc-1',
+      id: 'evt-1',
+      event_time: Date.parse('2026-04-16T11:00:00Z') / 1000,
+      workspace: 'prod',
+      resource_type: 'sandbox',
+      resource_name: 'we"b',
+      resource_uuid: '4f7c',
+      billing_dimension: 'sandbox_compute_runtime_gbs',
+      quantity: 1.5,
+      cost: 0.00001245,
+    });
+    expect(clickhouseRow('acc-1', late, 12_450n)).toContain('"quantity":1.500000000,"cost":0.000012450}');
+  });
+});
+
+describe('fixed-point money', () => {
+  it('parses and formats scaled decimals exactly', () => {
+    expect(parseScaled('0.000008300000', 12)).toBe(8_300_000n);
+    expect(parseScaled('12', 9)).toBe(12_000_000_000n);
+    expect(parseScaled('-1.5', 9)).toBe(-1_500_000_000n);
+    expect(parseScaled('1.5000000000000', 9)).toBe(1_500_000_000n);
+    expect(() => parseScaled('1.0000000001', 9)).toThrow(RangeError);
+    expect(() => parseScaled('1e5', 9)).toThrow(TypeError);
+    expect(formatScaled(1_500_000_000n, 9)).toBe('1.500000000');
+    expect(formatScaled(5n, 9)).toBe('0.000000005');
+    expect(formatScaled(-5n, 9)).toBe('-0.000000005');
+  });
+
+  it('rounds quantities to the nano-unit and costs half up to the nano-dollar', () => {
+    expect(quantityToNano(0.1)).toBe(100_000_000n);
+    expect(quantityToNano(1e-10)).toBe(0n);
+    expect(quantityToNano(123456.123456789)).toBe(123_456_123_456_789n);
+    // 1 GB-s at 0.0000083 USD
+    expect(costNano(1_000_000_000n, 8_300_000n)).toBe(8_300n);
+    // 1 GB-s at 0.0000000386 USD = 38.6 nano-USD -> 39
+    expect(costNano(1_000_000_000n, 38_600n)).toBe(39n);
+    expect(costNano(1_000_000_000n, 38_400n)).toBe(38n);
+    expect(costNano(0n, 38_400n)).toBe(0n);
+  });
+
+  it('turns nano-units into the nearest JSON number', () => {
+    expect(scaledToNumber(123_456_789n, 9)).toBe(0.123456789);
+    expect(String(scaledToNumber(1_234_567_890_123n, 9))).toBe('1234.567890123');
+  });
+});
+
+describe('metering ids', () => {
+  const tick = {
+    accountId: 'acc-1',
+    workspace: 'prod',
+    resourceType: 'sandbox' as const,
+    resourceName: 'web',
+    resourceUuid: 'u-1',
+    billingDimension: 'sandbox_compute_runtime_gbs' as const,
+    quantity: 30,
+    periodStart: new Date('2026-04-16T11:00:00Z'),
+  };
+
+  it('gives a retried tick the same id, and another period or dimension a new one', () => {
+    expect(meterEventId(tick)).toBe(meterEventId({ ...tick }));
+    expect(meterEventId({ ...tick, periodStart: new Date('2026-04-16T11:01:00Z') })).not.toBe(meterEventId(tick));
+    expect(meterEventId({ ...tick, billingDimension: 'sandbox_snapshot_storage_gbs' })).not.toBe(meterEventId(tick));
+    expect(meterEventId({ ...tick, resourceUuid: 'u-2' })).not.toBe(meterEventId(tick));
+  });
+
+  it('produces a valid ingestion event', () => {
+    const event = parseEvent(tickEvent(tick), 0, NOW);
+    expect(event).toMatchObject({ id: meterEventId(tick), timeMs: tick.periodStart.getTime(), quantityNano: 30_000_000_000n });
+  });
+});
