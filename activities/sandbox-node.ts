@@ -1,6 +1,7 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { DEFAULT_SANDBOX_IMAGE, DEFAULT_SANDBOX_MEMORY_MB, type SandboxKey, type SandboxSpec } from '../core/sandbox/types';
-import { SandboxSpecError, type SandboxRuntime } from '../runtime/types';
+import { SandboxSpecError, type RuntimeVolumeMount, type SandboxRuntime } from '../runtime/types';
+import type { VolumeStore } from '../runtime/volume-store';
 
 /** The runtime plus what metering needs of it. */
 export type NodeRuntime = SandboxRuntime & { imageSizeBytes(image: string): Promise<number> };
@@ -10,9 +11,21 @@ export type NodeRuntime = SandboxRuntime & { imageSizeBytes(image: string): Prom
  * activity is idempotent (start returns the running sandbox, remove of a missing one is a no-op),
  * so retries after a worker crash are safe.
  */
-export function createSandboxNodeActivities({ runtime }: { runtime: NodeRuntime }) {
+export function createSandboxNodeActivities({ runtime, volumes }: { runtime: NodeRuntime; volumes?: VolumeStore }) {
+  /** The sandbox's volumes as host folders; the control plane resolved their names to ids. */
+  async function volumeMounts(spec: SandboxSpec): Promise<RuntimeVolumeMount[]> {
+    const mounts: RuntimeVolumeMount[] = [];
+    for (const volume of spec.volumes ?? []) {
+      if (!volumes) throw ApplicationFailure.nonRetryable('this node worker has no volume store', 'SandboxSpecError');
+      if (!volume.volumeId) throw ApplicationFailure.nonRetryable(`volume '${volume.name}' was not resolved to an id`, 'SandboxSpecError');
+      mounts.push({ hostPath: await volumes.ensureMounted(volume.volumeId), mountPath: volume.mountPath, readOnly: volume.readOnly ?? false });
+    }
+    return mounts;
+  }
+
   return {
     async startSandbox(key: SandboxKey, spec: SandboxSpec): Promise<void> {
+      const mounts = await volumeMounts(spec);
       try {
         await runtime.start({
           id: key.id,
@@ -21,7 +34,7 @@ export function createSandboxNodeActivities({ runtime }: { runtime: NodeRuntime 
           image: spec.runtime?.image ?? DEFAULT_SANDBOX_IMAGE,
           memoryMb: spec.runtime?.memory ?? DEFAULT_SANDBOX_MEMORY_MB,
           envs: (spec.runtime?.envs ?? []).map(({ name, value }) => ({ name, value })),
-          volumes: [],
+          volumes: mounts,
         });
       } catch (err) {
         // A spec the runtime cannot honour will not get better by retrying.

@@ -5,11 +5,13 @@ import { BuiltinWorkloads } from '../activities/deployment-builtin';
 import { createDeploymentNodeActivities } from '../activities/deployment-node';
 import { createJobNodeActivities } from '../activities/job-node';
 import { createSandboxNodeActivities } from '../activities/sandbox-node';
+import { createVolumeNodeActivities } from '../activities/volume-node';
 import { createPool } from '../api/plugins/postgres';
 import { temporalAddress } from '../api/plugins/temporal';
 import { loadConfig, nodeTaskQueue } from '../core/config';
 import { BwrapRuntime } from '../runtime/bwrap-runtime';
 import { PortEventRelay, fileFailureRecorder } from '../runtime/port-event-relay';
+import { VolumeStore } from '../runtime/volume-store';
 import { connectToTemporal } from './connect';
 
 /**
@@ -23,6 +25,7 @@ async function main() {
   const connection = await connectToTemporal(temporalAddress(config));
   const temporal = new Client({ connection: await Connection.connect({ address: temporalAddress(config) }), namespace: config.temporalNamespace });
   const runtime = new BwrapRuntime({ dataDir: config.dataDir, warmPool: config.sandboxWarmPool });
+  const volumes = new VolumeStore({ dataDir: config.dataDir });
   // Job tasks record their progress in PostgreSQL, so a restarted worker resumes them.
   const pg = createPool(config.databaseUrl);
   const worker = await Worker.create({
@@ -30,7 +33,8 @@ async function main() {
     namespace: config.temporalNamespace,
     taskQueue: nodeTaskQueue(config),
     activities: {
-      ...createSandboxNodeActivities({ runtime }),
+      ...createSandboxNodeActivities({ runtime, volumes }),
+      ...createVolumeNodeActivities({ volumes }),
       ...createDeploymentNodeActivities({ runtime, dataDir: config.dataDir, builtins: new BuiltinWorkloads(config) }),
       ...createJobNodeActivities({ runtime, pg }),
       ...createCallbackActivities({ recordFailure: fileFailureRecorder(config.dataDir) }),

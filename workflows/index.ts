@@ -5,3 +5,4 @@ export * from './port-callback';
 export * from './provisioning';
 export * from './job-execution';
 export * from './deployment';
+export * from './volume-lifecycle';

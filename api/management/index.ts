@@ -6,6 +6,7 @@ import { RESOURCE_KINDS } from './resources/kinds';
 import { resourceRoutes } from './resources/routes';
 import sandboxRoutes from './sandboxes/routes';
 import serviceAccountRoutes from './service-accounts/routes';
+import volumeRoutes from './volumes/routes';
 import workspaceRoutes from './workspaces/routes';
 import workloadHooks from './workloads/hooks';
 import workloadRoutes from './workloads/routes';
@@ -20,5 +21,6 @@ export default async function managementApi(app: FastifyInstance) {
   for (const kind of RESOURCE_KINDS) await app.register(resourceRoutes(kind));
   await app.register(workloadRoutes);
   await app.register(sandboxRoutes);
+  await app.register(volumeRoutes);
   await app.register(integrationsApi);
 }

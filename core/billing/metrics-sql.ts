@@ -66,15 +66,21 @@ export function groupListSql(scope: MetricsScope, query: MetricsQuery, after: re
 }
 
 /**
- * Cost (and usage) per bucket of the groups with keys in (after, upTo]: those of one page, as
- * groupListSql listed them (the keyset range lets the primary key skip the other groups' rows);
- * of every row for an ungrouped query.
+ * Cost (and usage) per bucket of the groups groupListSql lists, which this statement lists again
+ * itself (cheaply, from the coarse tables) so that both can run at once; the list also lets the
+ * primary key skip the other groups' rows. Of every row for an ungrouped query.
  */
-export function bucketSql(scope: MetricsScope, query: MetricsQuery, after: readonly string[] | undefined, upTo: readonly string[] | undefined): string {
+export function bucketSql(scope: MetricsScope, query: MetricsQuery, after: readonly string[] | undefined): string {
   const keys = keyColumns(query);
   const measures = ['toString(sum(cost)) AS cost_sum'];
   if (reportsUsage(query.groupBy)) measures.push('toString(sum(quantity)) AS quantity_sum');
-  const rows = unionOf(scope, query, [...keys, ...measureColumns(query), 't'], query.resolution, after, upTo);
+  let restriction: string | undefined;
+  if (keys.length > 0) {
+    const keyList = keys.join(', ');
+    const listed = unionOf(scope, query, keys, WHOLE_WINDOW, after);
+    restriction = `${tupleOf(keys)} IN (SELECT ${keyList} FROM (${listed}) GROUP BY ${keyList} ORDER BY ${keyList} LIMIT ${sqlLiteral(query.limit + 1)})`;
+  }
+  const rows = unionOf(scope, query, [...keys, ...measureColumns(query), 't'], query.resolution, after, restriction);
   const groupKeys = [...keys, 'bucket'].join(', ');
   return `SELECT ${groupKeys}, ${measures.join(', ')} FROM (SELECT *, ${BUCKET_SECONDS[query.resolution]} AS bucket FROM (${rows})) GROUP BY ${groupKeys}`;
 }
@@ -115,13 +121,15 @@ function unionOf(
   columns: string[],
   buckets: Resolution | typeof WHOLE_WINDOW,
   after: readonly string[] | undefined,
-  upTo?: readonly string[],
+  /** A further condition on every segment's rows. */
+  restriction?: string,
 ): string {
   const { from, to } = windowSeconds(query);
   const planned = planSegments(from, to, buckets !== 'hourly');
   // A window narrower than a second holds no stored event; an empty range still yields valid SQL.
   const segments: Segment[] = planned.length > 0 ? planned : [{ source: 'raw', from, to: from }];
-  const conditions = sharedConditions(scope, query, after, upTo);
+  const conditions = sharedConditions(scope, query, after);
+  if (restriction) conditions.push(restriction);
   const dims = needsOnlyDims(query);
   return segments.map((segment) => segmentSql(scope, segment, dims, columns, conditions)).join(' UNION ALL ');
 }
@@ -150,7 +158,7 @@ function segmentSql(scope: MetricsScope, segment: Segment, dims: boolean, column
   return `SELECT ${selected.join(', ')} FROM ${table} WHERE ${where.join(' AND ')}`;
 }
 
-function sharedConditions(scope: MetricsScope, query: SourceQuery, after: readonly string[] | undefined, upTo?: readonly string[]): string[] {
+function sharedConditions(scope: MetricsScope, query: SourceQuery, after: readonly string[] | undefined): string[] {
   const conditions = [`account_id = ${sqlLiteral(scope.accountId)}`];
   for (const [name, value] of Object.entries(query.filters) as [keyof MetricsFilters, string | undefined][]) {
     if (value !== undefined) conditions.push(`${FILTER_COLUMN[name]} = ${sqlLiteral(value)}`);
@@ -162,7 +170,6 @@ function sharedConditions(scope: MetricsScope, query: SourceQuery, after: readon
   }
   const keys = query.groupBy.map((dimension) => DIMENSION_COLUMN[dimension]);
   if (after) conditions.push(`${tupleOf(keys)} > ${tupleOf(after.map(sqlLiteral))}`);
-  if (upTo) conditions.push(`${tupleOf(keys)} <= ${tupleOf(upTo.map(sqlLiteral))}`);
   return conditions;
 }
 

@@ -10,6 +10,8 @@ export interface SandboxVolumeMount {
   name: string;
   mountPath: string;
   readOnly?: boolean;
+  /** The volume's uuid, added by the control plane for the node (never stored or shown). */
+  volumeId?: string;
 }
 
 /** spec of a sandbox resource, as stored and as the lifecycle workflow receives it. */

@@ -5,9 +5,11 @@ import { createActivities } from '../../activities';
 import { BuiltinWorkloads } from '../../activities/deployment-builtin';
 import { createDeploymentNodeActivities } from '../../activities/deployment-node';
 import { createSandboxNodeActivities } from '../../activities/sandbox-node';
+import { createVolumeNodeActivities } from '../../activities/volume-node';
 import { createClickHouse } from '../../api/plugins/clickhouse';
 import { nodeTaskQueue, type HangarConfig } from '../../core/config';
 import type { NodeRuntime } from '../../activities/sandbox-node';
+import { VolumeStore } from '../../runtime/volume-store';
 
 export interface RunningWorker {
   stop(): Promise<void>;
@@ -47,11 +49,16 @@ export async function startControlWorker(config: HangarConfig, pg: Pool): Promis
 /** The node (runtime) worker, in this process, on the configuration's node task queue. */
 export async function startNodeWorker(config: HangarConfig, runtime: NodeRuntime): Promise<RunningWorker> {
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
+  const volumes = new VolumeStore({ dataDir: config.dataDir });
   const worker = await Worker.create({
     connection,
     namespace: config.temporalNamespace,
     taskQueue: nodeTaskQueue(config),
-    activities: { ...createSandboxNodeActivities({ runtime }), ...createDeploymentNodeActivities({ runtime, dataDir: config.dataDir, builtins: new BuiltinWorkloads(config) }) },
+    activities: {
+      ...createSandboxNodeActivities({ runtime, volumes }),
+      ...createVolumeNodeActivities({ volumes }),
+      ...createDeploymentNodeActivities({ runtime, dataDir: config.dataDir, builtins: new BuiltinWorkloads(config) }),
+    },
   });
   return run(worker, connection);
 }

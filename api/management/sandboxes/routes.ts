@@ -6,10 +6,12 @@ import { nodeTaskQueue } from '../../../core/config';
 import { expirationPolicyProblem, nextExpiry } from '../../../core/sandbox/expiry';
 import { renderSandboxUrl } from '../../../core/sandbox/url-template';
 import { sandboxWorkflowId, type SandboxKey, type SandboxSpec } from '../../../core/sandbox/types';
+import { volumeMountError } from '../../../runtime/bwrap-args';
 import type { SandboxLifecycleInput, sandboxLifecycle } from '../../../workflows/sandbox-lifecycle';
 import { badRequest, conflict, notFound } from '../../errors';
 import { NameParam, commonErrors } from '../common-schemas';
 import { toEnvelope } from '../resources/envelope';
+import { startOwningWorkflow } from '../resources/owning-workflow';
 import { ResourceStore, type ResourceRow } from '../resources/store';
 import { requestWorkspace } from '../workspace-context';
 import { SandboxEnvelope, SandboxInput } from './schemas';
@@ -50,6 +52,12 @@ export default async function sandboxRoutes(fastify: FastifyInstance) {
     };
   }
 
+  /** The workflow's copy of the spec carries the volumes' uuids, so the node needs no database. */
+  function withVolumeIds(input: SandboxLifecycleInput, volumeIds: string[]): SandboxLifecycleInput {
+    if (!input.spec.volumes?.length) return input;
+    return { ...input, spec: { ...input.spec, volumes: input.spec.volumes.map((volume, i) => ({ ...volume, volumeId: volumeIds[i] })) } };
+  }
+
   function envelope(row: ResourceRow) {
     const spec = row.spec as SandboxSpec;
     const state = (row.state.state as 'RUNNING' | 'STANDBY' | undefined) ?? null;
@@ -67,6 +75,26 @@ export default async function sandboxRoutes(fastify: FastifyInstance) {
       lastUsedAt,
       expiresIn: expiry ? Math.max(0, Math.round((expiry.at - Date.now()) / 1000)) : null,
     };
+  }
+
+  /**
+   * Checks each volume the sandbox mounts (it exists here and is DEPLOYED, its mountPath is
+   * allowed) and returns their uuids in spec order, for the node.
+   */
+  async function resolveVolumes(workspaceId: string, workspaceName: string, spec: SandboxSpec): Promise<string[]> {
+    const ids: string[] = [];
+    const paths = new Set<string>();
+    for (const [i, volume] of (spec.volumes ?? []).entries()) {
+      const pathProblem = volumeMountError(volume.mountPath);
+      if (pathProblem) throw badRequest(`body.spec.volumes[${i}].mountPath: ${pathProblem}`);
+      if (paths.has(volume.mountPath)) throw badRequest(`body.spec.volumes[${i}].mountPath '${volume.mountPath}' is used by another volume`);
+      paths.add(volume.mountPath);
+      const row = await store.get({ workspaceId, kind: 'volumes', name: volume.name });
+      if (!row) throw badRequest(`body.spec.volumes[${i}].name: volume '${volume.name}' not found in workspace '${workspaceName}'`);
+      if (row.status !== 'DEPLOYED') throw badRequest(`body.spec.volumes[${i}].name: volume '${volume.name}' is ${row.status}, not DEPLOYED`);
+      ids.push(row.id);
+    }
+    return ids;
   }
 
   const missing = (name: string, workspace: string) => notFound(`sandbox '${name}' not found in workspace '${workspace}'`);
@@ -92,6 +120,7 @@ export default async function sandboxRoutes(fastify: FastifyInstance) {
       const { metadata } = request.body;
       const spec = (request.body.spec ?? {}) as SandboxSpec;
       validateSpec(spec);
+      const volumeIds = await resolveVolumes(workspace.id, workspace.name, spec);
       const row = await store.create(
         { workspaceId: workspace.id, kind: KIND, name: metadata.name },
         { displayName: metadata.displayName ?? metadata.name, labels: metadata.labels ?? {}, spec: spec as Record<string, unknown> },
@@ -100,18 +129,14 @@ export default async function sandboxRoutes(fastify: FastifyInstance) {
         request.principal.clientId,
       );
       if (!row) throw conflict(`sandbox '${metadata.name}' already exists in workspace '${workspace.name}'`);
-      try {
-        await app.temporal.workflow.start<typeof sandboxLifecycle>('sandboxLifecycle', {
+      await startOwningWorkflow(store, row.id, () =>
+        app.temporal.workflow.start<typeof sandboxLifecycle>('sandboxLifecycle', {
           taskQueue: config.taskQueue,
           workflowId: sandboxWorkflowId(workspace.name, row.name),
           workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
-          args: [lifecycleInput(row, workspace.id, 'create')],
-        });
-      } catch (err) {
-        // Without its workflow the row would stay DEPLOYING forever: take it back.
-        await store.deleteById(row.id);
-        throw err;
-      }
+          args: [withVolumeIds(lifecycleInput(row, workspace.id, 'create'), volumeIds)],
+        }),
+      );
       return envelope(row);
     },
   );
