@@ -1,16 +1,11 @@
 import { Client, Connection } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
-import { createCallbackActivities } from '../activities/callback';
-import { BuiltinWorkloads } from '../activities/deployment-builtin';
-import { createDeploymentNodeActivities } from '../activities/deployment-node';
-import { createJobNodeActivities } from '../activities/job-node';
-import { createSandboxNodeActivities } from '../activities/sandbox-node';
-import { createVolumeNodeActivities } from '../activities/volume-node';
+import { createNodeActivities } from '../activities/node';
 import { createPool } from '../api/plugins/postgres';
 import { temporalAddress } from '../api/plugins/temporal';
 import { loadConfig, nodeTaskQueue } from '../core/config';
 import { BwrapRuntime } from '../runtime/bwrap-runtime';
-import { PortEventRelay, fileFailureRecorder } from '../runtime/port-event-relay';
+import { PortEventRelay } from '../runtime/port-event-relay';
 import { VolumeStore } from '../runtime/volume-store';
 import { connectToTemporal } from './connect';
 
@@ -26,19 +21,12 @@ async function main() {
   const temporal = new Client({ connection: await Connection.connect({ address: temporalAddress(config) }), namespace: config.temporalNamespace });
   const runtime = new BwrapRuntime({ dataDir: config.dataDir, warmPool: config.sandboxWarmPool });
   const volumes = new VolumeStore({ dataDir: config.dataDir });
-  // Job tasks record their progress in PostgreSQL, so a restarted worker resumes them.
   const pg = createPool(config.databaseUrl);
   const worker = await Worker.create({
     connection,
     namespace: config.temporalNamespace,
     taskQueue: nodeTaskQueue(config),
-    activities: {
-      ...createSandboxNodeActivities({ runtime, volumes }),
-      ...createVolumeNodeActivities({ volumes }),
-      ...createDeploymentNodeActivities({ runtime, dataDir: config.dataDir, builtins: new BuiltinWorkloads(config) }),
-      ...createJobNodeActivities({ runtime, pg }),
-      ...createCallbackActivities({ recordFailure: fileFailureRecorder(config.dataDir) }),
-    },
+    activities: createNodeActivities({ config, runtime, volumes, pg }),
   });
   // Delivery workflows run on the control queue; their POSTs run here, on the sandbox's host.
   const relay = new PortEventRelay({

@@ -2,13 +2,12 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { Pool } from 'pg';
 import { createActivities } from '../../activities';
-import { BuiltinWorkloads } from '../../activities/deployment-builtin';
-import { createDeploymentNodeActivities } from '../../activities/deployment-node';
-import { createSandboxNodeActivities } from '../../activities/sandbox-node';
-import { createVolumeNodeActivities } from '../../activities/volume-node';
+import { createNodeActivities } from '../../activities/node';
 import { createClickHouse } from '../../api/plugins/clickhouse';
+import { createPool } from '../../api/plugins/postgres';
 import { nodeTaskQueue, type HangarConfig } from '../../core/config';
 import type { NodeRuntime } from '../../activities/sandbox-node';
+import type { RuntimeVolumeMount } from '../../runtime/types';
 import { VolumeStore } from '../../runtime/volume-store';
 
 export interface RunningWorker {
@@ -46,21 +45,30 @@ export async function startControlWorker(config: HangarConfig, pg: Pool): Promis
   };
 }
 
-/** The node (runtime) worker, in this process, on the configuration's node task queue. */
-export async function startNodeWorker(config: HangarConfig, runtime: NodeRuntime): Promise<RunningWorker> {
+/**
+ * The node (runtime) worker, in this process, on the configuration's node task queue, with the
+ * same activities as workers/node.ts.
+ */
+export async function startNodeWorker(
+  config: HangarConfig,
+  runtime: NodeRuntime,
+  options: { pg?: Pool; jobMounts?: RuntimeVolumeMount[] } = {},
+): Promise<RunningWorker> {
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
-  const volumes = new VolumeStore({ dataDir: config.dataDir });
+  const pg = options.pg ?? createPool(config.databaseUrl);
   const worker = await Worker.create({
     connection,
     namespace: config.temporalNamespace,
     taskQueue: nodeTaskQueue(config),
-    activities: {
-      ...createSandboxNodeActivities({ runtime, volumes }),
-      ...createVolumeNodeActivities({ volumes }),
-      ...createDeploymentNodeActivities({ runtime, dataDir: config.dataDir, builtins: new BuiltinWorkloads(config) }),
-    },
+    activities: createNodeActivities({ config, runtime, volumes: new VolumeStore({ dataDir: config.dataDir }), pg, jobMounts: options.jobMounts }),
   });
-  return run(worker, connection);
+  const running = await run(worker, connection);
+  return {
+    async stop() {
+      await running.stop();
+      if (!options.pg) await pg.end();
+    },
+  };
 }
 
 /** Polls until `check` returns a value (not undefined), or fails after `timeoutMs` with `what`. */

@@ -1,15 +1,8 @@
-import { NativeConnection, Worker } from '@temporalio/worker';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Pool } from 'pg';
-import { createDeploymentNodeActivities } from '../../activities/deployment-node';
-import { createJobNodeActivities } from '../../activities/job-node';
-import { createSandboxNodeActivities, type NodeRuntime } from '../../activities/sandbox-node';
-import { nodeTaskQueue, type HangarConfig } from '../../core/config';
 import { bundlePaths } from '../../core/workloads/bundles';
-import type { RuntimeVolumeMount } from '../../runtime/types';
-import type { RunningWorker } from '../helpers/workers';
 
 /**
  * Gives a job deployed code the way the deployment pipeline leaves it: the files unpacked under
@@ -28,29 +21,6 @@ export async function deployJobCode(pg: Pool, dataDir: string, jobId: string, fi
   );
   await pg.query(`UPDATE resources SET status = 'DEPLOYED' WHERE id = $1`, [jobId]);
   return dir;
-}
-
-/** A node worker running the job activities (and the sandbox and deployment ones), in this process. */
-export async function startJobNodeWorker(config: HangarConfig, runtime: NodeRuntime, pg: Pool, volumes: RuntimeVolumeMount[]): Promise<RunningWorker> {
-  const connection = await NativeConnection.connect({ address: config.temporalAddress });
-  const worker = await Worker.create({
-    connection,
-    namespace: config.temporalNamespace,
-    taskQueue: nodeTaskQueue(config),
-    activities: {
-      ...createSandboxNodeActivities({ runtime }),
-      ...createDeploymentNodeActivities({ runtime, dataDir: config.dataDir }),
-      ...createJobNodeActivities({ runtime, pg, volumes }),
-    },
-  });
-  const running = worker.run();
-  return {
-    async stop() {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
-      await running.catch(() => undefined);
-      await connection.close();
-    },
-  };
 }
 
 /** Intervals [start, end] and the largest number of them open at one instant. */

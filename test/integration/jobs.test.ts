@@ -5,8 +5,8 @@ import { recordUsage } from '../../activities/usage-metering';
 import { TERMINAL_EXECUTION_STATUSES, jobExecutionWorkflowId, jobSandboxId, jobUsageTick } from '../../core/jobs/execution';
 import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../helpers/platform';
 import { testRuntime } from '../helpers/sandbox-runtime';
-import { eventually, startControlWorker, type RunningWorker } from '../helpers/workers';
-import { deployJobCode, maxOverlap, startJobNodeWorker } from './job-helpers';
+import { eventually, startControlWorker, startNodeWorker, type RunningWorker } from '../helpers/workers';
+import { deployJobCode, maxOverlap } from './job-helpers';
 
 // Every task leaves files in /out/<run>/ (a host folder bound into the job sandboxes), so the
 // tests see what ran, when, and how often, from the outside.
@@ -41,7 +41,7 @@ beforeAll(async () => {
   outDir = fs.mkdtempSync(path.join(t.config.dataDir, 'job-out-'));
   fs.chmodSync(outDir, 0o777);
   control = await startControlWorker(t.config, t.app.pg);
-  node = await startJobNodeWorker(t.config, runtime, t.app.pg, [{ hostPath: outDir, mountPath: '/out', readOnly: false }]);
+  node = await startNodeWorker(t.config, runtime, { pg: t.app.pg, jobMounts: [{ hostPath: outDir, mountPath: '/out', readOnly: false }] });
 }, 60_000);
 
 afterAll(async () => {
@@ -192,7 +192,7 @@ test('a node worker stopped mid-execution resumes it without running finished ta
   node = undefined;
   const startsWhileDown = runFiles(run, 'start').length;
   expect(startsWhileDown).toBeLessThan(6);
-  node = await startJobNodeWorker(t.config, runtime, t.app.pg, [{ hostPath: outDir, mountPath: '/out', readOnly: false }]);
+  node = await startNodeWorker(t.config, runtime, { pg: t.app.pg, jobMounts: [{ hostPath: outDir, mountPath: '/out', readOnly: false }] });
   const done = await finished(job, id, 60_000);
   expect(done.status).toBe('succeeded');
   // Exactly one run per task: finished ones were not repeated, interrupted ones were re-attached.

@@ -1,0 +1,32 @@
+import type { Pool } from 'pg';
+import type { HangarConfig } from '../core/config';
+import { fileFailureRecorder } from '../runtime/port-event-relay';
+import type { RuntimeVolumeMount } from '../runtime/types';
+import type { VolumeStore } from '../runtime/volume-store';
+import { createCallbackActivities } from './callback';
+import { BuiltinWorkloads } from './deployment-builtin';
+import { createDeploymentNodeActivities } from './deployment-node';
+import { createJobNodeActivities } from './job-node';
+import { createSandboxNodeActivities, type NodeRuntime } from './sandbox-node';
+import { createVolumeNodeActivities } from './volume-node';
+
+export interface NodeActivityDeps {
+  config: HangarConfig;
+  runtime: NodeRuntime;
+  volumes: VolumeStore;
+  /** Job tasks record their progress in PostgreSQL, so a restarted worker resumes them. */
+  pg: Pool;
+  /** Extra folders bound into every job sandbox (tests observe tasks through one). */
+  jobMounts?: RuntimeVolumeMount[];
+}
+
+/** Every activity a node's runtime worker runs: what touches this machine's sandboxes and volumes. */
+export function createNodeActivities({ config, runtime, volumes, pg, jobMounts }: NodeActivityDeps) {
+  return {
+    ...createSandboxNodeActivities({ runtime, volumes }),
+    ...createVolumeNodeActivities({ volumes }),
+    ...createDeploymentNodeActivities({ runtime, dataDir: config.dataDir, builtins: new BuiltinWorkloads(config) }),
+    ...createJobNodeActivities({ runtime, pg, volumes: jobMounts }),
+    ...createCallbackActivities({ recordFailure: fileFailureRecorder(config.dataDir) }),
+  };
+}
