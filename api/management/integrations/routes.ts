@@ -4,6 +4,7 @@ import { Type } from 'typebox';
 import { findIntegration, INTEGRATIONS, type IntegrationDefinition } from '../../../core/integrations/catalog';
 import { mergeSecretUpdate, secretsProblem } from '../../../core/integrations/secrets';
 import { ApiError, badRequest, conflict, notFound } from '../../errors';
+import { assertNameUnchanged } from '../resources/named';
 import { NameParam, commonErrors } from '../common-schemas';
 import { requestWorkspace } from '../workspace-context';
 import { ConnectionStore, type ConnectionRow } from './connection-store';
@@ -109,9 +110,7 @@ export default async function integrationRoutes(fastify: FastifyInstance) {
     async (request) => {
       const workspace = requestWorkspace(request);
       const { metadata, spec } = request.body;
-      if (metadata.name !== request.params.name) {
-        throw badRequest(`body.metadata.name '${metadata.name}' differs from the name in the path; names are immutable`);
-      }
+      assertNameUnchanged(metadata.name, request.params.name);
       const current = await store.get(workspace.id, request.params.name);
       if (!current) throw missing(request.params.name, workspace.name);
       if (spec?.integration !== undefined && spec.integration !== current.integration) {

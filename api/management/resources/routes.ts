@@ -1,10 +1,11 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { badRequest, conflict, notFound } from '../../errors';
+import { conflict } from '../../errors';
 import { DisplayName, Labels, NameParam, ResourceName, commonErrors } from '../common-schemas';
 import { requestWorkspace } from '../workspace-context';
 import { envelopeSchema, toEnvelope } from './envelope';
+import { assertNameUnchanged, findNamed, missingResource } from './named';
 import type { ResourceKind } from './kinds';
 import { ResourceStore, type ResourceRow } from './store';
 
@@ -28,7 +29,7 @@ export function resourceRoutes(kind: ResourceKind) {
     const store = new ResourceStore(app.pg);
 
     const envelope = (row: ResourceRow) => toEnvelope(row, kind.url(app.config, row.workspace, row.name));
-    const missing = (name: string, workspace: string) => notFound(`${kind.singular} '${name}' not found in workspace '${workspace}'`);
+    const missing = (name: string, workspace: string) => missingResource(kind.singular, name, workspace);
 
     app.get(
       `/v0/${kind.path}`,
@@ -63,8 +64,7 @@ export function resourceRoutes(kind: ResourceKind) {
       { schema: { tags, summary: `Get a ${kind.singular}`, params: NameParam, response: { 200: Envelope, ...commonErrors } } },
       async (request) => {
         const workspace = requestWorkspace(request);
-        const row = await store.get({ workspaceId: workspace.id, kind: kind.path, name: request.params.name });
-        if (!row) throw missing(request.params.name, workspace.name);
+        const row = await findNamed(store, kind.path, kind.singular, workspace, request.params.name);
         return envelope(row);
       },
     );
@@ -77,12 +77,9 @@ export function resourceRoutes(kind: ResourceKind) {
       async (request) => {
         const workspace = requestWorkspace(request);
         const { metadata, spec } = request.body;
-        if (metadata.name !== request.params.name) {
-          throw badRequest(`body.metadata.name '${metadata.name}' differs from the name in the path; names are immutable`);
-        }
+        assertNameUnchanged(metadata.name, request.params.name);
         const key = { workspaceId: workspace.id, kind: kind.path, name: request.params.name };
-        const current = await store.get(key);
-        if (!current) throw missing(request.params.name, workspace.name);
+        const current = await findNamed(store, kind.path, kind.singular, workspace, request.params.name);
         const nextSpec = (spec as Record<string, unknown> | undefined) ?? current.spec;
         await kind.validate?.(app, workspace, nextSpec);
         const updated = await store.update(

@@ -8,9 +8,10 @@ import { renderSandboxUrl } from '../../../core/sandbox/url-template';
 import { sandboxWorkflowId, type SandboxKey, type SandboxSpec } from '../../../core/sandbox/types';
 import { volumeMountError } from '../../../runtime/bwrap-args';
 import type { SandboxLifecycleInput, sandboxLifecycle } from '../../../workflows/sandbox-lifecycle';
-import { badRequest, conflict, notFound } from '../../errors';
+import { badRequest, conflict } from '../../errors';
 import { NameParam, commonErrors } from '../common-schemas';
 import { toEnvelope } from '../resources/envelope';
+import { assertNameUnchanged, findNamed, missingResource } from '../resources/named';
 import { startOwningWorkflow } from '../resources/owning-workflow';
 import { ResourceStore, type ResourceRow } from '../resources/store';
 import { requestWorkspace } from '../workspace-context';
@@ -97,7 +98,7 @@ export default async function sandboxRoutes(fastify: FastifyInstance) {
     return ids;
   }
 
-  const missing = (name: string, workspace: string) => notFound(`sandbox '${name}' not found in workspace '${workspace}'`);
+  const missing = (name: string, workspace: string) => missingResource('sandbox', name, workspace);
 
   app.get(
     `/v0/${KIND}`,
@@ -146,8 +147,7 @@ export default async function sandboxRoutes(fastify: FastifyInstance) {
     { schema: { tags, summary: 'Get a sandbox', params: NameParam, response: { 200: SandboxEnvelope, ...commonErrors } } },
     async (request) => {
       const workspace = requestWorkspace(request);
-      const row = await store.get({ workspaceId: workspace.id, kind: KIND, name: request.params.name });
-      if (!row) throw missing(request.params.name, workspace.name);
+      const row = await findNamed(store, KIND, 'sandbox', workspace, request.params.name);
       return envelope(row);
     },
   );
@@ -166,12 +166,9 @@ export default async function sandboxRoutes(fastify: FastifyInstance) {
     async (request) => {
       const workspace = requestWorkspace(request);
       const { metadata } = request.body;
-      if (metadata.name !== request.params.name) {
-        throw badRequest(`body.metadata.name '${metadata.name}' differs from the name in the path; names are immutable`);
-      }
+      assertNameUnchanged(metadata.name, request.params.name);
       const key = { workspaceId: workspace.id, kind: KIND, name: request.params.name };
-      const current = await store.get(key);
-      if (!current) throw missing(request.params.name, workspace.name);
+      const current = await findNamed(store, KIND, 'sandbox', workspace, request.params.name);
       const before = current.spec as SandboxSpec;
       const next = (request.body.spec ?? before) as SandboxSpec;
       validateSpec(next);
@@ -206,8 +203,7 @@ export default async function sandboxRoutes(fastify: FastifyInstance) {
     },
     async (request) => {
       const workspace = requestWorkspace(request);
-      const row = await store.get({ workspaceId: workspace.id, kind: KIND, name: request.params.name });
-      if (!row) throw missing(request.params.name, workspace.name);
+      const row = await findNamed(store, KIND, 'sandbox', workspace, request.params.name);
       // Signal the running lifecycle, or start one in its delete phase if it is gone.
       await app.temporal.workflow.signalWithStart<typeof sandboxLifecycle, []>('sandboxLifecycle', {
         taskQueue: config.taskQueue,

@@ -6,9 +6,10 @@ import { Type } from 'typebox';
 import { nodeTaskQueue } from '../../../core/config';
 import { volumeWorkflowId, type VolumeKey, type VolumeSpec } from '../../../core/volume/types';
 import type { VolumeLifecycleInput, volumeLifecycle } from '../../../workflows/volume-lifecycle';
-import { badRequest, conflict, notFound } from '../../errors';
+import { badRequest, conflict } from '../../errors';
 import { NameParam, commonErrors } from '../common-schemas';
 import { toEnvelope } from '../resources/envelope';
+import { assertNameUnchanged, findNamed, missingResource } from '../resources/named';
 import { startOwningWorkflow } from '../resources/owning-workflow';
 import { ResourceStore, type ResourceRow } from '../resources/store';
 import { requestWorkspace } from '../workspace-context';
@@ -44,7 +45,7 @@ export default async function volumeRoutes(fastify: FastifyInstance) {
   }
 
   const envelope = (row: ResourceRow) => toEnvelope(row, `/v0/${KIND}/${row.name}`);
-  const missing = (name: string, workspace: string) => notFound(`volume '${name}' not found in workspace '${workspace}'`);
+  const missing = (name: string, workspace: string) => missingResource('volume', name, workspace);
 
   app.get(
     `/v0/${KIND}`,
@@ -90,8 +91,7 @@ export default async function volumeRoutes(fastify: FastifyInstance) {
     { schema: { tags, summary: 'Get a volume', params: NameParam, response: { 200: VolumeEnvelope, ...commonErrors } } },
     async (request) => {
       const workspace = requestWorkspace(request);
-      const row = await store.get({ workspaceId: workspace.id, kind: KIND, name: request.params.name });
-      if (!row) throw missing(request.params.name, workspace.name);
+      const row = await findNamed(store, KIND, 'volume', workspace, request.params.name);
       return envelope(row);
     },
   );
@@ -110,12 +110,9 @@ export default async function volumeRoutes(fastify: FastifyInstance) {
     async (request) => {
       const workspace = requestWorkspace(request);
       const { metadata, spec } = request.body;
-      if (metadata.name !== request.params.name) {
-        throw badRequest(`body.metadata.name '${metadata.name}' differs from the name in the path; names are immutable`);
-      }
+      assertNameUnchanged(metadata.name, request.params.name);
       const key = { workspaceId: workspace.id, kind: KIND, name: request.params.name };
-      const current = await store.get(key);
-      if (!current) throw missing(request.params.name, workspace.name);
+      const current = await findNamed(store, KIND, 'volume', workspace, request.params.name);
       const before = (current.spec as unknown as VolumeSpec).size;
       if (spec.size < before) throw badRequest(`body.spec.size ${spec.size} is below the current size ${before}; a volume can only grow`);
       const updated = await store.update(
@@ -143,8 +140,7 @@ export default async function volumeRoutes(fastify: FastifyInstance) {
     },
     async (request) => {
       const workspace = requestWorkspace(request);
-      const row = await store.get({ workspaceId: workspace.id, kind: KIND, name: request.params.name });
-      if (!row) throw missing(request.params.name, workspace.name);
+      const row = await findNamed(store, KIND, 'volume', workspace, request.params.name);
       const users = await sandboxesMounting(app.pg, workspace.id, row.name);
       if (users.length > 0) throw conflict(`volume '${row.name}' is mounted by sandbox ${users.map((name) => `'${name}'`).join(', ')}; delete those first`);
       await app.temporal.workflow.signalWithStart<typeof volumeLifecycle, []>('volumeLifecycle', {
