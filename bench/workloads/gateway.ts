@@ -1,23 +1,14 @@
-import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, Worker } from '@temporalio/worker';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { createActivities } from '../../activities';
-import { createDeploymentNodeActivities } from '../../activities/deployment-node';
-import { buildApp } from '../../api/app';
 import { buildRunApp } from '../../api/gateway/run-app';
-import { createClickHouse } from '../../api/plugins/clickhouse';
-import { createPool } from '../../api/plugins/postgres';
 import { deployFolder } from '../../cli/deploy';
-import { loadConfig, nodeTaskQueue, type HangarConfig } from '../../core/config';
-import { BwrapRuntime } from '../../runtime/bwrap-runtime';
-import { prepare } from '../../scripts/prepare';
+import { loadConfig, type HangarConfig } from '../../core/config';
 import { repoRoot } from '../../scripts/stack/binaries';
 import { measureInterleaved } from '../common/load';
-import { configOnStack } from '../common/stack';
 import { ratios } from '../common/stats';
 import { formatTable } from '../common/table';
+import { startBenchPlatform } from '../common/platform';
 
 /**
  * Inference gateway benchmark (after a build, as root: `node dist/bench/workloads/gateway.js`).
@@ -68,31 +59,12 @@ function post(agent: http.Agent, target: { socketPath: string } | { host: string
 async function main() {
   const config = benchConfig();
   log(`gateway benchmark: ${REQUESTS} requests at concurrency ${CONCURRENCY}`);
-  const { stack, credentials } = await prepare(config, (line) => log(`  [stack] ${line}`), { keepRunning: false });
-  const full = configOnStack(config, stack);
-  const pg = createPool(stack.databaseUrl, 10);
-  const app = await buildApp(full);
+  const platform = await startBenchPlatform(config, log);
+  const { app, credentials, pg } = platform;
+  const full = platform.config;
   await app.listen({ host: '127.0.0.1', port: 0 });
   const gateway = await buildRunApp(full);
   await gateway.listen({ host: '127.0.0.1', port: 0 });
-  const runtime = new BwrapRuntime({ dataDir: full.dataDir });
-  const temporal = new Client({ connection: await Connection.connect({ address: full.temporalAddress }), namespace: full.temporalNamespace });
-  const workers = await Promise.all([
-    Worker.create({
-      connection: await NativeConnection.connect({ address: full.temporalAddress }),
-      namespace: full.temporalNamespace,
-      taskQueue: full.taskQueue,
-      workflowsPath: require.resolve('../../workflows'),
-      activities: createActivities({ config: full, pg, clickhouse: createClickHouse(full), temporal }),
-    }),
-    Worker.create({
-      connection: await NativeConnection.connect({ address: full.temporalAddress }),
-      namespace: full.temporalNamespace,
-      taskQueue: nodeTaskQueue(full),
-      activities: createDeploymentNodeActivities({ runtime, dataDir: full.dataDir }),
-    }),
-  ]);
-  const running = workers.map((w) => w.run());
   try {
     const name = `bench-${Date.now().toString(36)}`;
     const baseUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
@@ -131,14 +103,8 @@ async function main() {
     gatewayAgent.destroy();
     directAgent.destroy();
   } finally {
-    for (const w of workers) w.shutdown();
-    await Promise.allSettled(running);
-    for (const sandbox of await runtime.list()) await runtime.remove(sandbox.id).catch(() => undefined);
     await gateway.close();
-    await app.close();
-    await temporal.connection.close();
-    await pg.end();
-    await stack.stop();
+    await platform.stop();
   }
 }
 

@@ -1,23 +1,13 @@
-import { Worker, NativeConnection } from '@temporalio/worker';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import * as tar from 'tar';
-import { createActivities } from '../../activities';
-import { createDeploymentNodeActivities } from '../../activities/deployment-node';
-import { createJobNodeActivities } from '../../activities/job-node';
-import { Client, Connection } from '@temporalio/client';
-import { buildApp } from '../../api/app';
-import { createClickHouse } from '../../api/plugins/clickhouse';
-import { createPool } from '../../api/plugins/postgres';
-import { loadConfig, nodeTaskQueue, type HangarConfig } from '../../core/config';
+import { loadConfig, type HangarConfig } from '../../core/config';
 import { TERMINAL_EXECUTION_STATUSES, type ExecutionStatus } from '../../core/jobs/execution';
-import { BwrapRuntime } from '../../runtime/bwrap-runtime';
-import { prepare } from '../../scripts/prepare';
 import { repoRoot } from '../../scripts/stack/binaries';
-import { configOnStack } from '../common/stack';
 import { formatTable } from '../common/table';
+import { startBenchPlatform } from '../common/platform';
 
 /**
  * Job benchmark (after a build, as root: `node dist/bench/workloads/jobs.js`).
@@ -73,29 +63,8 @@ async function spawnDirectly(count: number, concurrency: number): Promise<number
 async function main() {
   const config = benchConfig();
   log(`job benchmark: ${TASKS} tasks at concurrency ${CONCURRENCY}; data in ${path.relative(process.cwd(), config.dataDir)}`);
-  const { stack, credentials } = await prepare(config, (line) => log(`  [stack] ${line}`), { keepRunning: false });
-  const full = configOnStack(config, stack);
-  const pg = createPool(stack.databaseUrl, 30);
-  const app = await buildApp(full);
-  await app.ready();
-  const runtime = new BwrapRuntime({ dataDir: full.dataDir });
-  const temporal = new Client({ connection: await Connection.connect({ address: full.temporalAddress }), namespace: full.temporalNamespace });
-  const workers = await Promise.all([
-    Worker.create({
-      connection: await NativeConnection.connect({ address: full.temporalAddress }),
-      namespace: full.temporalNamespace,
-      taskQueue: full.taskQueue,
-      workflowsPath: require.resolve('../../workflows'),
-      activities: createActivities({ config: full, pg, clickhouse: createClickHouse(full), temporal }),
-    }),
-    Worker.create({
-      connection: await NativeConnection.connect({ address: full.temporalAddress }),
-      namespace: full.temporalNamespace,
-      taskQueue: nodeTaskQueue(full),
-      activities: { ...createDeploymentNodeActivities({ runtime, dataDir: full.dataDir }), ...createJobNodeActivities({ runtime, pg }) },
-    }),
-  ]);
-  const running = workers.map((w) => w.run());
+  const platform = await startBenchPlatform(config, log, 30);
+  const { app, credentials } = platform;
   try {
     const call = (method: 'GET' | 'POST', url: string, payload?: object) =>
       app.inject({ method, url, payload, headers: { authorization: `Bearer ${credentials.apiKey}`, 'x-service-workspace': credentials.workspace } });
@@ -144,12 +113,7 @@ async function main() {
       ),
     );
   } finally {
-    for (const w of workers) w.shutdown();
-    await Promise.allSettled(running);
-    await app.close();
-    await temporal.connection.close();
-    await pg.end();
-    await stack.stop();
+    await platform.stop();
   }
 }
 

@@ -1,0 +1,75 @@
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import type { FastifyInstance } from 'fastify';
+import type { Pool } from 'pg';
+import { createActivities } from '../../activities';
+import { createNodeActivities } from '../../activities/node';
+import { buildApp } from '../../api/app';
+import type { BootstrapCredentials } from '../../api/bootstrap';
+import { createClickHouse } from '../../api/plugins/clickhouse';
+import { createPool } from '../../api/plugins/postgres';
+import { nodeTaskQueue, type HangarConfig } from '../../core/config';
+import { BwrapRuntime } from '../../runtime/bwrap-runtime';
+import { VolumeStore } from '../../runtime/volume-store';
+import { prepare } from '../../scripts/prepare';
+import type { Stack } from '../../scripts/stack';
+import { configOnStack } from './stack';
+
+export interface BenchPlatform {
+  stack: Stack;
+  credentials: BootstrapCredentials;
+  /** The configuration with the stack's service addresses. */
+  config: HangarConfig;
+  pg: Pool;
+  /** The base_url app, ready (not listening). */
+  app: FastifyInstance;
+  runtime: BwrapRuntime;
+  stop(): Promise<void>;
+}
+
+/**
+ * A whole platform in this process for a workload benchmark: its own services, the base_url app,
+ * and the control and node workers with the same activities as the real workers.
+ */
+export async function startBenchPlatform(config: HangarConfig, log: (line: string) => void, poolSize = 10): Promise<BenchPlatform> {
+  const { stack, credentials } = await prepare(config, (line) => log(`  [stack] ${line}`), { keepRunning: false });
+  const full = configOnStack(config, stack);
+  const pg = createPool(stack.databaseUrl, poolSize);
+  const app = await buildApp(full);
+  await app.ready();
+  const runtime = new BwrapRuntime({ dataDir: full.dataDir });
+  const temporal = new Client({ connection: await Connection.connect({ address: full.temporalAddress }), namespace: full.temporalNamespace });
+  const workers = await Promise.all([
+    Worker.create({
+      connection: await NativeConnection.connect({ address: full.temporalAddress }),
+      namespace: full.temporalNamespace,
+      taskQueue: full.taskQueue,
+      workflowsPath: require.resolve('../../workflows'),
+      activities: createActivities({ config: full, pg, clickhouse: createClickHouse(full), temporal }),
+    }),
+    Worker.create({
+      connection: await NativeConnection.connect({ address: full.temporalAddress }),
+      namespace: full.temporalNamespace,
+      taskQueue: nodeTaskQueue(full),
+      activities: createNodeActivities({ config: full, runtime, volumes: new VolumeStore({ dataDir: full.dataDir }), pg }),
+    }),
+  ]);
+  const running = workers.map((w) => w.run());
+  return {
+    stack,
+    credentials,
+    config: full,
+    pg,
+    app,
+    runtime,
+    async stop() {
+      for (const w of workers) w.shutdown();
+      await Promise.allSettled(running);
+      for (const sandbox of await runtime.list()) await runtime.remove(sandbox.id).catch(() => undefined);
+      await app.close();
+      await temporal.connection.close();
+      await pg.end();
+      await stack.stop();
+    },
+  };
+}
