@@ -3,7 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { decodeCursor, encodeCursor } from '../../core/billing/cursor';
 import { InvalidInput } from '../../core/billing/errors';
 import type { MetricsQuery, MetricsWindow } from '../../core/billing/metrics-query';
-import { assembleMetrics, type MetricsResponse, type Row } from '../../core/billing/metrics-response';
+import { assembleMetrics, groupKey, type MetricsResponse, type Row } from '../../core/billing/metrics-response';
 import { bucketSql, groupListSql, resourceTypesSql, totalsSql, type MetricsScope } from '../../core/billing/metrics-sql';
 import { ApiError } from '../errors';
 
@@ -21,14 +21,20 @@ export class MetricsReader {
       if (query.groupBy.length === 0) throw new InvalidInput('cursor', 'cursor is invalid or was issued for a different query');
       after = decodeCursor(query.cursor, fingerprint, query.groupBy.length);
     }
-    const grouped = query.groupBy.length > 0;
-    // All at once: the page's groups, their buckets (the bucket statement finds the same groups
-    // itself) and the window totals.
-    const [groups, buckets, totals] = await Promise.all([
-      grouped ? this.rows(groupListSql(scope, query, after)) : undefined,
-      this.rows(bucketSql(scope, query, after)),
-      grouped ? this.rows(totalsSql(scope, query)) : undefined,
-    ]);
+    if (query.groupBy.length === 0) {
+      const buckets = await this.rows(bucketSql(scope, query, undefined, undefined));
+      return assembleMetrics(query, { buckets }, () => '');
+    }
+    // The page's groups first (cheap: no buckets, coarse tables), then the buckets of exactly
+    // that key range; the window totals alongside.
+    const page = async () => {
+      const groups = await this.rows(groupListSql(scope, query, after));
+      const served = groups.slice(0, query.limit);
+      const lastKey = served.length > 0 ? groupKey(query, served[served.length - 1]) : undefined;
+      const buckets = lastKey ? await this.rows(bucketSql(scope, query, after, lastKey)) : [];
+      return { groups, buckets };
+    };
+    const [totals, { groups, buckets }] = await Promise.all([this.rows(totalsSql(scope, query)), page()]);
     return assembleMetrics(query, { groups, buckets, totals }, (key) => encodeCursor(fingerprint, key));
   }
 

@@ -66,21 +66,16 @@ export function groupListSql(scope: MetricsScope, query: MetricsQuery, after: re
 }
 
 /**
- * Cost (and usage) per bucket of the groups groupListSql lists, which this statement lists again
- * itself (cheaply, from the coarse tables) so that both can run at once; the list also lets the
- * primary key skip the other groups' rows. Of every row for an ungrouped query.
+ * Cost (and usage) per bucket of the groups with keys in (after, upTo]: exactly those of one page
+ * as groupListSql listed them, a key range the primary key uses to skip other groups' rows. Of
+ * every row for an ungrouped query.
  */
-export function bucketSql(scope: MetricsScope, query: MetricsQuery, after: readonly string[] | undefined): string {
+export function bucketSql(scope: MetricsScope, query: MetricsQuery, after: readonly string[] | undefined, upTo: readonly string[] | undefined): string {
   const keys = keyColumns(query);
   const measures = ['toString(sum(cost)) AS cost_sum'];
   if (reportsUsage(query.groupBy)) measures.push('toString(sum(quantity)) AS quantity_sum');
-  let restriction: string | undefined;
-  if (keys.length > 0) {
-    const keyList = keys.join(', ');
-    const listed = unionOf(scope, query, keys, WHOLE_WINDOW, after);
-    restriction = `${tupleOf(keys)} IN (SELECT ${keyList} FROM (${listed}) GROUP BY ${keyList} ORDER BY ${keyList} LIMIT ${sqlLiteral(query.limit + 1)})`;
-  }
-  const rows = unionOf(scope, query, [...keys, ...measureColumns(query), 't'], query.resolution, after, restriction);
+  const upToCondition = upTo ? `${tupleOf(keys)} <= ${tupleOf(upTo.map(sqlLiteral))}` : undefined;
+  const rows = unionOf(scope, query, [...keys, ...measureColumns(query), 't'], query.resolution, after, upToCondition);
   const groupKeys = [...keys, 'bucket'].join(', ');
   return `SELECT ${groupKeys}, ${measures.join(', ')} FROM (SELECT *, ${BUCKET_SECONDS[query.resolution]} AS bucket FROM (${rows})) GROUP BY ${groupKeys}`;
 }

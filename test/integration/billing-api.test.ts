@@ -100,3 +100,14 @@ describe('usage-events ingestion', () => {
     expect(foreign.statusCode).toBe(404);
   });
 });
+
+describe('OpenAPI', () => {
+  it('documents the billing routes', async () => {
+    const res = await h.app.inject({ method: 'GET', url: '/openapi.json' });
+    expect(res.statusCode).toBe(200);
+    const paths = Object.keys(res.json().paths);
+    for (const path of ['/v0/accounts/{accountId}/metrics', '/v0/accounts/{accountId}/metrics/enums/group-by', '/v0/accounts/{accountId}/metrics/enums/resource-types', '/v0/accounts/{accountId}/usage-events']) {
+      expect(paths).toContain(path);
+    }
+  });
+});

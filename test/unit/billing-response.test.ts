@@ -99,19 +99,20 @@ describe('metrics SQL', () => {
 
   it('escapes every value and names only allowlisted columns and tables', () => {
     const query = parseMetricsQuery({ ...window, groupBy: 'resource_name', resourceName: "x' OR '1'='1", workspace: 'a\\b' });
-    const sql = groupListSql({ ...scope, visibleWorkspaces: ["w'1"] }, query, ["it's"]) + bucketSql(scope, query, ["it's"]);
+    const sql = groupListSql({ ...scope, visibleWorkspaces: ["w'1"] }, query, ["it's"]) + bucketSql(scope, query, ["it's"], ['zz']);
     expect(sql).toContain("resource_name = 'x\\' OR \\'1\\'=\\'1'");
     expect(sql).toContain("workspace = 'a\\\\b'");
     expect(sql).toContain("account_id = 'acc\\'1'");
     expect(sql).toContain("workspace IN ('w\\'1')");
     expect(sql).toContain("resource_name > 'it\\'s'");
+    expect(sql).toContain("resource_name <= 'zz'");
     expect(sql).toMatch(/FROM hangar\.usage_hourly WHERE/);
     expect(sql).not.toContain('usage_daily FINAL');
   });
 
   it('reads whole days from the daily table unless buckets are hourly, and edges from raw', () => {
     const daily = parseMetricsQuery({ startTime: '2026-04-01T10:30:00Z', endTime: '2026-04-05T00:00:00Z', resolution: 'daily', groupBy: 'resource_name' });
-    const sql = bucketSql(scope, daily, undefined);
+    const sql = bucketSql(scope, daily, undefined, undefined);
     expect(sql).toContain('hangar.usage_daily ');
     expect(sql).toContain('hangar.usage_hourly');
     expect(sql).toContain('hangar.usage_events FINAL');
@@ -121,7 +122,7 @@ describe('metrics SQL', () => {
     expect(groupListSql({ ...scope, visibleWorkspaces: [] }, daily, undefined)).toContain('0 = 1');
     // Without names or uuids, the smaller rollups serve.
     const byType = parseMetricsQuery({ ...window, groupBy: 'resource_type,billing_dimension' });
-    expect(bucketSql(scope, byType, undefined)).toContain('hangar.usage_hourly_dims');
-    expect(bucketSql(scope, parseMetricsQuery({ ...window, groupBy: 'resource_type', resourceName: 'x' }), undefined)).not.toContain('_dims');
+    expect(bucketSql(scope, byType, undefined, undefined)).toContain('hangar.usage_hourly_dims');
+    expect(bucketSql(scope, parseMetricsQuery({ ...window, groupBy: 'resource_type', resourceName: 'x' }), undefined, undefined)).not.toContain('_dims');
   });
 });
