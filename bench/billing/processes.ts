@@ -1,7 +1,7 @@
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { Client } from '@temporalio/client';
 import { createUsageActivities, startUsageFlush } from '../../activities/usage';
-import { buildBillingApp } from '../../api/billing/app';
+import { buildApp } from '../../api/app';
 import { createClickHouse } from '../../api/plugins/clickhouse';
 import { createPool } from '../../api/plugins/postgres';
 import type { HangarConfig } from '../../core/config';
@@ -14,7 +14,7 @@ import type { HangarConfig } from '../../core/config';
 export const BENCH_TASK_QUEUE = 'billing-bench';
 
 async function runApi(config: HangarConfig): Promise<void> {
-  const app = await buildBillingApp(config);
+  const app = await buildApp(config);
   await app.listen({ host: '127.0.0.1', port: config.basePort });
 }
 

@@ -1,7 +1,7 @@
 import { createClient, type ClickHouseClient } from '@clickhouse/client';
 import { Pool } from 'pg';
 import { flushUsageOutbox } from '../../activities/usage';
-import { buildBillingApp } from '../../api/billing/app';
+import { buildApp } from '../../api/app';
 import { usageTables, type UsageTables } from '../../core/billing/storage';
 import { addIdentity, createTenant, testConfig, unique, type TestIdentity, type TestTenant } from '../helpers/platform';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
@@ -20,7 +20,7 @@ export interface BillingHarness {
 
 export async function startBillingHarness(): Promise<BillingHarness> {
   const config = testConfig();
-  const app = await buildBillingApp(config);
+  const app = await buildApp(config);
   await app.ready();
   const tables = usageTables(config.clickhouseDatabase);
   return {
