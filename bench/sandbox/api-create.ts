@@ -1,0 +1,102 @@
+import path from 'node:path';
+import { buildSandboxGatewayApp } from '../../api/gateway/sandbox-app';
+import { loadConfig, type HangarConfig } from '../../core/config';
+import { repoRoot } from '../../scripts/stack/binaries';
+import { startBenchPlatform } from '../common/platform';
+import { percentile } from '../common/stats';
+import { formatTable } from '../common/table';
+
+/**
+ * Sandbox creation the way a user sees it: POST /v0/sandboxes (row + lifecycle workflow + node
+ * activity + agent health) until the first POST /process through the gateway succeeds, next to
+ * the runtime's own create (the floor: the same start without the API and Temporal). Pass
+ * BENCH_WARM_POOL to measure with started sandboxes waiting.
+ */
+const RUNS = Number(process.env.BENCH_RUNS ?? 15);
+const WARM_POOL = Number(process.env.BENCH_WARM_POOL ?? 0);
+
+function benchConfig(): HangarConfig {
+  const ports = {
+    HANGAR_POSTGRES_PORT: 56332,
+    HANGAR_CLICKHOUSE_HTTP_PORT: 19023,
+    HANGAR_CLICKHOUSE_TCP_PORT: 19900,
+    HANGAR_TEMPORAL_PORT: 8133,
+    HANGAR_TEMPORAL_UI_PORT: 9133,
+    HANGAR_BASE_PORT: 18980,
+    HANGAR_RUN_PORT: 18981,
+    HANGAR_SANDBOX_PORT: 18982,
+  };
+  const config = loadConfig({
+    ...Object.fromEntries(Object.entries(ports).map(([name, port]) => [name, String(port)])),
+    HANGAR_DATA_DIR: path.resolve(repoRoot(), process.env.BENCH_DATA_DIR || path.join('.data-bench', 'sandbox-api')),
+    HANGAR_TASK_QUEUE: `bench-sandbox-api-${process.pid}`,
+    HANGAR_SANDBOX_WARM_POOL: String(WARM_POOL),
+  });
+  return { ...config, logLevel: '' };
+}
+
+const log = (line: string) => console.log(line);
+
+async function main() {
+  const platform = await startBenchPlatform(benchConfig(), log);
+  const { app, credentials, runtime, config } = platform;
+  const gateway = await buildSandboxGatewayApp(config, runtime);
+  if (WARM_POOL > 0) await runtime.prewarm();
+  const headers = { authorization: `Bearer ${credentials.apiKey}`, 'x-service-workspace': credentials.workspace };
+  const viaApi: number[] = [];
+  const direct: number[] = [];
+  try {
+    for (let i = 0; i < RUNS; i++) {
+      const name = `bench-${i}-${Date.now().toString(36)}`;
+      const began = performance.now();
+      const created = await app.inject({ method: 'POST', url: '/v0/sandboxes', headers, payload: { metadata: { name }, spec: { runtime: { memory: 256 } } } });
+      if (created.statusCode !== 200) throw new Error(`create: ${created.body}`);
+      const url = new URL(created.json().metadata.url);
+      for (;;) {
+        const res = await gateway.inject({
+          method: 'POST',
+          url: `${url.pathname}/process`,
+          headers: { host: url.host, authorization: headers.authorization, 'content-type': 'application/json' },
+          payload: JSON.stringify({ command: 'true', waitForCompletion: true }),
+        });
+        if (res.statusCode === 200) break;
+        if (res.statusCode !== 503) throw new Error(`process: ${res.statusCode} ${res.body}`);
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+      viaApi.push(performance.now() - began);
+      await app.inject({ method: 'DELETE', url: `/v0/sandboxes/${name}`, headers });
+
+      const id = `bench-direct-${i}-${process.pid}`;
+      const start = performance.now();
+      await runtime.start({ id, workspaceId: 'bench', image: 'base', memoryMb: 256, envs: [], volumes: [] });
+      direct.push(performance.now() - start);
+      await runtime.remove(id);
+      if (WARM_POOL > 0) await runtime.prewarm();
+    }
+    const p = (xs: number[], q: number) => percentile(xs, q).toFixed(1);
+    console.log(
+      '\n' +
+        formatTable(
+          ['measure', 'p50 ms', 'p95 ms', 'floor', 'p50 ms', 'ratio'],
+          [
+            [
+              `POST /v0/sandboxes -> first POST /process ok (warm pool ${WARM_POOL})`,
+              p(viaApi, 50),
+              p(viaApi, 95),
+              'runtime start alone',
+              p(direct, 50),
+              `${(percentile(viaApi, 50) / percentile(direct, 50)).toFixed(1)}x`,
+            ],
+          ],
+        ),
+    );
+  } finally {
+    await gateway.close();
+    await platform.stop();
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
