@@ -37,7 +37,7 @@ export async function startBenchPlatform(config: HangarConfig, log: (line: strin
   const pg = createPool(stack.databaseUrl, poolSize);
   const app = await buildApp(full);
   await app.ready();
-  const runtime = new BwrapRuntime({ dataDir: full.dataDir });
+  const runtime = new BwrapRuntime({ dataDir: full.dataDir, warmPool: full.sandboxWarmPool });
   const temporal = new Client({ connection: await Connection.connect({ address: full.temporalAddress }), namespace: full.temporalNamespace });
   const workers = await Promise.all([
     Worker.create({

@@ -42,12 +42,17 @@ async function main() {
   const { app, credentials, runtime, config } = platform;
   const gateway = await buildSandboxGatewayApp(config, runtime);
   if (WARM_POOL > 0) await runtime.prewarm();
+  // Steady state of a pool sized for the arrival rate: a started sandbox is waiting.
+  const poolReady = async () => {
+    while (WARM_POOL > 0 && runtime.warmPoolStatus().ready === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+  };
   const headers = { authorization: `Bearer ${credentials.apiKey}`, 'x-service-workspace': credentials.workspace };
   const viaApi: number[] = [];
   const direct: number[] = [];
   try {
     for (let i = 0; i < RUNS; i++) {
       const name = `bench-${i}-${Date.now().toString(36)}`;
+      await poolReady();
       const began = performance.now();
       const created = await app.inject({ method: 'POST', url: '/v0/sandboxes', headers, payload: { metadata: { name }, spec: { runtime: { memory: 256 } } } });
       if (created.statusCode !== 200) throw new Error(`create: ${created.body}`);
@@ -67,11 +72,11 @@ async function main() {
       await app.inject({ method: 'DELETE', url: `/v0/sandboxes/${name}`, headers });
 
       const id = `bench-direct-${i}-${process.pid}`;
+      await poolReady();
       const start = performance.now();
       await runtime.start({ id, workspaceId: 'bench', image: 'base', memoryMb: 256, envs: [], volumes: [] });
       direct.push(performance.now() - start);
       await runtime.remove(id);
-      if (WARM_POOL > 0) await runtime.prewarm();
     }
     const p = (xs: number[], q: number) => percentile(xs, q).toFixed(1);
     console.log(
