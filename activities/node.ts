@@ -14,7 +14,7 @@ export interface NodeActivityDeps {
   config: HangarConfig;
   runtime: NodeRuntime;
   volumes: VolumeStore;
-  /** Job tasks record their progress in PostgreSQL, so a restarted worker resumes them. */
+  /** Sandbox starts record their status, job tasks their progress, so a restarted worker resumes them. */
   pg: Pool;
   /** Extra folders bound into every job sandbox (tests observe tasks through one). */
   jobMounts?: RuntimeVolumeMount[];
@@ -23,7 +23,7 @@ export interface NodeActivityDeps {
 /** Every activity a node's runtime worker runs: what touches this machine's sandboxes and volumes. */
 export function createNodeActivities({ config, runtime, volumes, pg, jobMounts }: NodeActivityDeps) {
   return {
-    ...createSandboxNodeActivities({ runtime, volumes }),
+    ...createSandboxNodeActivities({ runtime, volumes, pg }),
     ...createVolumeNodeActivities({ volumes }),
     ...createDeploymentNodeActivities({ runtime, dataDir: config.dataDir, builtins: new BuiltinWorkloads(config) }),
     ...createJobNodeActivities({ runtime, pg, volumes: jobMounts }),

@@ -8,9 +8,6 @@ import { recordUsage } from './usage-metering';
 export function createSandboxControlActivities({ pg }: Pick<ActivityDeps, 'pg'>) {
   const store = new ResourceStore(pg);
   return {
-    async markSandboxDeployed(key: SandboxKey): Promise<void> {
-      await store.transition(key.id, 'DEPLOYED', { type: 'Normal', message: 'sandbox is running' }, { state: 'RUNNING', lastUsedAt: new Date().toISOString() });
-    },
     async markSandboxFailed(key: SandboxKey, message: string): Promise<void> {
       await store.transition(key.id, 'FAILED', { type: 'Warning', message });
     },

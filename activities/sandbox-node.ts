@@ -1,4 +1,6 @@
 import { ApplicationFailure } from '@temporalio/activity';
+import type { Pool } from 'pg';
+import { ResourceStore } from '../api/management/resources/store';
 import { DEFAULT_SANDBOX_IMAGE, DEFAULT_SANDBOX_MEMORY_MB, type SandboxKey, type SandboxSpec } from '../core/sandbox/types';
 import { SandboxSpecError, type RuntimeVolumeMount, type SandboxRuntime } from '../runtime/types';
 import type { VolumeStore } from '../runtime/volume-store';
@@ -11,7 +13,9 @@ export type NodeRuntime = SandboxRuntime & { imageSizeBytes(image: string): Prom
  * activity is idempotent (start returns the running sandbox, remove of a missing one is a no-op),
  * so retries after a worker crash are safe.
  */
-export function createSandboxNodeActivities({ runtime, volumes }: { runtime: NodeRuntime; volumes?: VolumeStore }) {
+export function createSandboxNodeActivities({ runtime, volumes, pg }: { runtime: NodeRuntime; volumes?: VolumeStore; pg: Pool }) {
+  const store = new ResourceStore(pg);
+
   /** The sandbox's volumes as host folders; the control plane resolved their names to ids. */
   async function volumeMounts(spec: SandboxSpec): Promise<RuntimeVolumeMount[]> {
     const mounts: RuntimeVolumeMount[] = [];
@@ -24,6 +28,10 @@ export function createSandboxNodeActivities({ runtime, volumes }: { runtime: Nod
   }
 
   return {
+    /**
+     * Starts the sandbox and marks it DEPLOYED (RUNNING) in the same activity: creation is on
+     * the user's critical path, and a separate control activity would add a workflow round trip.
+     */
     async startSandbox(key: SandboxKey, spec: SandboxSpec): Promise<void> {
       const mounts = await volumeMounts(spec);
       try {
@@ -41,6 +49,7 @@ export function createSandboxNodeActivities({ runtime, volumes }: { runtime: Nod
         if (err instanceof SandboxSpecError) throw ApplicationFailure.nonRetryable(err.message, 'SandboxSpecError');
         throw err;
       }
+      await store.transition(key.id, 'DEPLOYED', { type: 'Normal', message: 'sandbox is running' }, { state: 'RUNNING', lastUsedAt: new Date().toISOString() });
     },
 
     /**

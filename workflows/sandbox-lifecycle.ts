@@ -94,6 +94,7 @@ export async function sandboxLifecycle(input: SandboxLifecycleInput): Promise<vo
   let reason = 'deleted by request';
   if (input.phase === 'create') {
     try {
+      // Also marks it DEPLOYED (see the activity).
       await node.startSandbox(key, spec);
     } catch (err) {
       await control.markSandboxFailed(key, `failed to start: ${(err as Error).message}`);
@@ -101,7 +102,6 @@ export async function sandboxLifecycle(input: SandboxLifecycleInput): Promise<vo
       await condition(() => deleting);
       return cleanUp(reason);
     }
-    await control.markSandboxDeployed(key);
     meteredUntil = Date.now();
     metering = true;
   }
