@@ -8,10 +8,12 @@ import { buildApp } from '../../api/app';
 import type { BootstrapCredentials } from '../../api/bootstrap';
 import { createClickHouse } from '../../api/plugins/clickhouse';
 import { createPool } from '../../api/plugins/postgres';
-import { nodeTaskQueue, type HangarConfig } from '../../core/config';
+import path from 'node:path';
+import { loadConfig, nodeTaskQueue, type HangarConfig } from '../../core/config';
 import { BwrapRuntime } from '../../runtime/bwrap-runtime';
 import { VolumeStore } from '../../runtime/volume-store';
 import { prepare } from '../../scripts/prepare';
+import { repoRoot } from '../../scripts/stack/binaries';
 import type { Stack } from '../../scripts/stack';
 import { configOnStack } from './stack';
 
@@ -72,4 +74,29 @@ export async function startBenchPlatform(config: HangarConfig, log: (line: strin
       await stack.stop();
     },
   };
+}
+
+/**
+ * A benchmark's configuration: its own data folder (`.data-bench/<name>`, or BENCH_DATA_DIR), its
+ * own task queue, and eight consecutive ports from `portBase` so benchmarks never share services
+ * with each other, the tests or `npm start`.
+ */
+export function benchConfig(name: string, portBase: number, env: Record<string, string> = {}): HangarConfig {
+  const names = [
+    'HANGAR_POSTGRES_PORT',
+    'HANGAR_CLICKHOUSE_HTTP_PORT',
+    'HANGAR_CLICKHOUSE_TCP_PORT',
+    'HANGAR_TEMPORAL_PORT',
+    'HANGAR_TEMPORAL_UI_PORT',
+    'HANGAR_BASE_PORT',
+    'HANGAR_RUN_PORT',
+    'HANGAR_SANDBOX_PORT',
+  ];
+  const config = loadConfig({
+    ...Object.fromEntries(names.map((variable, i) => [variable, String(portBase + i)])),
+    HANGAR_DATA_DIR: path.resolve(repoRoot(), process.env.BENCH_DATA_DIR || path.join('.data-bench', name)),
+    HANGAR_TASK_QUEUE: `bench-${name}-${process.pid}`,
+    ...env,
+  });
+  return { ...config, logLevel: '' };
 }

@@ -1,8 +1,5 @@
-import path from 'node:path';
 import { buildSandboxGatewayApp } from '../../api/gateway/sandbox-app';
-import { loadConfig, type HangarConfig } from '../../core/config';
-import { repoRoot } from '../../scripts/stack/binaries';
-import { startBenchPlatform } from '../common/platform';
+import { benchConfig, startBenchPlatform } from '../common/platform';
 import { percentile } from '../common/stats';
 import { formatTable } from '../common/table';
 
@@ -15,30 +12,10 @@ import { formatTable } from '../common/table';
 const RUNS = Number(process.env.BENCH_RUNS ?? 15);
 const WARM_POOL = Number(process.env.BENCH_WARM_POOL ?? 0);
 
-function benchConfig(): HangarConfig {
-  const ports = {
-    HANGAR_POSTGRES_PORT: 56332,
-    HANGAR_CLICKHOUSE_HTTP_PORT: 19023,
-    HANGAR_CLICKHOUSE_TCP_PORT: 19900,
-    HANGAR_TEMPORAL_PORT: 8133,
-    HANGAR_TEMPORAL_UI_PORT: 9133,
-    HANGAR_BASE_PORT: 18980,
-    HANGAR_RUN_PORT: 18981,
-    HANGAR_SANDBOX_PORT: 18982,
-  };
-  const config = loadConfig({
-    ...Object.fromEntries(Object.entries(ports).map(([name, port]) => [name, String(port)])),
-    HANGAR_DATA_DIR: path.resolve(repoRoot(), process.env.BENCH_DATA_DIR || path.join('.data-bench', 'sandbox-api')),
-    HANGAR_TASK_QUEUE: `bench-sandbox-api-${process.pid}`,
-    HANGAR_SANDBOX_WARM_POOL: String(WARM_POOL),
-  });
-  return { ...config, logLevel: '' };
-}
-
 const log = (line: string) => console.log(line);
 
 async function main() {
-  const platform = await startBenchPlatform(benchConfig(), log);
+  const platform = await startBenchPlatform(benchConfig('sandbox-api', 56640, { HANGAR_SANDBOX_WARM_POOL: String(WARM_POOL) }), log);
   const { app, credentials, runtime, config } = platform;
   const gateway = await buildSandboxGatewayApp(config, runtime);
   if (WARM_POOL > 0) await runtime.prewarm();

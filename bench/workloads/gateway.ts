@@ -3,12 +3,11 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { buildRunApp } from '../../api/gateway/run-app';
 import { deployFolder } from '../../cli/deploy';
-import { loadConfig, type HangarConfig } from '../../core/config';
 import { repoRoot } from '../../scripts/stack/binaries';
 import { measureInterleaved } from '../common/load';
 import { ratios } from '../common/stats';
 import { formatTable } from '../common/table';
-import { startBenchPlatform } from '../common/platform';
+import { benchConfig, startBenchPlatform } from '../common/platform';
 
 /**
  * Inference gateway benchmark (after a build, as root: `node dist/bench/workloads/gateway.js`).
@@ -24,25 +23,6 @@ const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 4000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
 const log = (line: string) => process.stdout.write(`${line}\n`);
 
-function benchConfig(): HangarConfig {
-  const ports = {
-    HANGAR_POSTGRES_PORT: 56332,
-    HANGAR_CLICKHOUSE_HTTP_PORT: 19023,
-    HANGAR_CLICKHOUSE_TCP_PORT: 19900,
-    HANGAR_TEMPORAL_PORT: 8133,
-    HANGAR_TEMPORAL_UI_PORT: 9133,
-    HANGAR_BASE_PORT: 18980,
-    HANGAR_RUN_PORT: 18981,
-    HANGAR_SANDBOX_PORT: 18982,
-  };
-  const config = loadConfig({
-    ...Object.fromEntries(Object.entries(ports).map(([name, port]) => [name, String(port)])),
-    HANGAR_DATA_DIR: path.resolve(repoRoot(), process.env.BENCH_DATA_DIR || path.join('.data-bench', 'gateway')),
-    HANGAR_TASK_QUEUE: `bench-gateway-${process.pid}`,
-  });
-  return { ...config, logLevel: '' };
-}
-
 /** One POST with a small JSON body over a keep-alive agent; rejects on anything but 200. */
 function post(agent: http.Agent, target: { socketPath: string } | { host: string; port: number }, urlPath: string, headers: Record<string, string>): Promise<void> {
   const body = '{"inputs":"hello"}';
@@ -57,7 +37,7 @@ function post(agent: http.Agent, target: { socketPath: string } | { host: string
 }
 
 async function main() {
-  const config = benchConfig();
+  const config = benchConfig('gateway', 56600);
   log(`gateway benchmark: ${REQUESTS} requests at concurrency ${CONCURRENCY}`);
   const platform = await startBenchPlatform(config, log);
   const { app, credentials, pg } = platform;

@@ -3,11 +3,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import * as tar from 'tar';
-import { loadConfig, type HangarConfig } from '../../core/config';
 import { TERMINAL_EXECUTION_STATUSES, type ExecutionStatus } from '../../core/jobs/execution';
-import { repoRoot } from '../../scripts/stack/binaries';
 import { formatTable } from '../common/table';
-import { startBenchPlatform } from '../common/platform';
+import { benchConfig, startBenchPlatform } from '../common/platform';
 
 /**
  * Job benchmark (after a build, as root: `node dist/bench/workloads/jobs.js`).
@@ -22,25 +20,6 @@ import { startBenchPlatform } from '../common/platform';
 const TASKS = Number(process.env.BENCH_JOB_TASKS ?? 1000);
 const CONCURRENCY = Number(process.env.BENCH_JOB_CONCURRENCY ?? 20);
 const log = (line: string) => process.stdout.write(`${line}\n`);
-
-function benchConfig(): HangarConfig {
-  const ports = {
-    HANGAR_POSTGRES_PORT: 56232,
-    HANGAR_CLICKHOUSE_HTTP_PORT: 18923,
-    HANGAR_CLICKHOUSE_TCP_PORT: 19800,
-    HANGAR_TEMPORAL_PORT: 8033,
-    HANGAR_TEMPORAL_UI_PORT: 9033,
-    HANGAR_BASE_PORT: 18880,
-    HANGAR_RUN_PORT: 18881,
-    HANGAR_SANDBOX_PORT: 18882,
-  };
-  const config = loadConfig({
-    ...Object.fromEntries(Object.entries(ports).map(([name, port]) => [name, String(port)])),
-    HANGAR_DATA_DIR: path.resolve(repoRoot(), process.env.BENCH_DATA_DIR || path.join('.data-bench', 'jobs')),
-    HANGAR_TASK_QUEUE: `bench-jobs-${process.pid}`,
-  });
-  return { ...config, logLevel: '' };
-}
 
 /** The floor: the same processes, spawned straight from here, CONCURRENCY at a time. */
 async function spawnDirectly(count: number, concurrency: number): Promise<number> {
@@ -61,7 +40,7 @@ async function spawnDirectly(count: number, concurrency: number): Promise<number
 }
 
 async function main() {
-  const config = benchConfig();
+  const config = benchConfig('jobs', 56620);
   log(`job benchmark: ${TASKS} tasks at concurrency ${CONCURRENCY}; data in ${path.relative(process.cwd(), config.dataDir)}`);
   const platform = await startBenchPlatform(config, log, 30);
   const { app, credentials } = platform;
