@@ -3,6 +3,7 @@ import { ConnectionStore } from '../api/management/integrations/connection-store
 import { ProvisioningStore } from '../api/management/integrations/provisioning-store';
 import { RESOURCE_KINDS } from '../api/management/resources/kinds';
 import { ResourceStore } from '../api/management/resources/store';
+import { deployIntegrationFunction } from '../api/management/workloads/deployments';
 import { ApiError } from '../api/errors';
 import { findIntegration, type IntegrationDefinition } from '../core/integrations/catalog';
 import { MCP_FUNCTION_TYPE, boundConnections } from '../core/integrations/function-binding';
@@ -145,13 +146,22 @@ export function createProvisioningActivities(deps: ActivityDeps) {
       const input = { displayName: `${integration.displayName} MCP server of ${run.tenant}`, labels: {}, spec };
       const owner = { provisionedTenant: run.tenant, provisionedIntegration: integration.name };
       const created = await resources.create(key, input, functionKind.initialStatus, functionKind.initialMessage, run.actor, owner);
+      const row = created ?? (await resources.get(key));
       if (!created) {
-        const existing = await resources.get(key);
         const ours =
-          existing?.state.provisionedTenant === run.tenant &&
-          existing.state.provisionedIntegration === integration.name &&
-          boundConnections(existing.spec).includes(connectionName);
+          row?.state.provisionedTenant === run.tenant &&
+          row.state.provisionedIntegration === integration.name &&
+          boundConnections(row.spec).includes(connectionName);
         if (!ours) throw rejected(`function '${name}' already exists in workspace '${run.workspace}' and is not the MCP server of tenant '${run.tenant}'`);
+      }
+      // Deploy it the way POST /v0/functions does; a retry finding it still undeployed asks again.
+      if (row && row.status === functionKind.initialStatus) {
+        await deployIntegrationFunction(
+          deps,
+          { id: row.id, workspace: run.workspace, workspaceId: run.workspaceId, kind: 'functions', name },
+          spec,
+          run.actor,
+        );
       }
       return { connectionName, functionName: name, mcpUrl: functionKind.url(deps.config, run.workspace, name) };
     },

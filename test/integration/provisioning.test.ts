@@ -146,6 +146,10 @@ test("happy path: the example backend connects a user, and the tenant's MCP serv
   const fn = (await api('GET', '/v0/functions/email-alice')).json();
   expect(fn.spec).toEqual({ type: 'mcp', integrationConnections: ['email-alice'], runtime: { type: 'mcp' } });
   expect(fn.metadata.url).toBe(`${t.config.runUrl}/${tenant.workspace}/functions/email-alice/mcp`);
+  // Provisioning deploys it like POST /v0/functions does: a revision of the built-in server.
+  const revisions = await api('GET', '/v0/functions/email-alice/revisions');
+  expect(revisions.statusCode).toBe(200);
+  expect(revisions.json()).toHaveLength(1);
 
   // The hosted hop through run_url arrives with the workloads issue; here the function's MCP
   // server runs from the environment the catalog builds out of the bound connection.
