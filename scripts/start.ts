@@ -18,7 +18,7 @@ const began = Date.now();
 const elapsed = () => `${((Date.now() - began) / 1000).toFixed(1).padStart(5)}s`;
 const step = (line: string) => console.log(`[${elapsed()}] ${line}`);
 
-/** The platform processes, as compiled by tsc; one missing (not written yet) is skipped with a warning. */
+/** The platform processes, as compiled by tsc (install-deps.sh builds them). */
 const PLATFORM_PROCESSES = [
   { name: 'api', script: path.join('dist', 'api', 'server.js') },
   { name: 'control-worker', script: path.join('dist', 'workers', 'control.js') },
@@ -102,17 +102,12 @@ async function main(): Promise<void> {
     const env = platformEnv(config, stack);
     for (const { name, script } of PLATFORM_PROCESSES) {
       const file = path.join(root, script);
-      if (!fs.existsSync(file)) {
-        step(`WARNING: ${script} does not exist (not built yet?); ${name} not started`);
-        continue;
-      }
+      if (!fs.existsSync(file)) throw new Error(`${script} does not exist: run npm run build`);
       children.push(superviseChild({ name, argv: [process.execPath, file], env, cwd: root, output: (line) => console.log(line), log: step }));
       step(`${name} started`);
     }
-    if (children.some((child) => child.name === 'api')) {
-      await waitUntilReady(`the API at ${config.baseUrl}`, () => apiHealthy(config.baseUrl), { timeoutMs: HEALTH_TIMEOUT_MS, intervalMs: 500 });
-      step('API healthy');
-    }
+    await waitUntilReady(`the API at ${config.baseUrl}`, () => apiHealthy(config.baseUrl), { timeoutMs: HEALTH_TIMEOUT_MS, intervalMs: 500 });
+    step('API healthy');
     printSummary(config, stack, credentials);
   } catch (err) {
     console.error(`hangar failed to start: ${(err as Error).message}`);
