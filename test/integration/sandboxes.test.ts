@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import { buildSandboxGatewayApp } from '../../api/gateway/sandbox-app';
 import { sandboxWorkflowId } from '../../core/sandbox/types';
 import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../helpers/platform';
+import { tenantResources } from '../helpers/resources';
 import { testRuntime } from '../helpers/sandbox-runtime';
 import { eventually, startControlWorker, startNodeWorker, type RunningWorker } from '../helpers/workers';
 
@@ -30,32 +31,13 @@ afterAll(async () => {
   await t.close();
 });
 
-const api = (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payload?: object) =>
-  t.call(tenant.admin.apiKey, { method, url, payload, workspace: tenant.workspace });
-
-/** A call to the sandbox's own API through the gateway, at its metadata.url. */
-function sandboxCall(name: string, method: 'GET' | 'POST' | 'DELETE', path: string, payload?: object, key = tenant.admin.apiKey) {
-  const base = new URL(`${t.config.sandboxUrlTemplate.replace('{workspace_id}', tenant.workspace).replace('{sandbox_id}', name)}`);
-  return gateway.inject({
-    method,
-    url: `${base.pathname}${path}`,
-    headers: { host: base.host, authorization: `Bearer ${key}`, ...(payload ? { 'content-type': 'application/json' } : {}) },
-    payload: payload ? JSON.stringify(payload) : undefined,
-  });
-}
-
-async function deployed(name: string) {
-  return eventually(`sandbox ${name} DEPLOYED`, async () => {
-    const res = await api('GET', `/v0/sandboxes/${name}`);
-    const body = res.json();
-    if (body.status === 'FAILED') throw new Error(JSON.stringify(body.events));
-    return body.status === 'DEPLOYED' ? body : undefined;
-  }, 60_000);
-}
-
-async function gone(name: string) {
-  await eventually(`sandbox ${name} gone`, async () => ((await api('GET', `/v0/sandboxes/${name}`)).statusCode === 404 ? true : undefined), 60_000);
-}
+const resources = () => tenantResources(t, tenant);
+const api: ReturnType<typeof tenantResources>['api'] = (...args) => resources().api(...args);
+const sandboxCall = (name: string, method: 'GET' | 'POST' | 'DELETE', path: string, payload?: object, key?: string) =>
+  resources().sandboxCall(gateway, name, method, path, payload, key);
+const deployed = (name: string) => resources().status('sandboxes', name, 'DEPLOYED');
+const gone = (name: string) => resources().gone('sandboxes', name);
+const idOf = (name: string) => resources().idOf('sandboxes', name);
 
 test('create: DEPLOYING, then DEPLOYED and RUNNING at its url; the sandbox API answers through the gateway', async () => {
   const created = await api('POST', '/v0/sandboxes', { metadata: { name: 'first' }, spec: { runtime: { memory: 256 } } });
@@ -94,7 +76,7 @@ test('the gateway checks the bearer token against the sandbox workspace and forw
 
 test('idle sandboxes go to STANDBY (frozen) and the next request resumes them transparently', async () => {
   const sandbox = (await api('GET', '/v0/sandboxes/first')).json();
-  const id = (await t.app.pg.query('SELECT id FROM resources WHERE name = $1 AND kind = $2 AND workspace_id = $3', ['first', 'sandboxes', tenant.workspaceId])).rows[0].id;
+  const id = await idOf('first');
   expect(sandbox.state).toBe('RUNNING');
   await eventually('standby', async () => ((await api('GET', '/v0/sandboxes/first')).json().state === 'STANDBY' ? true : undefined), 30_000);
   expect(await runtime.isFrozen(id)).toBe(true);
@@ -126,7 +108,7 @@ test('invalid lifetime rules are refused naming the field', async () => {
 });
 
 test('delete (of a sandbox in standby by now): DELETING, then gone with its processes and files', async () => {
-  const id = (await t.app.pg.query('SELECT id FROM resources WHERE name = $1 AND kind = $2 AND workspace_id = $3', ['first', 'sandboxes', tenant.workspaceId])).rows[0].id;
+  const id = await idOf('first');
   await eventually('standby again', async () => ((await runtime.status(id))?.state === 'frozen' ? true : undefined));
   const del = await api('DELETE', '/v0/sandboxes/first');
   expect(del.statusCode).toBe(200);
@@ -167,7 +149,7 @@ test('a node worker that is down during create: the sandbox deploys once it is b
 test('a control worker that is down during delete: the sandbox is gone once it is back', async () => {
   await api('POST', '/v0/sandboxes', { metadata: { name: 'orphan' }, spec: { runtime: { memory: 256 } } });
   await deployed('orphan');
-  const id = (await t.app.pg.query('SELECT id FROM resources WHERE name = $1 AND kind = $2 AND workspace_id = $3', ['orphan', 'sandboxes', tenant.workspaceId])).rows[0].id;
+  const id = await idOf('orphan');
   await control.stop();
   const del = await api('DELETE', '/v0/sandboxes/orphan');
   expect(del.statusCode).toBe(200);

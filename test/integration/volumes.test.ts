@@ -5,6 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import { volumeWorkflowId } from '../../core/volume/types';
 import { VolumeStore } from '../../runtime/volume-store';
 import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../helpers/platform';
+import { tenantResources } from '../helpers/resources';
 import { testRuntime } from '../helpers/sandbox-runtime';
 import { eventually, startControlWorker, startNodeWorker, type RunningWorker } from '../helpers/workers';
 
@@ -34,34 +35,17 @@ afterAll(async () => {
   await t.close();
 });
 
-const api = (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payload?: object) =>
-  t.call(tenant.admin.apiKey, { method, url, payload, workspace: tenant.workspace });
+const resources = () => tenantResources(t, tenant);
+const api: ReturnType<typeof tenantResources>['api'] = (...args) => resources().api(...args);
+const status = (kind: 'volumes' | 'sandboxes', name: string, wanted: string) => resources().status(kind, name, wanted, 30_000);
+const gone = (kind: 'volumes' | 'sandboxes', name: string) => resources().gone(kind, name, 30_000);
+const idOf = (kind: string, name: string) => resources().idOf(kind, name);
 
 async function run(sandbox: string, command: string) {
-  const base = new URL(t.config.sandboxUrlTemplate.replace('{workspace_id}', tenant.workspace).replace('{sandbox_id}', sandbox));
-  const res = await gateway.inject({
-    method: 'POST',
-    url: `${base.pathname}/process`,
-    headers: { host: base.host, authorization: `Bearer ${tenant.admin.apiKey}`, 'content-type': 'application/json' },
-    payload: JSON.stringify({ command, waitForCompletion: true }),
-  });
+  const res = await resources().sandboxCall(gateway, sandbox, 'POST', '/process', { command, waitForCompletion: true });
   expect(res.statusCode).toBe(200);
   return res.json() as { exitCode: number; stdout: string; stderr: string };
 }
-
-async function status(kind: 'volumes' | 'sandboxes', name: string, wanted: string) {
-  return eventually(`${kind} ${name} ${wanted}`, async () => {
-    const body = (await api('GET', `/v0/${kind}/${name}`)).json();
-    if (body.status === 'FAILED') throw new Error(JSON.stringify(body.events));
-    return body.status === wanted ? body : undefined;
-  }, 30_000);
-}
-
-const gone = (kind: 'volumes' | 'sandboxes', name: string) =>
-  eventually(`${kind} ${name} gone`, async () => ((await api('GET', `/v0/${kind}/${name}`)).statusCode === 404 ? true : undefined), 30_000);
-
-const idOf = async (kind: string, name: string) =>
-  (await t.app.pg.query('SELECT id FROM resources WHERE workspace_id = $1 AND kind = $2 AND name = $3', [tenant.workspaceId, kind, name])).rows[0].id as string;
 
 const mounting = (volume: string, readOnly = false) => ({ runtime: { memory: 256 }, volumes: [{ name: volume, mountPath: '/data', readOnly }] });
 
