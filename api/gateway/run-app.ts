@@ -6,7 +6,7 @@ import type { WorkloadKind } from '../../core/workloads/types';
 import { ApiError, forbidden, notFound } from '../errors';
 import type { AppOptions } from '../fastify';
 import { proxyRequest } from './proxy';
-import { PrincipalCache } from './run-auth';
+import { PrincipalCache } from './principal-cache';
 import { WorkloadRouteCache } from './run-routes';
 import { buildGatewayBase } from './shared';
 

@@ -6,6 +6,7 @@ import { sandboxWorkflowId } from '../../core/sandbox/types';
 import { ApiError, forbidden, notFound } from '../errors';
 import type { AppOptions } from '../fastify';
 import { ResourceStore } from '../management/resources/store';
+import { PrincipalCache } from './principal-cache';
 import { proxyRequest } from './proxy';
 import { buildGatewayBase } from './shared';
 
@@ -35,6 +36,7 @@ export async function buildSandboxGatewayApp(
   const store = new ResourceStore(app.pg);
   const matcher = sandboxAddressMatcher(config.sandboxUrlTemplate);
   const agents = new SandboxAgents();
+  const principals = new PrincipalCache((headers) => app.authenticator.authenticate(headers));
   const lastTouch = new Map<string, number>();
 
   // Bodies stream through untouched: no parsing here.
@@ -55,7 +57,7 @@ export async function buildSandboxGatewayApp(
     const workspace = address.values.workspace_id;
     const name = address.values.sandbox_id;
 
-    const principal = await app.authenticator.authenticate(request.headers);
+    const principal = await principals.principal(request.headers);
     const grant = principal.workspaces.get(workspace);
     if (!grant) throw forbidden(`workspace '${workspace}' does not exist or you are not a member of it`);
     const row = await store.get({ workspaceId: grant.id, kind: 'sandboxes', name });

@@ -7,8 +7,8 @@ const PRINCIPAL_TTL_MS = 2_000;
 const MAX_ENTRIES = 10_000;
 
 /**
- * Inference requests repeat the same credential at high rates; checking it costs a database
- * query each time. The gateway remembers a verified principal for a short while, keyed by a
+ * Gateway requests (inference, sandbox API calls) repeat the same credential at high rates;
+ * checking it costs a database query each time. The gateways remember a verified principal for a short while, keyed by a
  * digest of the credential (the credential itself is not kept). Failures are not cached.
  */
 export class PrincipalCache {
