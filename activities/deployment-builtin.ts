@@ -8,6 +8,7 @@ import { findIntegration } from '../core/integrations/catalog';
 import { boundConnections } from '../core/integrations/function-binding';
 import { loadMasterKey } from '../core/master-key';
 import { SecretBox } from '../core/secret-box';
+import { originsOf } from '../platform-services/egress';
 import type { WorkloadKey, WorkloadSpec } from '../core/workloads/types';
 
 /** A workload whose code ships with the platform: an integration's MCP server. */
@@ -17,6 +18,8 @@ export interface BuiltinWorkload {
   command: string[];
   /** The connection's secrets and the provider's endpoints; resolved on the node, never put in workflow history. */
   environment: Record<string, string>;
+  /** Origins the server may reach through the platform socket: its provider's endpoints. */
+  egress: string[];
 }
 
 /** The compiled platform (dist/), found from the sources and from dist alike. */
@@ -54,7 +57,13 @@ export class BuiltinWorkloads {
     const appDir = distDir();
     const entry = `${integration.mcp.entry}.js`;
     if (!fs.existsSync(path.join(appDir, entry))) throw new Error(`the platform build lacks ${entry}: run npm run build`);
-    return { appDir, command: ['node', entry], environment: integration.mcp.environment(await store.openSecrets(row), integration.oauth.endpoints(this.config)) };
+    const endpoints = integration.oauth.endpoints(this.config);
+    return {
+      appDir,
+      command: ['node', entry],
+      environment: integration.mcp.environment(await store.openSecrets(row), endpoints),
+      egress: originsOf([endpoints.tokenUrl, endpoints.apiBase, endpoints.userinfoUrl]),
+    };
   }
 
   async close(): Promise<void> {

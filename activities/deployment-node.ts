@@ -20,7 +20,9 @@ import {
   type WorkloadKey,
   type WorkloadSpec,
 } from '../core/workloads/types';
-import { sandboxLayout } from '../runtime/layout';
+import { PLATFORM_SOCKET_ENV, PLATFORM_TOKEN_ENV } from '../core/workloads/platform-credential';
+import type { PlatformServices } from '../platform-services/services';
+import { SANDBOX_PLATFORM_SOCKET, sandboxLayout } from '../runtime/layout';
 import { SandboxSpecError } from '../runtime/types';
 import type { BuiltinWorkloads } from './deployment-builtin';
 import { callAgent, type AgentReply } from './job-process';
@@ -51,7 +53,7 @@ export interface StartRevisionInput {
  * The node side of deployments: unpack and check a bundle, start a revision in its own runtime
  * sandbox and wait until it listens, and remove revisions. Every activity is idempotent.
  */
-export function createDeploymentNodeActivities({ runtime, dataDir, builtins }: { runtime: NodeRuntime; dataDir: string; builtins?: BuiltinWorkloads }) {
+export function createDeploymentNodeActivities({ runtime, dataDir, builtins, platform }: { runtime: NodeRuntime; dataDir: string; builtins?: BuiltinWorkloads; platform: PlatformServices }) {
   /** Host folder (root's only) of the links to workload sockets: nothing in a sandbox can swap them. */
   const socketsDir = path.join(dataDir, 'workload-sockets');
 
@@ -127,12 +129,16 @@ export function createDeploymentNodeActivities({ runtime, dataDir, builtins }: {
       const socket = handle.socketPath;
       let command = workloadCommand(spec);
       let extraEnv: Record<string, string> = {};
+      let egress: string[] = [];
       if (input.builtin) {
         if (!builtins) throw new Error('this node worker cannot run built-in workloads (no platform configuration)');
         const builtin = await builtins.resolve(key, spec);
         command = builtin.command;
         extraEnv = builtin.environment;
+        egress = builtin.egress;
       }
+      await platform.open({ sandboxId: id, workspaceId: key.workspaceId, resourceId: key.id, kind: key.kind, egress });
+      extraEnv = { ...extraEnv, [PLATFORM_SOCKET_ENV]: SANDBOX_PLATFORM_SOCKET, [PLATFORM_TOKEN_ENV]: platform.credential(id) };
       const existing = await agentJson(socket, 'GET', '/process/workload');
       if (existing.status === 404) {
         const started = await agentJson(socket, 'POST', '/process', {
@@ -165,6 +171,7 @@ export function createDeploymentNodeActivities({ runtime, dataDir, builtins }: {
     },
 
     async removeRevision(sandboxId: string): Promise<void> {
+      await platform.close(sandboxId);
       await runtime.remove(sandboxId);
       for (const name of await fsp.readdir(socketsDir).catch(() => [] as string[])) {
         if (name.startsWith(`${sandboxId}-`)) await fsp.rm(path.join(socketsDir, name), { force: true });

@@ -1,5 +1,6 @@
 import type { Pool } from 'pg';
 import type { HangarConfig } from '../core/config';
+import type { PlatformServices } from '../platform-services/services';
 import { fileFailureRecorder } from '../runtime/port-event-relay';
 import type { RuntimeVolumeMount } from '../runtime/types';
 import type { VolumeStore } from '../runtime/volume-store';
@@ -16,16 +17,18 @@ export interface NodeActivityDeps {
   volumes: VolumeStore;
   /** Sandbox starts record their status, job tasks their progress, so a restarted worker resumes them. */
   pg: Pool;
+  /** The workloads' platform sockets (thread store, egress); the worker restores them at start. */
+  platform: PlatformServices;
   /** Extra folders bound into every job sandbox (tests observe tasks through one). */
   jobMounts?: RuntimeVolumeMount[];
 }
 
 /** Every activity a node's runtime worker runs: what touches this machine's sandboxes and volumes. */
-export function createNodeActivities({ config, runtime, volumes, pg, jobMounts }: NodeActivityDeps) {
+export function createNodeActivities({ config, runtime, volumes, pg, platform, jobMounts }: NodeActivityDeps) {
   return {
     ...createSandboxNodeActivities({ runtime, volumes, pg }),
     ...createVolumeNodeActivities({ volumes }),
-    ...createDeploymentNodeActivities({ runtime, dataDir: config.dataDir, builtins: new BuiltinWorkloads(config) }),
+    ...createDeploymentNodeActivities({ runtime, dataDir: config.dataDir, builtins: new BuiltinWorkloads(config), platform }),
     ...createJobNodeActivities({ runtime, pg, volumes: jobMounts }),
     ...createCallbackActivities({ recordFailure: fileFailureRecorder(config.dataDir) }),
   };

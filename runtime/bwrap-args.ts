@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { ResolvedImage } from './image';
-import { SANDBOX_AGENT_CONFIG, SANDBOX_API_DIR, SANDBOX_HOME, SANDBOX_RUN_DIR, type WritableFolder } from './layout';
+import { SANDBOX_AGENT_CONFIG, SANDBOX_API_DIR, SANDBOX_HOME, SANDBOX_PLATFORM_DIR, SANDBOX_RUN_DIR, type WritableFolder } from './layout';
 import type { RuntimeVolumeMount } from './types';
 
 /** Where the agent's own files appear inside every sandbox (read-only). */
@@ -9,7 +9,7 @@ export const AGENT_NODE = `${AGENT_ROOT}/bin/node`;
 export const AGENT_ENTRY = `${AGENT_ROOT}/agent/main.js`;
 
 /** Paths a volume may not cover: the image, kernel views and the agent's own folders. */
-export const RESERVED_PATHS = ['/usr', '/bin', '/sbin', '/lib', '/lib64', '/etc', '/proc', '/dev', '/sys', SANDBOX_RUN_DIR, SANDBOX_API_DIR, AGENT_ROOT];
+export const RESERVED_PATHS = ['/usr', '/bin', '/sbin', '/lib', '/lib64', '/etc', '/proc', '/dev', '/sys', SANDBOX_RUN_DIR, SANDBOX_API_DIR, SANDBOX_PLATFORM_DIR, AGENT_ROOT];
 
 export interface LaunchPlan {
   sandboxId: string;
@@ -22,6 +22,7 @@ export interface LaunchPlan {
   writable: WritableFolder[];
   runDir: string;
   apiDir: string;
+  platformDir: string;
   volumes: RuntimeVolumeMount[];
   agent: { nodeBinary: string; agentDir: string; nodeModulesDir: string; nodeFlags: string[] };
   /** The agent's own environment (never the user's variables). */
@@ -82,6 +83,7 @@ export function bwrapArguments(plan: LaunchPlan): string[] {
   for (const folder of plan.writable) mountAt(folder.sandboxPath, '--bind', folder.hostPath, folder.sandboxPath);
   mountAt(SANDBOX_RUN_DIR, '--bind', plan.runDir, SANDBOX_RUN_DIR);
   mountAt(SANDBOX_API_DIR, '--bind', plan.apiDir, SANDBOX_API_DIR);
+  mountAt(SANDBOX_PLATFORM_DIR, '--bind', plan.platformDir, SANDBOX_PLATFORM_DIR);
 
   mountAt(`${AGENT_ROOT}/agent`, '--ro-bind', plan.agent.agentDir, `${AGENT_ROOT}/agent`);
   mountAt(`${AGENT_ROOT}/node_modules`, '--ro-bind', plan.agent.nodeModulesDir, `${AGENT_ROOT}/node_modules`);

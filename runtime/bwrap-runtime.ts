@@ -189,6 +189,7 @@ export class BwrapRuntime implements SandboxRuntime {
         writable: layout.writable,
         runDir: layout.runDir,
         apiDir: layout.apiDir,
+        platformDir: layout.platformDir,
         volumes: spec.volumes,
         agent: {
           nodeBinary: this.options.nodeBinary ?? process.execPath,

@@ -24,6 +24,12 @@ export interface SandboxLayout {
    */
   apiDir: string;
   socketPath: string;
+  /**
+   * Shared at /run/hangar-platform: the platform socket, served by the node worker (the thread
+   * store, allow-listed egress). Root's from the start: the sandbox may connect, never replace it.
+   */
+  platformDir: string;
+  platformSocket: string;
   /** Host-side progress of the port event relay through the event log. */
   relayCursor: string;
   /** The writable layer: one host folder per writable folder of the sandbox's tree. */
@@ -41,6 +47,8 @@ export interface WritableFolder {
 export const SANDBOX_RUN_DIR = '/run/hangar';
 export const SANDBOX_API_DIR = '/run/hangar-api';
 export const SANDBOX_SOCKET = `${SANDBOX_API_DIR}/agent.sock`;
+export const SANDBOX_PLATFORM_DIR = '/run/hangar-platform';
+export const SANDBOX_PLATFORM_SOCKET = `${SANDBOX_PLATFORM_DIR}/platform.sock`;
 export const SANDBOX_EVENT_LOG = `${SANDBOX_RUN_DIR}/port-events.jsonl`;
 export const SANDBOX_AGENT_CONFIG = '/etc/hangar/agent.json';
 export const SANDBOX_HOME = '/home/user';
@@ -72,6 +80,7 @@ export function sandboxLayout(dataDir: string, id: string): SandboxLayout {
   const runDir = path.join(root, 'run');
   const apiDir = path.join(root, 'api');
   const etcDir = path.join(root, 'etc');
+  const platformDir = path.join(root, 'platform');
   return {
     root,
     stateFile: path.join(root, 'state.json'),
@@ -82,6 +91,8 @@ export function sandboxLayout(dataDir: string, id: string): SandboxLayout {
     eventLog: path.join(runDir, path.basename(SANDBOX_EVENT_LOG)),
     apiDir,
     socketPath: path.join(apiDir, path.basename(SANDBOX_SOCKET)),
+    platformDir,
+    platformSocket: path.join(platformDir, path.basename(SANDBOX_PLATFORM_SOCKET)),
     relayCursor: path.join(root, 'relay-cursor'),
     writable: WRITABLE_FOLDERS.map((folder) => ({
       hostPath: path.join(root, 'fs', folder.name),

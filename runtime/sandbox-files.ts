@@ -38,6 +38,7 @@ export async function prepareSandboxFolders(spec: RuntimeSandboxSpec, layout: Sa
       await Promise.all([fsp.chown(dir, user.uid, user.gid), fsp.chmod(dir, 0o700)]);
     }),
     fsp.rm(layout.socketPath, { force: true }),
+    fsp.mkdir(layout.platformDir, { recursive: true, mode: 0o755 }),
     fsp.mkdir(layout.etcDir, { recursive: true }).then(() => writeIdentityFiles(spec, layout, user)),
   ]);
 }

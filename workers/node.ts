@@ -4,6 +4,8 @@ import { createNodeActivities } from '../activities/node';
 import { createPool } from '../api/plugins/postgres';
 import { temporalAddress } from '../api/plugins/temporal';
 import { loadConfig, nodeTaskQueue } from '../core/config';
+import { loadMasterKey } from '../core/master-key';
+import { PlatformServices } from '../platform-services/services';
 import { BwrapRuntime } from '../runtime/bwrap-runtime';
 import { PortEventRelay } from '../runtime/port-event-relay';
 import { VolumeStore } from '../runtime/volume-store';
@@ -22,11 +24,14 @@ async function main() {
   const runtime = new BwrapRuntime({ dataDir: config.dataDir, warmPool: config.sandboxWarmPool });
   const volumes = new VolumeStore({ dataDir: config.dataDir });
   const pg = createPool(config.databaseUrl);
+  // Workloads that kept running while this worker was away get their platform sockets back.
+  const platform = new PlatformServices({ dataDir: config.dataDir, masterKey: loadMasterKey(config), pg });
+  await platform.restore();
   const worker = await Worker.create({
     connection,
     namespace: config.temporalNamespace,
     taskQueue: nodeTaskQueue(config),
-    activities: createNodeActivities({ config, runtime, volumes, pg }),
+    activities: createNodeActivities({ config, runtime, volumes, pg, platform }),
   });
   // Delivery workflows run on the control queue; their POSTs run here, on the sandbox's host.
   const relay = new PortEventRelay({
@@ -43,6 +48,7 @@ async function main() {
     await worker.run();
   } finally {
     await relay.close();
+    await platform.closeAll();
     await Promise.allSettled([runtime.close(), pg.end(), temporal.connection.close(), connection.close()]);
   }
 }

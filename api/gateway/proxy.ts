@@ -1,7 +1,7 @@
 import http, { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 
-/** Headers that belong to one hop, or carry the platform's own credentials: never forwarded. */
-const HOP_HEADERS = new Set([
+/** Headers that belong to one hop of a connection: never forwarded by any proxy here. */
+export const HOP_BY_HOP_HEADERS: ReadonlySet<string> = new Set([
   'connection',
   'keep-alive',
   'proxy-authenticate',
@@ -10,15 +10,16 @@ const HOP_HEADERS = new Set([
   'trailer',
   'transfer-encoding',
   'upgrade',
-  'authorization',
-  'x-service-authorization',
   'host',
 ]);
 
-export function forwardableHeaders(headers: IncomingHttpHeaders): IncomingHttpHeaders {
+/** What the gateways never forward: one hop's headers and the platform's own credentials. */
+const GATEWAY_DROPPED_HEADERS: ReadonlySet<string> = new Set([...HOP_BY_HOP_HEADERS, 'authorization', 'x-service-authorization']);
+
+export function forwardableHeaders(headers: IncomingHttpHeaders, dropped: ReadonlySet<string> = GATEWAY_DROPPED_HEADERS): IncomingHttpHeaders {
   const out: IncomingHttpHeaders = {};
   for (const [name, value] of Object.entries(headers)) {
-    if (!HOP_HEADERS.has(name) && value !== undefined) out[name] = value;
+    if (!dropped.has(name) && value !== undefined) out[name] = value;
   }
   return out;
 }

@@ -10,6 +10,8 @@ import { createClickHouse } from '../../api/plugins/clickhouse';
 import { createPool } from '../../api/plugins/postgres';
 import path from 'node:path';
 import { loadConfig, nodeTaskQueue, type HangarConfig } from '../../core/config';
+import { loadMasterKey } from '../../core/master-key';
+import { PlatformServices } from '../../platform-services/services';
 import { BwrapRuntime } from '../../runtime/bwrap-runtime';
 import { VolumeStore } from '../../runtime/volume-store';
 import { prepare } from '../../scripts/prepare';
@@ -40,6 +42,7 @@ export async function startBenchPlatform(config: HangarConfig, log: (line: strin
   const app = await buildApp(full);
   await app.ready();
   const runtime = new BwrapRuntime({ dataDir: full.dataDir, warmPool: full.sandboxWarmPool });
+  const platform = new PlatformServices({ dataDir: full.dataDir, masterKey: loadMasterKey(full), pg });
   const temporal = new Client({ connection: await Connection.connect({ address: full.temporalAddress }), namespace: full.temporalNamespace });
   const workers = await Promise.all([
     Worker.create({
@@ -53,7 +56,7 @@ export async function startBenchPlatform(config: HangarConfig, log: (line: strin
       connection: await NativeConnection.connect({ address: full.temporalAddress }),
       namespace: full.temporalNamespace,
       taskQueue: nodeTaskQueue(full),
-      activities: createNodeActivities({ config: full, runtime, volumes: new VolumeStore({ dataDir: full.dataDir }), pg }),
+      activities: createNodeActivities({ config: full, runtime, volumes: new VolumeStore({ dataDir: full.dataDir }), pg, platform }),
     }),
   ]);
   const running = workers.map((w) => w.run());
@@ -67,6 +70,7 @@ export async function startBenchPlatform(config: HangarConfig, log: (line: strin
     async stop() {
       for (const w of workers) w.shutdown();
       await Promise.allSettled(running);
+      await platform.closeAll();
       for (const sandbox of await runtime.list()) await runtime.remove(sandbox.id).catch(() => undefined);
       await app.close();
       await temporal.connection.close();

@@ -2,33 +2,76 @@
 // {"output": "..."}. It echoes its input; with an X-Service-Thread-Id header it also remembers
 // the earlier turns of that thread and answers with how many it has seen. Without a thread id
 // it reads and writes no memory at all.
-const fs = require('node:fs');
+//
+// Memory lives in the platform's thread store, reached through the platform socket with this
+// deployment's credential (both in the environment), so a thread survives restarts and new
+// revisions. Run outside Hangar (no socket), it keeps threads in this process only.
 const http = require('node:http');
-const path = require('node:path');
 
-const MEMORY_DIR = process.env.AGENT_MEMORY_DIR || '/tmp/agent-threads';
-const THREAD_ID = /^[A-Za-z0-9._-]{1,128}$/;
+const PLATFORM_SOCKET = process.env.HANGAR_PLATFORM_SOCKET;
+const PLATFORM_TOKEN = process.env.HANGAR_PLATFORM_TOKEN;
+const THREAD_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-function threadFile(threadId) {
-  return path.join(MEMORY_DIR, `${threadId}.json`);
+/** Calls the platform's thread store; answers the parsed JSON body. */
+function threadStore(method, path, body) {
+  return new Promise((resolve, reject) => {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const req = http.request(
+      {
+        socketPath: PLATFORM_SOCKET,
+        method,
+        path,
+        headers: { authorization: `Bearer ${PLATFORM_TOKEN}`, ...(payload ? { 'content-type': 'application/json' } : {}) },
+      },
+      (res) => {
+        const chunks = [];
+        res.on('data', (chunk) => chunks.push(chunk));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          if (res.statusCode >= 300) reject(new Error(`thread store answered ${res.statusCode}: ${text}`));
+          else resolve(JSON.parse(text));
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(payload);
+  });
 }
 
-function readThread(threadId) {
-  try {
-    return JSON.parse(fs.readFileSync(threadFile(threadId), 'utf8'));
-  } catch {
-    return [];
-  }
-}
+const localThreads = new Map();
 
-function writeThread(threadId, turns) {
-  fs.mkdirSync(MEMORY_DIR, { recursive: true });
-  fs.writeFileSync(threadFile(threadId), JSON.stringify(turns));
-}
+const memory = PLATFORM_SOCKET
+  ? {
+      async read(threadId) {
+        return (await threadStore('GET', `/v1/threads/${threadId}/messages?limit=200`)).messages;
+      },
+      async append(threadId, messages) {
+        await threadStore('POST', `/v1/threads/${threadId}/messages`, { messages });
+      },
+    }
+  : {
+      async read(threadId) {
+        return localThreads.get(threadId) ?? [];
+      },
+      async append(threadId, messages) {
+        localThreads.set(threadId, [...(localThreads.get(threadId) ?? []), ...messages]);
+      },
+    };
 
 function send(res, status, body) {
   res.writeHead(status, { 'content-type': 'application/json' });
   res.end(JSON.stringify(body));
+}
+
+async function answer(inputs, threadId) {
+  const output = `echo: ${inputs}`;
+  if (threadId === undefined) return { output };
+  const earlier = (await memory.read(threadId)).filter((m) => m.role === 'user').map((m) => m.content);
+  await memory.append(threadId, [
+    { role: 'user', content: inputs },
+    { role: 'assistant', content: output },
+  ]);
+  return { output, thread: threadId, turns: earlier.length + 1, history: earlier };
 }
 
 const server = http.createServer((req, res) => {
@@ -50,12 +93,13 @@ const server = http.createServer((req, res) => {
       return;
     }
     const threadId = req.headers['x-service-thread-id'];
-    if (threadId === undefined) return send(res, 200, { output: `echo: ${inputs}` });
-    if (typeof threadId !== 'string' || !THREAD_ID.test(threadId)) return send(res, 400, { error: 'X-Service-Thread-Id must be 1-128 of A-Z a-z 0-9 . _ -' });
-    const turns = readThread(threadId);
-    turns.push(inputs);
-    writeThread(threadId, turns);
-    send(res, 200, { output: `echo: ${inputs}`, thread: threadId, turns: turns.length, history: turns.slice(0, -1) });
+    if (threadId !== undefined && (typeof threadId !== 'string' || !THREAD_ID.test(threadId))) {
+      return send(res, 400, { error: 'X-Service-Thread-Id must be 1-128 of A-Z a-z 0-9 . _ : -' });
+    }
+    answer(inputs, threadId).then(
+      (body) => send(res, 200, body),
+      (err) => send(res, 502, { error: `memory unavailable: ${err.message}` }),
+    );
   });
 });
 

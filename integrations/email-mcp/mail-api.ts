@@ -1,6 +1,7 @@
 import type { OAuthProviderEndpoints } from '../../core/config';
 import { buildMimeMessage, type OutgoingEmail } from '../../core/integrations/email-message';
 import type { RefreshingAccessToken } from '../oauth/refreshing-token';
+import { outboundRequest } from '../outbound-http';
 
 const REQUEST_TIMEOUT_MS = 15_000;
 
@@ -39,16 +40,16 @@ export class MailApi {
   private async call(url: string, init: { method: string; body?: string }): Promise<unknown> {
     for (let attempt = 1; ; attempt++) {
       const token = await this.token.get();
-      const response = await fetch(url, {
+      const response = await outboundRequest(url, {
         ...init,
         headers: { authorization: `Bearer ${token}`, accept: 'application/json', ...(init.body ? { 'content-type': 'application/json' } : {}) },
-        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+        timeoutMs: REQUEST_TIMEOUT_MS,
       });
       if (response.status === 401 && attempt === 1) {
         this.token.invalidate(token);
         continue;
       }
-      const text = await response.text();
+      const { text } = response;
       if (!response.ok) throw new ProviderApiError(`the provider answered ${response.status}: ${providerMessage(text)}`, response.status);
       return text ? JSON.parse(text) : {};
     }

@@ -1,4 +1,5 @@
 import { redactSecrets } from '../../core/integrations/secrets';
+import { OutboundTimeoutError, outboundRequest, type OutboundResponse } from '../outbound-http';
 
 /** A token endpoint's success answer (RFC 6749 section 5.1). */
 export interface TokenResponse {
@@ -42,19 +43,19 @@ export async function requestToken(
   options: { secrets: readonly string[]; timeoutMs?: number },
 ): Promise<TokenResponse> {
   const redact = (text: string) => redactSecrets(text, options.secrets);
-  let response: Response;
+  let response: OutboundResponse;
   try {
-    response = await fetch(tokenUrl, {
+    response = await outboundRequest(tokenUrl, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
       body: new URLSearchParams(params).toString(),
-      signal: AbortSignal.timeout(options.timeoutMs ?? DEFAULT_TIMEOUT_MS),
+      timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
     });
   } catch (err) {
-    const reason = (err as Error).name === 'TimeoutError' ? 'timed out' : `failed: ${redact((err as Error).message)}`;
+    const reason = err instanceof OutboundTimeoutError ? 'timed out' : `failed: ${redact((err as Error).message)}`;
     throw new TokenEndpointError(`the token request to ${tokenUrl} ${reason}`, undefined, undefined, true);
   }
-  const text = await response.text().catch(() => '');
+  const { text } = response;
   let body: Record<string, unknown> = {};
   try {
     body = JSON.parse(text) as Record<string, unknown>;

@@ -6,6 +6,8 @@ import { createNodeActivities } from '../../activities/node';
 import { createClickHouse } from '../../api/plugins/clickhouse';
 import { createPool } from '../../api/plugins/postgres';
 import { nodeTaskQueue, type HangarConfig } from '../../core/config';
+import { loadMasterKey } from '../../core/master-key';
+import { PlatformServices } from '../../platform-services/services';
 import type { NodeRuntime } from '../../activities/sandbox-node';
 import type { RuntimeVolumeMount } from '../../runtime/types';
 import { VolumeStore } from '../../runtime/volume-store';
@@ -56,16 +58,20 @@ export async function startNodeWorker(
 ): Promise<RunningWorker> {
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
   const pg = options.pg ?? createPool(config.databaseUrl);
+  // As the node worker does: a new worker serves the platform sockets of running workloads again.
+  const platform = new PlatformServices({ dataDir: config.dataDir, masterKey: loadMasterKey(config), pg });
+  await platform.restore();
   const worker = await Worker.create({
     connection,
     namespace: config.temporalNamespace,
     taskQueue: nodeTaskQueue(config),
-    activities: createNodeActivities({ config, runtime, volumes: new VolumeStore({ dataDir: config.dataDir }), pg, jobMounts: options.jobMounts }),
+    activities: createNodeActivities({ config, runtime, volumes: new VolumeStore({ dataDir: config.dataDir }), pg, platform, jobMounts: options.jobMounts }),
   });
   const running = await run(worker, connection);
   return {
     async stop() {
       await running.stop();
+      await platform.closeAll();
       if (!options.pg) await pg.end();
     },
   };

@@ -1,17 +1,19 @@
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { FastifyInstance } from 'fastify';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { buildRunApp } from '../../api/gateway/run-app';
 import { ConnectionStore } from '../../api/management/integrations/connection-store';
-import { EMAIL_SEND_SCOPE, findIntegration } from '../../core/integrations/catalog';
+import { EMAIL_SEND_SCOPE } from '../../core/integrations/catalog';
 import { provisioningWorkflowId } from '../../core/integrations/provisioning';
 import { createCustomerBackend } from '../../examples/customer-backend/backend';
-import { createEmailMcpServer, emailMcpOptionsFromEnv } from '../../integrations/email-mcp/server';
 import { authorizationCode, consent } from '../fakes/oauth-consent';
 import { FakeOAuthProvider, type FakeClient } from '../fakes/oauth-provider';
 import { captureLogs } from '../helpers/log-capture';
 import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../helpers/platform';
-import { eventually, startControlWorker, type RunningWorker } from '../helpers/workers';
+import { testRuntime } from '../helpers/sandbox-runtime';
+import { eventually, startControlWorker, startNodeWorker, type RunningWorker } from '../helpers/workers';
 
 jest.setTimeout(60_000);
 
@@ -30,6 +32,10 @@ let t: TestApp;
 let tenant: TestTenant;
 let worker: RunningWorker;
 let apiUrl: string;
+let node: RunningWorker;
+let runtime: ReturnType<typeof testRuntime>;
+let gateway: FastifyInstance;
+let runUrl: string;
 
 beforeAll(async () => {
   jest.spyOn(process.stderr, 'write').mockImplementation(((chunk: string | Uint8Array, ...rest: []) => {
@@ -42,9 +48,16 @@ beforeAll(async () => {
   apiUrl = await t.app.listen({ port: 0, host: '127.0.0.1' });
   tenant = await createTenant(t.app.pg, 'prov');
   worker = await startControlWorker(t.config, t.app.pg);
+  runtime = testRuntime(t.config.dataDir);
+  node = await startNodeWorker(t.config, runtime);
+  gateway = await buildRunApp(t.config);
+  runUrl = await gateway.listen({ port: 0, host: '127.0.0.1' });
 });
 
 afterAll(async () => {
+  for (const sandbox of (await runtime?.list()) ?? []) await runtime.remove(sandbox.id).catch(() => undefined);
+  await node?.stop();
+  await gateway?.close();
   await worker?.stop();
   await t?.close();
   await provider?.close();
@@ -151,23 +164,21 @@ test("happy path: the example backend connects a user, and the tenant's MCP serv
   expect(revisions.statusCode).toBe(200);
   expect(revisions.json()).toHaveLength(1);
 
-  // The hosted hop through run_url arrives with the workloads issue; here the function's MCP
-  // server runs from the environment the catalog builds out of the bound connection.
-  const store = new ConnectionStore(t.app.pg, t.app.secrets);
-  const secrets = await store.openSecrets((await store.get(tenant.workspaceId, 'email-alice'))!);
-  expect(secrets).toEqual({ CLIENT_ID: oauthApp.clientId, CLIENT_SECRET: oauthApp.clientSecret, REFRESH_TOKEN: provider.latestRefreshToken() });
-  const environment = findIntegration('email')!.mcp.environment(secrets, t.config.integrations.email);
-  const server = createEmailMcpServer(emailMcpOptionsFromEnv(environment));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  // The last hop: the official MCP client through run_url to the hosted server, whose sandbox
+  // has no network: its provider calls leave through the node's allow-listed egress.
+  await eventually('the tenant function deployed', async () => ((await api('GET', '/v0/functions/email-alice')).json().status === 'DEPLOYED' ? true : undefined), 60_000);
   const client = new McpClient({ name: 'provisioning-test', version: '1.0.0' });
   try {
-    await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`)));
+    const transport = new StreamableHTTPClientTransport(new URL(`${runUrl}/${tenant.workspace}/functions/email-alice/mcp`), {
+      requestInit: { headers: { authorization: `Bearer ${tenant.admin.apiKey}` } },
+    });
+    await client.connect(transport);
+    const whoami = await client.callTool({ name: 'whoami', arguments: {} });
+    expect(JSON.stringify(whoami.content)).toContain('alice@example.com');
     const result = await client.callTool({ name: 'send_email', arguments: { to: 'bob@example.org', subject: 'Hello from Alice', body: 'Sent by her MCP server.' } });
     expect(result.isError).toBeFalsy();
   } finally {
     await client.close();
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
   }
   expect(provider.received.at(-1)).toEqual(expect.objectContaining({ from: 'alice@example.com', to: 'bob@example.org', subject: 'Hello from Alice', text: 'Sent by her MCP server.' }));
 });

@@ -3,13 +3,17 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { FastifyInstance } from 'fastify';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { buildRunApp } from '../../api/gateway/run-app';
 import { deployFolder, packFolder, type DeployTarget } from '../../cli/deploy';
+import { loadMasterKey } from '../../core/master-key';
+import { workloadPlatformToken } from '../../core/workloads/platform-credential';
 import { deploymentWorkflowId, revisionSandboxId } from '../../core/workloads/types';
+import { sandboxLayout } from '../../runtime/layout';
 import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../helpers/platform';
 import { testRuntime } from '../helpers/sandbox-runtime';
 import { eventually, startControlWorker, startNodeWorker, type RunningWorker } from '../helpers/workers';
@@ -131,6 +135,52 @@ describe('the example agent', () => {
     // Without the thread id nothing of the thread shows.
     expect(await (await run(`/${tenant.workspace}/agents/echo`, { body: { inputs: 'again' } })).json()).toEqual({ output: 'echo: again' });
   });
+
+  test('threads live in the platform thread store: they outlive a new revision and a worker restart, and are the agent\'s own', async () => {
+    const thread = `memo-${randomBytes(3).toString('hex')}`;
+    const say = (agent: string, inputs: string) => run(`/${tenant.workspace}/agents/${agent}`, { body: { inputs }, headers: { 'x-service-thread-id': thread } }).then((r) => r.json());
+    expect((await deployFolder(path.join(EXAMPLES, 'agent'), target, { name: 'memo' })).status).toBe('DEPLOYED');
+    expect(await say('memo', 'first')).toMatchObject({ turns: 1, history: [] });
+
+    // A new revision runs in a new sandbox (nothing of the old one's files), yet remembers.
+    const redeployed = await deployFolder(path.join(EXAMPLES, 'agent'), target, { name: 'memo' });
+    expect(redeployed.events.at(-1).message).toMatch(/^revision 2/);
+    expect(await say('memo', 'second')).toMatchObject({ turns: 2, history: ['first'] });
+
+    // The node worker restarts while the agent keeps running: its platform socket is served again.
+    await node.stop();
+    node = await startNodeWorker(t.config, runtime);
+    expect(await say('memo', 'third')).toMatchObject({ turns: 3, history: ['first', 'second'] });
+
+    // Another agent with the same thread id sees nothing of it.
+    expect(await say('echo', 'elsewhere')).toMatchObject({ turns: 1, history: [] });
+
+    const memo = (await t.app.pg.query<{ id: string }>("SELECT id FROM resources WHERE name = 'memo' AND kind = 'agents' AND workspace_id = $1", [tenant.workspaceId])).rows[0];
+    const stored = await t.app.pg.query('SELECT role, content FROM agent_thread_messages WHERE agent_id = $1 AND thread_id = $2 ORDER BY seq', [memo.id, thread]);
+    expect(stored.rows.map((r) => `${r.role}:${r.content}`)).toEqual(['user:first', 'assistant:echo: first', 'user:second', 'assistant:echo: second', 'user:third', 'assistant:echo: third']);
+
+    // The socket answers only with this deployment's credential, and offers agents no egress.
+    const socketPath = sandboxLayout(t.config.dataDir, revisionSandboxId(memo.id, 2)).platformSocket;
+    const onSocket = (requestPath: string, token: string) => new Promise<{ status: number; body: any }>((resolve, reject) => {
+      http.get({ socketPath, path: requestPath, headers: { authorization: `Bearer ${token}` } }, (res) => {
+        let text = '';
+        res.on('data', (c) => (text += c)).on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
+      }).on('error', reject);
+    });
+    const credential = workloadPlatformToken(loadMasterKey(t.config), revisionSandboxId(memo.id, 2));
+    expect((await onSocket(`/v1/threads/${thread}/messages?limit=2`, credential)).body.messages.map((m: { content: string }) => m.content)).toEqual(['third', 'echo: third']);
+    const forged = await onSocket(`/v1/threads/${thread}/messages`, workloadPlatformToken(loadMasterKey(t.config), revisionSandboxId(memo.id, 1)));
+    expect(forged).toEqual({ status: 401, body: expect.objectContaining({ error: 'unauthorized' }) });
+    const egress = await onSocket(`${t.config.baseUrl}/health`, credential);
+    expect(egress).toEqual({ status: 403, body: expect.objectContaining({ error: 'egress_denied' }) });
+
+    // Deleting the agent deletes its threads.
+    expect((await api('DELETE', '/v0/agents/memo')).statusCode).toBe(200);
+    await eventually('the threads of a deleted agent gone', async () => {
+      const { rowCount } = await t.app.pg.query('SELECT 1 FROM agent_thread_messages WHERE agent_id = $1', [memo.id]);
+      return rowCount === 0 ? true : undefined;
+    });
+  }, 120_000);
 
   test('the gateway: 401 without a credential, 403 for another tenant, 404 unknown, 503 not deployed, all JSON', async () => {
     const path0 = `/${tenant.workspace}/agents/echo`;

@@ -13,6 +13,7 @@ const plan: LaunchPlan = {
   ],
   runDir: '/data/sb-1/run',
   apiDir: '/data/sb-1/api',
+  platformDir: '/data/sb-1/platform',
   volumes: [{ hostPath: '/vols/v1', mountPath: '/mnt/data/v1', readOnly: true }],
   agent: { nodeBinary: '/usr/bin/node', agentDir: '/repo/dist/sandbox-agent', nodeModulesDir: '/repo/node_modules', nodeFlags: [] },
   agentEnv: { PATH: '/usr/bin', HANGAR_AGENT_CONFIG: '/etc/hangar/agent.json' },
@@ -39,6 +40,7 @@ test('the image read-only, writable folders and volumes bound, missing parents c
   expect(indexOfPair('--ro-bind', '/data/images/base/etc-1')).toBeGreaterThan(-1);
   expect(indexOfPair('--bind', '/data/sb-1/fs/home')).toBeGreaterThan(-1);
   expect(indexOfPair('--ro-bind', '/vols/v1')).toBeGreaterThan(-1);
+  expect(args[indexOfPair('--bind', '/data/sb-1/platform') + 2]).toBe('/run/hangar-platform');
   for (const parent of ['/home', '/var', '/mnt', '/mnt/data', '/opt', '/opt/hangar', '/run']) {
     const at = indexOfPair('--dir', parent);
     expect(at).toBeGreaterThan(-1);
@@ -67,6 +69,7 @@ test.each([
   ['/proc', /reserved/],
   ['/run', /reserved path \/run\/hangar/],
   ['/opt/hangar/x', /reserved/],
+  ['/run/hangar-platform', /reserved/],
   ['/usr/local/data', /reserved/],
 ])('volume mount path %j', (mountPath, problem) => {
   const error = volumeMountError(mountPath);
