@@ -109,5 +109,7 @@ if [ "${HANGAR_SKIP_BUILD:-}" = "1" ]; then
 else
   say "npx tsc -p tsconfig.json"
   npx tsc -p tsconfig.json
+  say "bundling the workflows for the control worker"
+  node dist/scripts/bundle-workflows.js
 fi
 say "done in $((SECONDS - began))s"

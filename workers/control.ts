@@ -6,6 +6,7 @@ import { createPool } from '../api/plugins/postgres';
 import { temporalAddress } from '../api/plugins/temporal';
 import { loadConfig } from '../core/config';
 import { connectToTemporal } from './connect';
+import { workflowCode } from './workflow-bundle';
 import { startSingletonWorkflows } from './singletons';
 
 /**
@@ -23,7 +24,7 @@ async function main() {
     connection,
     namespace: config.temporalNamespace,
     taskQueue: config.taskQueue,
-    workflowsPath: require.resolve('../workflows'),
+    ...workflowCode(),
     activities: createActivities({ config, pg, clickhouse, temporal }),
   });
   await startSingletonWorkflows(temporal, config);

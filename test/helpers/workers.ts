@@ -11,6 +11,7 @@ import { PlatformServices } from '../../platform-services/services';
 import type { NodeRuntime } from '../../activities/sandbox-node';
 import type { RuntimeVolumeMount } from '../../runtime/types';
 import { VolumeStore } from '../../runtime/volume-store';
+import { testWorkflowBundleFile } from '../setup/test-config';
 
 export interface RunningWorker {
   stop(): Promise<void>;
@@ -35,7 +36,7 @@ export async function startControlWorker(config: HangarConfig, pg: Pool): Promis
     connection,
     namespace: config.temporalNamespace,
     taskQueue: config.taskQueue,
-    workflowsPath: require.resolve('../../workflows'),
+    workflowBundle: { codePath: testWorkflowBundleFile(config) },
     activities: createActivities({ config, pg, clickhouse: createClickHouse(config), temporal }),
   });
   const running = await run(worker, connection);

@@ -4,7 +4,8 @@ import { startStack, type Stack } from '../../scripts/stack';
 import { applySchemas } from '../../scripts/stack/schema';
 import { listTestFiles, onlyUnitTestsSelected, type JestSelection } from './selection';
 import type { TestStack } from './stack';
-import { stackFilePath, testConfig } from './test-config';
+import { stackFilePath, testConfig, testWorkflowBundleFile } from './test-config';
+import { writeWorkflowBundle } from '../../workers/workflow-bundle';
 
 declare global {
   // Handed from the global set-up to the global teardown (jest runs both in its main process).
@@ -27,11 +28,16 @@ export default async function globalSetup(globalConfig: JestSelection): Promise<
     return;
   }
   const began = Date.now();
+  // Bundled once for the whole run while the services start; control workers start from it.
+  fs.mkdirSync(config.dataDir, { recursive: true });
+  const bundling = writeWorkflowBundle(testWorkflowBundleFile(config));
+  bundling.catch(() => undefined); // awaited below; a failed stack start must not leave it unhandled
   const keepRunning = process.env.HANGAR_TEST_KEEP_STACK === '1';
   // Another test run on the same folder finishes first: its services are not ours to stop.
   const stack = await startStack(config, log, { keepRunning, fastWrites: true, lockWaitMs: 15 * 60_000 });
   try {
     await applySchemas(stack);
+    await bundling;
   } catch (err) {
     await stack.stop();
     throw err;

@@ -39,3 +39,8 @@ export function testConfig(env: NodeJS.ProcessEnv = process.env): HangarConfig {
 export function stackFilePath(config: HangarConfig): string {
   return path.join(config.dataDir, 'stack.json');
 }
+
+/** The workflow bundle the global set-up makes once per run (from the sources under test). */
+export function testWorkflowBundleFile(config: HangarConfig): string {
+  return path.join(config.dataDir, 'workflows.bundle.js');
+}
