@@ -4,6 +4,7 @@ import { ResourceStore } from '../api/management/resources/store';
 import { DEFAULT_SANDBOX_IMAGE, DEFAULT_SANDBOX_MEMORY_MB, type SandboxKey, type SandboxSpec } from '../core/sandbox/types';
 import { SandboxSpecError, type RuntimeVolumeMount, type SandboxRuntime } from '../runtime/types';
 import type { VolumeStore } from '../runtime/volume-store';
+import { whileHeartbeating } from './heartbeat';
 
 /** The runtime plus what metering needs of it. */
 export type NodeRuntime = SandboxRuntime & { imageSizeBytes(image: string): Promise<number> };
@@ -32,7 +33,7 @@ export function createSandboxNodeActivities({ runtime, volumes, pg }: { runtime:
      * Starts the sandbox and marks it DEPLOYED (RUNNING) in the same activity: creation is on
      * the user's critical path, and a separate control activity would add a workflow round trip.
      */
-    async startSandbox(key: SandboxKey, spec: SandboxSpec): Promise<void> {
+    startSandbox: (key: SandboxKey, spec: SandboxSpec): Promise<void> => whileHeartbeating(async () => {
       const mounts = await volumeMounts(spec);
       try {
         await runtime.start({
@@ -50,7 +51,7 @@ export function createSandboxNodeActivities({ runtime, volumes, pg }: { runtime:
         throw err;
       }
       await store.transition(key.id, 'DEPLOYED', { type: 'Normal', message: 'sandbox is running' }, { state: 'RUNNING', lastUsedAt: new Date().toISOString() });
-    },
+    }),
 
     /**
      * Freezes the sandbox unless it is serving a request, running a command someone waits on, or
@@ -72,9 +73,7 @@ export function createSandboxNodeActivities({ runtime, volumes, pg }: { runtime:
       return { memoryBytes: status?.memoryUsageBytes ?? 0, imageBytes };
     },
 
-    async stopSandbox(key: SandboxKey): Promise<void> {
-      await runtime.remove(key.id);
-    },
+    stopSandbox: (key: SandboxKey): Promise<void> => whileHeartbeating(() => runtime.remove(key.id)),
   };
 }
 

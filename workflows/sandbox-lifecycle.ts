@@ -54,6 +54,8 @@ export async function sandboxLifecycle(input: SandboxLifecycleInput): Promise<vo
   const node = proxyActivities<SandboxNodeActivities>({
     taskQueue: input.nodeQueue,
     startToCloseTimeout: '60s',
+    // Start and stop beat every second: a worker that dies mid-way is noticed within seconds.
+    heartbeatTimeout: '5s',
     retry: { initialInterval: '200ms', maximumInterval: '10s', maximumAttempts: 10 },
   });
   const { key } = input;
