@@ -3,6 +3,7 @@ import type { HangarConfig } from '../core/config';
 import { fileFailureRecorder } from '../runtime/port-event-relay';
 import type { RuntimeVolumeMount } from '../runtime/types';
 import type { VolumeStore } from '../runtime/volume-store';
+import { createAgentRequestNodeActivities } from './agent-request-node';
 import { createCallbackActivities } from './callback';
 import { BuiltinWorkloads } from './deployment-builtin';
 import { createDeploymentNodeActivities } from './deployment-node';
@@ -14,7 +15,7 @@ export interface NodeActivityDeps {
   config: HangarConfig;
   runtime: NodeRuntime;
   volumes: VolumeStore;
-  /** Sandbox starts record their status, job tasks their progress, so a restarted worker resumes them. */
+  /** Sandbox starts record their status, job tasks their progress, so a restarted worker resumes them; async agent requests live there. */
   pg: Pool;
   /** Extra folders bound into every job sandbox (tests observe tasks through one). */
   jobMounts?: RuntimeVolumeMount[];
@@ -28,5 +29,6 @@ export function createNodeActivities({ config, runtime, volumes, pg, jobMounts }
     ...createDeploymentNodeActivities({ runtime, dataDir: config.dataDir, builtins: new BuiltinWorkloads(config) }),
     ...createJobNodeActivities({ runtime, pg, volumes: jobMounts }),
     ...createCallbackActivities({ recordFailure: fileFailureRecorder(config.dataDir) }),
+    ...createAgentRequestNodeActivities({ config, pg }),
   };
 }
