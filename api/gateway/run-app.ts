@@ -103,10 +103,11 @@ export async function buildRunApp(config: HangarConfig, options: AppOptions = {}
     url: '/:workspace/agents/:name',
     schema: { querystring: AgentQuery },
     handler: async (req, reply) => {
-      const isAsync = (req.query as { async?: string }).async === 'true';
       const target = await targetOf(req, 'agents');
-      asyncRequests.callbackUrlOf(req, isAsync);
-      return isAsync ? asyncRequests.accept(req, reply, target) : proxyTo(req, reply, 'agents', target, '/');
+      if ((req.query as { async?: string }).async === 'true') return asyncRequests.accept(req, reply, target);
+      // A callback header on a synchronous call is a mistake to report, not a header to pass on.
+      asyncRequests.callbackUrlOf(req, false);
+      return proxyTo(req, reply, 'agents', target, '/');
     },
   });
   app.route({ method: ALL_METHODS, exposeHeadRoute: false, url: '/:workspace/models/:name', handler: (req, reply) => forward(req, reply, 'models', '/') });
