@@ -25,18 +25,26 @@ export const AgentQuery = Type.Object(
 );
 const RequestParams = Type.Object({ workspace: Type.String({ maxLength: 200 }), name: Type.String({ maxLength: 200 }), id: Type.String({ maxLength: 200 }) });
 
-/** Reads a body into memory up to `limit` bytes; a longer one is a 413 (the rest is not read). */
-async function readBody(raw: IncomingMessage, limit: number): Promise<Buffer> {
+/**
+ * Reads a body into memory up to `limit` bytes. A longer one is a 413 as soon as it is known
+ * (from Content-Length, or when the limit is crossed); the rest is discarded, not held, so the
+ * answer still reaches the client.
+ */
+function readBody(raw: IncomingMessage, limit: number): Promise<Buffer> {
   const tooLarge = () => new ApiError(413, 'payload_too_large', `the body of an async request is larger than the limit of ${limit} bytes`);
-  if (Number(raw.headers['content-length']) > limit) throw tooLarge();
-  const chunks: Buffer[] = [];
-  let bytes = 0;
-  for await (const chunk of raw as AsyncIterable<Buffer>) {
-    bytes += chunk.length;
-    if (bytes > limit) throw tooLarge();
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
+  if (Number(raw.headers['content-length']) > limit) return Promise.reject(tooLarge());
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    const onData = (chunk: Buffer) => {
+      bytes += chunk.length;
+      if (bytes <= limit) return void chunks.push(chunk);
+      raw.off('data', onData).off('end', onEnd).resume();
+      reject(tooLarge());
+    };
+    const onEnd = () => resolve(Buffer.concat(chunks));
+    raw.on('data', onData).on('end', onEnd).once('error', reject);
+  });
 }
 
 /**

@@ -55,13 +55,6 @@ export function parseCallbackUrl(value: string | string[] | undefined): string |
   return url.href;
 }
 
-/** `?async=true` asks for an async request; `false` or nothing keeps the call synchronous. */
-export function isAsyncQuery(value: unknown): boolean {
-  if (value === undefined || value === 'false') return false;
-  if (value === 'true') return true;
-  throw new AsyncRequestError('querystring.async must be true or false');
-}
-
 /** The query string the agent sees: the caller's, without the gateway's own `async` parameter. */
 export function agentQuery(url: string): string {
   const at = url.indexOf('?');

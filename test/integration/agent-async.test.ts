@@ -341,6 +341,21 @@ describe('refusals before anything is accepted', () => {
     const huge = await run(`/${tenant.workspace}/agents/echo?async=true`, { body: JSON.stringify({ inputs: 'x'.repeat(1024 * 1024) }) });
     expect(huge.status).toBe(413);
     expect(await huge.json()).toEqual({ error: 'payload_too_large', message: expect.stringContaining('1048576 bytes') });
+    // Streamed without a Content-Length, the limit is found while reading.
+    const chunk = Buffer.alloc(256 * 1024, 'x');
+    const stream = new ReadableStream({
+      start(controller) {
+        for (let i = 0; i < 6; i++) controller.enqueue(chunk);
+        controller.close();
+      },
+    });
+    const streamed = await fetch(`${runUrl}/${tenant.workspace}/agents/echo?async=true`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tenant.admin.apiKey}`, 'content-type': 'application/json' },
+      body: stream,
+      duplex: 'half',
+    } as RequestInit);
+    expect(streamed.status).toBe(413);
     expect(await requestRows()).toBe(before);
   });
 
