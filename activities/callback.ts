@@ -8,6 +8,34 @@ export interface PortCallbackFailure {
   failedAt: string;
 }
 
+/**
+ * One delivery attempt of a JSON callback, for every kind of callback the platform sends: 2xx
+ * delivers; 408, 429, 5xx and an unreachable target are retried (ApplicationFailure retryable);
+ * any other 4xx is final (CallbackRejected). The workflow's retry policy bounds the attempts.
+ */
+export async function postCallback(url: string, body: string, headers: Record<string, string>, timeoutMs = 10_000): Promise<{ status: number }> {
+  let response: Response;
+  try {
+    response = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body,
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+  } catch (err) {
+    // fetch says only "fetch failed"; the reason (ECONNREFUSED, a timeout...) is its cause.
+    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+    throw ApplicationFailure.retryable(`callback unreachable: ${cause?.code ?? cause?.message ?? (err as Error).message}`, 'CallbackUnreachable');
+  }
+  await response.body?.cancel().catch(() => undefined);
+  if (response.ok) return { status: response.status };
+  const message = `callback answered ${response.status}`;
+  if (response.status >= 400 && response.status < 500 && response.status !== 408 && response.status !== 429) {
+    throw ApplicationFailure.nonRetryable(message, 'CallbackRejected');
+  }
+  throw ApplicationFailure.retryable(message, 'CallbackFailed');
+}
+
 export interface CallbackActivityDeps {
   /** Keeps a record of an event whose delivery was given up (default: the worker's log). */
   recordFailure?: (failure: PortCallbackFailure) => Promise<void>;
@@ -21,29 +49,10 @@ export interface CallbackActivityDeps {
  */
 export function createCallbackActivities(deps: CallbackActivityDeps = {}) {
   return {
-    /** One attempt: 2xx delivers; 408, 429 and 5xx are retried; any other 4xx is final. */
+    /** One attempt; see postCallback. */
     async deliverPortCallback(event: PortEvent): Promise<{ status: number }> {
       const body = JSON.stringify({ pid: event.pid, port: event.port, sandbox: event.sandbox, detectedAt: event.detectedAt });
-      let response: Response;
-      try {
-        response = await fetch(event.callback, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', 'idempotency-key': event.key, 'user-agent': 'hangar-port-callback/1' },
-          body,
-          signal: AbortSignal.timeout(deps.requestTimeoutMs ?? 10_000),
-        });
-      } catch (err) {
-        // fetch says only "fetch failed"; the reason (ECONNREFUSED, a timeout...) is its cause.
-        const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-        throw ApplicationFailure.retryable(`callback unreachable: ${cause?.code ?? cause?.message ?? (err as Error).message}`, 'CallbackUnreachable');
-      }
-      await response.body?.cancel().catch(() => undefined);
-      if (response.ok) return { status: response.status };
-      const message = `callback answered ${response.status}`;
-      if (response.status >= 400 && response.status < 500 && response.status !== 408 && response.status !== 429) {
-        throw ApplicationFailure.nonRetryable(message, 'CallbackRejected');
-      }
-      throw ApplicationFailure.retryable(message, 'CallbackFailed');
+      return postCallback(event.callback, body, { 'idempotency-key': event.key, 'user-agent': 'hangar-port-callback/1' }, deps.requestTimeoutMs);
     },
 
     async recordPortCallbackFailure(failure: PortCallbackFailure): Promise<void> {

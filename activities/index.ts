@@ -1,3 +1,4 @@
+import { createAgentRequestControlActivities } from './agent-request-control';
 import { createDeploymentControlActivities } from './deployment-control';
 import type { ActivityDeps } from './deps';
 import { createJobControlActivities } from './job-control';
@@ -17,5 +18,6 @@ export function createActivities(deps: ActivityDeps) {
     ...createJobControlActivities(deps),
     ...createVolumeControlActivities(deps),
     ...createUsageActivities(deps),
+    ...createAgentRequestControlActivities(deps),
   };
 }

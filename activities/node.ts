@@ -4,6 +4,7 @@ import type { PlatformServices } from '../platform-services/services';
 import { fileFailureRecorder } from '../runtime/port-event-relay';
 import type { RuntimeVolumeMount } from '../runtime/types';
 import type { VolumeStore } from '../runtime/volume-store';
+import { createAgentRequestNodeActivities } from './agent-request-node';
 import { createCallbackActivities } from './callback';
 import { BuiltinWorkloads } from './deployment-builtin';
 import { createDeploymentNodeActivities } from './deployment-node';
@@ -15,7 +16,7 @@ export interface NodeActivityDeps {
   config: HangarConfig;
   runtime: NodeRuntime;
   volumes: VolumeStore;
-  /** Sandbox starts record their status, job tasks their progress, so a restarted worker resumes them. */
+  /** Sandbox starts record their status, job tasks their progress, so a restarted worker resumes them; async agent requests live there. */
   pg: Pool;
   /** The workloads' platform sockets (thread store, egress); the worker restores them at start. */
   platform: PlatformServices;
@@ -31,5 +32,6 @@ export function createNodeActivities({ config, runtime, volumes, pg, platform, j
     ...createDeploymentNodeActivities({ runtime, dataDir: config.dataDir, builtins: new BuiltinWorkloads(config), platform }),
     ...createJobNodeActivities({ runtime, pg, volumes: jobMounts }),
     ...createCallbackActivities({ recordFailure: fileFailureRecorder(config.dataDir) }),
+    ...createAgentRequestNodeActivities({ config, pg }),
   };
 }

@@ -42,6 +42,8 @@ export interface HangarConfig {
   sandboxWarmPool: number;
   /** Lifetime of issued access tokens, in seconds. */
   tokenTtlSeconds: number;
+  /** How long callbacks (async agent results, detected ports) are retried before being given up. */
+  callbackGiveUpSeconds: number;
   /** Largest accepted request body, in bytes. */
   bodyLimitBytes: number;
   logLevel: string;
@@ -106,6 +108,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HangarConfig {
     sandboxIdleSeconds: intFrom(env, 'HANGAR_SANDBOX_IDLE_SECONDS', 15),
     sandboxWarmPool: intFrom(env, 'HANGAR_SANDBOX_WARM_POOL', 2),
     tokenTtlSeconds: intFrom(env, 'HANGAR_TOKEN_TTL_SECONDS', 3600),
+    callbackGiveUpSeconds: intFrom(env, 'HANGAR_CALLBACK_GIVE_UP_SECONDS', 3600),
     bodyLimitBytes: intFrom(env, 'HANGAR_BODY_LIMIT_BYTES', 10 * 1024 * 1024),
     logLevel: env.HANGAR_LOG_LEVEL || 'info',
     integrations: {

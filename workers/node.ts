@@ -38,7 +38,7 @@ async function main() {
     dataDir: config.dataDir,
     temporal,
     taskQueue: config.taskQueue,
-    delivery: { activityTaskQueue: nodeTaskQueue(config) },
+    delivery: { activityTaskQueue: nodeTaskQueue(config), giveUpAfterMs: config.callbackGiveUpSeconds * 1000 },
     onError: (sandboxId, err) => console.error(`port event relay, sandbox ${sandboxId}: ${err.message}`),
   });
   relay.start();

@@ -5,9 +5,10 @@ import type { HangarConfig } from '../../core/config';
 import type { WorkloadKind } from '../../core/workloads/types';
 import { ApiError, forbidden, notFound } from '../errors';
 import type { AppOptions } from '../fastify';
+import { AgentQuery, asyncAgentRequests } from './async-agent-requests';
 import { proxyRequest } from './proxy';
 import { PrincipalCache } from './principal-cache';
-import { WorkloadRouteCache } from './run-routes';
+import { WorkloadRouteCache, type GatewayCaller, type WorkloadTarget } from './run-routes';
 import { buildGatewayBase } from './shared';
 
 const ALL_METHODS: ('GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS')[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
@@ -19,7 +20,8 @@ const SINGULAR: Record<WorkloadKind, string> = { agents: 'agent', models: 'model
  * `/{workspace}/models/{model}[/...]` and `/{workspace}/functions/{name}/mcp[/...]`. A request is
  * authenticated for the workspace, routed to the workload's serving revision (cached, so the
  * steady state costs no query beyond the credential check) and streamed both ways over the
- * revision's socket with keep-alive. Platform credentials stay here.
+ * revision's socket with keep-alive. Platform credentials stay here. `POST .../agents/{agent}?async=true`
+ * is answered at once and run by a workflow instead (async-agent-requests.ts).
  */
 export async function buildRunApp(config: HangarConfig, options: AppOptions = {}): Promise<FastifyInstance> {
   const app = await buildGatewayBase(config, options);
@@ -51,16 +53,27 @@ export async function buildRunApp(config: HangarConfig, options: AppOptions = {}
     return agent;
   }
 
-  async function forward(request: FastifyRequest, reply: FastifyReply, kind: WorkloadKind, upstreamPath: string) {
-    const { workspace, name } = request.params as { workspace: string; name: string };
+  async function callerOf(request: FastifyRequest): Promise<GatewayCaller> {
+    const { workspace } = request.params as { workspace: string };
     const principal = await principals.principal(request.headers);
     const grant = principal.workspaces.get(workspace);
     if (!grant) throw forbidden(`workspace '${workspace}' does not exist or you are not a member of it`);
-    const route = await routes.lookup(grant.id, kind, name);
-    if (!route) throw notFound(`${SINGULAR[kind]} '${name}' not found in workspace '${workspace}'`);
+    return { principal, grant };
+  }
+
+  /** The checks every call of a workload passes, sync or async: 401/403, unknown 404, not serving 503. */
+  async function targetOf(request: FastifyRequest, kind: WorkloadKind): Promise<WorkloadTarget> {
+    const { name } = request.params as { name: string };
+    const caller = await callerOf(request);
+    const route = await routes.lookup(caller.grant.id, kind, name);
+    if (!route) throw notFound(`${SINGULAR[kind]} '${name}' not found in workspace '${caller.grant.name}'`);
     if (!route.socketPath || route.status === 'DELETING') {
       throw new ApiError(503, 'workload_unavailable', `${SINGULAR[kind]} '${name}' is ${route.status}; it serves once a revision is DEPLOYED`);
     }
+    return { ...caller, name, route: { ...route, socketPath: route.socketPath } };
+  }
+
+  function proxyTo(request: FastifyRequest, reply: FastifyReply, kind: WorkloadKind, { name, route }: WorkloadTarget, upstreamPath: string) {
     const query = request.url.indexOf('?');
     reply.hijack();
     proxyRequest(request.raw, reply.raw, {
@@ -70,16 +83,33 @@ export async function buildRunApp(config: HangarConfig, options: AppOptions = {}
       onUnreachable: (err) => {
         // The revision may have been replaced since the route was cached: look again next time.
         routes.forget(route.resourceId);
-        agents.get(route.socketPath!)?.destroy();
-        agents.delete(route.socketPath!);
+        agents.get(route.socketPath)?.destroy();
+        agents.delete(route.socketPath);
         reply.raw.writeHead(502, { 'content-type': 'application/json' });
         reply.raw.end(JSON.stringify({ error: 'workload_unreachable', message: `${SINGULAR[kind]} '${name}' did not answer: ${err.message}` }));
       },
     });
   }
 
+  async function forward(request: FastifyRequest, reply: FastifyReply, kind: WorkloadKind, upstreamPath: string) {
+    proxyTo(request, reply, kind, await targetOf(request, kind), upstreamPath);
+  }
+
   const tail = (request: FastifyRequest) => (request.params as { '*'?: string })['*'] ?? '';
-  app.route({ method: ALL_METHODS, exposeHeadRoute: false, url: '/:workspace/agents/:name', handler: (req, reply) => forward(req, reply, 'agents', '/') });
+  const asyncRequests = asyncAgentRequests(app, callerOf);
+  app.route({
+    method: ALL_METHODS,
+    exposeHeadRoute: false,
+    url: '/:workspace/agents/:name',
+    schema: { querystring: AgentQuery },
+    handler: async (req, reply) => {
+      const target = await targetOf(req, 'agents');
+      if ((req.query as { async?: string }).async === 'true') return asyncRequests.accept(req, reply, target);
+      // A callback header on a synchronous call is a mistake to report, not a header to pass on.
+      asyncRequests.callbackUrlOf(req, false);
+      return proxyTo(req, reply, 'agents', target, '/');
+    },
+  });
   app.route({ method: ALL_METHODS, exposeHeadRoute: false, url: '/:workspace/models/:name', handler: (req, reply) => forward(req, reply, 'models', '/') });
   app.route({ method: ALL_METHODS, exposeHeadRoute: false, url: '/:workspace/models/:name/*', handler: (req, reply) => forward(req, reply, 'models', `/${tail(req)}`) });
   app.route({ method: ALL_METHODS, exposeHeadRoute: false, url: '/:workspace/functions/:name/mcp', handler: (req, reply) => forward(req, reply, 'functions', '/mcp') });

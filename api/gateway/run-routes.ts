@@ -1,4 +1,5 @@
 import type { Pool, PoolClient } from 'pg';
+import type { Principal, WorkspaceGrant } from '../../core/principal';
 import type { ResourceStatus } from '../../core/resource';
 import { workloadRouteKey, type WorkloadKind } from '../../core/workloads/types';
 
@@ -8,6 +9,18 @@ export interface WorkloadRoute {
   status: ResourceStatus;
   /** Host socket of the serving revision; undefined while nothing serves. */
   socketPath?: string;
+}
+
+/** The authenticated caller of a gateway request and its grant on the workspace in the path. */
+export interface GatewayCaller {
+  principal: Principal;
+  grant: WorkspaceGrant;
+}
+
+/** A workload that serves, resolved for one caller. */
+export interface WorkloadTarget extends GatewayCaller {
+  name: string;
+  route: WorkloadRoute & { socketPath: string };
 }
 
 /** A route is trusted this long without news; deployments also invalidate it at once (LISTEN). */

@@ -7,6 +7,7 @@ import { resourceRoutes } from './resources/routes';
 import sandboxRoutes from './sandboxes/routes';
 import serviceAccountRoutes from './service-accounts/routes';
 import volumeRoutes from './volumes/routes';
+import callbackSecretRoutes from './workspaces/callback-secret-routes';
 import workspaceRoutes from './workspaces/routes';
 import workloadHooks from './workloads/hooks';
 import workloadRoutes from './workloads/routes';
@@ -16,6 +17,7 @@ export default async function managementApi(app: FastifyInstance) {
   await app.register(oauthRoutes);
   await app.register(accountRoutes);
   await app.register(workspaceRoutes);
+  await app.register(callbackSecretRoutes);
   await app.register(serviceAccountRoutes);
   await app.register(workloadHooks);
   for (const kind of RESOURCE_KINDS) await app.register(resourceRoutes(kind));

@@ -14,6 +14,8 @@ export interface UsageTick {
   quantity: number;
   /** Start of the metering period the quantity covers (the event's timestamp). */
   periodStart: Date;
+  /** Tells discrete events of one resource apart (a request id), for dimensions that count them. */
+  occurrence?: string;
 }
 
 /**
@@ -21,7 +23,9 @@ export interface UsageTick {
  * id, so a tick that is retried (after a crash, a timeout, a replayed activity) is counted once.
  */
 export function meterEventId(tick: Omit<UsageTick, 'quantity' | 'accountId'>): string {
-  const identity = [tick.workspace, tick.resourceType, tick.resourceUuid || tick.resourceName, tick.billingDimension, tick.periodStart.getTime()];
+  const identity: (string | number)[] = [tick.workspace, tick.resourceType, tick.resourceUuid || tick.resourceName, tick.billingDimension, tick.periodStart.getTime()];
+  // Only counted events have one, so the ids of period ticks stay what they always were.
+  if (tick.occurrence) identity.push(tick.occurrence);
   return `meter-${hash('sha256', JSON.stringify(identity), 'hex').slice(0, 40)}`;
 }
 

@@ -3,6 +3,7 @@ import * as billing from './002_billing';
 import * as integrations from './003_integrations';
 import * as workloads from './004_workloads';
 import * as jobs from './005_jobs';
+import * as asyncRequests from './006_async_requests';
 import * as agentThreads from './010_agent_threads';
 
 export interface Migration {
@@ -11,4 +12,4 @@ export interface Migration {
 }
 
 /** Applied in this order; a migration, once released, is never edited: add a new one. */
-export const migrations: Migration[] = [foundation, billing, integrations, workloads, jobs, agentThreads];
+export const migrations: Migration[] = [foundation, billing, integrations, workloads, jobs, asyncRequests, agentThreads];
