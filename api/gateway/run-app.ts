@@ -1,8 +1,7 @@
 import http from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { WORKLOAD_ROUTES_CHANNEL } from '../../activities/deployment-control';
 import type { HangarConfig } from '../../core/config';
-import type { WorkloadKind } from '../../core/workloads/types';
+import { WORKLOAD_ROUTES_CHANNEL, type WorkloadKind } from '../../core/workloads/types';
 import { ApiError, forbidden, notFound } from '../errors';
 import type { AppOptions } from '../fastify';
 import { proxyRequest } from './proxy';

@@ -156,7 +156,7 @@ test("happy path: the example backend connects a user, and the tenant's MCP serv
   const store = new ConnectionStore(t.app.pg, t.app.secrets);
   const secrets = await store.openSecrets((await store.get(tenant.workspaceId, 'email-alice'))!);
   expect(secrets).toEqual({ CLIENT_ID: oauthApp.clientId, CLIENT_SECRET: oauthApp.clientSecret, REFRESH_TOKEN: provider.latestRefreshToken() });
-  const environment = findIntegration('email')!.mcp.environment(secrets, t.config.integrations.email);
+  const environment = findIntegration('email')!.mcp!.environment(secrets, t.config);
   const server = createEmailMcpServer(emailMcpOptionsFromEnv(environment));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const client = new McpClient({ name: 'provisioning-test', version: '1.0.0' });
