@@ -4,6 +4,7 @@ import type { HangarConfig } from '../../core/config';
 import { WORKLOAD_ROUTES_CHANNEL, type WorkloadKind } from '../../core/workloads/types';
 import { ApiError, forbidden, notFound } from '../errors';
 import type { AppOptions } from '../fastify';
+import { ProviderProxy } from './provider-proxy';
 import { proxyRequest } from './proxy';
 import { PrincipalCache } from './principal-cache';
 import { WorkloadRouteCache } from './run-routes';
@@ -18,11 +19,13 @@ const SINGULAR: Record<WorkloadKind, string> = { agents: 'agent', models: 'model
  * `/{workspace}/models/{model}[/...]` and `/{workspace}/functions/{name}/mcp[/...]`. A request is
  * authenticated for the workspace, routed to the workload's serving revision (cached, so the
  * steady state costs no query beyond the credential check) and streamed both ways over the
- * revision's socket with keep-alive. Platform credentials stay here.
+ * revision's socket with keep-alive, or, for a provider model, to its upstream with the
+ * connection's API key. Platform credentials stay here.
  */
 export async function buildRunApp(config: HangarConfig, options: AppOptions = {}): Promise<FastifyInstance> {
   const app = await buildGatewayBase(config, options);
-  const routes = new WorkloadRouteCache(app.pg, WORKLOAD_ROUTES_CHANNEL);
+  const routes = new WorkloadRouteCache(app.pg, WORKLOAD_ROUTES_CHANNEL, app.secrets);
+  const providers = new ProviderProxy(config.bodyLimitBytes);
   const agents = new Map<string, http.Agent>();
   const principals = new PrincipalCache((headers) => app.authenticator.authenticate(headers));
   await routes.listen();
@@ -35,6 +38,7 @@ export async function buildRunApp(config: HangarConfig, options: AppOptions = {}
   });
   app.addHook('onClose', async () => {
     for (const agent of agents.values()) agent.destroy();
+    providers.close();
   });
 
   // Bodies stream through untouched: no parsing here.
@@ -57,6 +61,7 @@ export async function buildRunApp(config: HangarConfig, options: AppOptions = {}
     if (!grant) throw forbidden(`workspace '${workspace}' does not exist or you are not a member of it`);
     const route = await routes.lookup(grant.id, kind, name);
     if (!route) throw notFound(`${SINGULAR[kind]} '${name}' not found in workspace '${workspace}'`);
+    if (route.provider && route.status !== 'DELETING') return providers.forward(request, reply, route.provider, name, upstreamPath);
     if (!route.socketPath || route.status === 'DELETING') {
       throw new ApiError(503, 'workload_unavailable', `${SINGULAR[kind]} '${name}' is ${route.status}; it serves once a revision is DEPLOYED`);
     }
