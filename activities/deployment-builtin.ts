@@ -54,15 +54,16 @@ export class BuiltinWorkloads {
     if (!row) throw ApplicationFailure.nonRetryable(`integration connection '${connectionName}' does not exist`, 'WorkloadDeployError');
     const integration = findIntegration(row.integration);
     if (!integration) throw ApplicationFailure.nonRetryable(`integration '${row.integration}' is not known to this platform`, 'WorkloadDeployError');
+    const { mcp } = integration;
+    if (!mcp) throw ApplicationFailure.nonRetryable(`integration '${row.integration}' has no MCP server to run`, 'WorkloadDeployError');
     const appDir = distDir();
-    const entry = `${integration.mcp.entry}.js`;
+    const entry = `${mcp.entry}.js`;
     if (!fs.existsSync(path.join(appDir, entry))) throw new Error(`the platform build lacks ${entry}: run npm run build`);
-    const endpoints = integration.oauth.endpoints(this.config);
     return {
       appDir,
       command: ['node', entry],
-      environment: integration.mcp.environment(await store.openSecrets(row), endpoints),
-      egress: originsOf([endpoints.tokenUrl, endpoints.apiBase, endpoints.userinfoUrl]),
+      environment: mcp.environment(await store.openSecrets(row), this.config),
+      egress: originsOf(mcp.egress(this.config)),
     };
   }
 

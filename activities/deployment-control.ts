@@ -1,13 +1,14 @@
+import { ApplicationFailure } from '@temporalio/activity';
 import type { Pool } from 'pg';
+import { ApiError } from '../api/errors';
+import { validateModelSpec } from '../api/management/integrations/connection-bindings';
 import { ResourceStore } from '../api/management/resources/store';
 import { RevisionStore } from '../api/management/workloads/revision-store';
 import type { ResourceStatus } from '../core/resource';
 import { workloadUsageTicks, type WorkloadMeterPeriod } from '../core/workloads/metering';
-import type { RevisionRecord, ServingRevision, WorkloadKey } from '../core/workloads/types';
+import { providerTarget, type ProviderTarget } from '../core/workloads/provider-model';
+import { WORKLOAD_ROUTES_CHANNEL, type ProviderServingRevision, type RevisionRecord, type ServingRevision, type WorkloadKey, type WorkloadSpec } from '../core/workloads/types';
 import { recordUsage } from './usage-metering';
-
-/** Gateways LISTEN here and drop their cached route of the resource id sent. */
-export const WORKLOAD_ROUTES_CHANNEL = 'hangar_workload_routes';
 
 /** The control-plane side of deployments: the resource's status and history, and its revisions. */
 export function createDeploymentControlActivities({ pg }: { pg: Pool }) {
@@ -30,10 +31,24 @@ export function createDeploymentControlActivities({ pg }: { pg: Pool }) {
     },
 
     /** The revision serves now: the gateway routes to it from here on. */
-    async markRevisionDeployed(key: WorkloadKey, revision: number, serving: ServingRevision | { revision: number; codeDir: string }, message: string): Promise<void> {
+    async markRevisionDeployed(key: WorkloadKey, revision: number, serving: ServingRevision | ProviderServingRevision | { revision: number; codeDir: string }, message: string): Promise<void> {
       await revisions.setStatus(key.id, revision, 'DEPLOYED', message);
       await resources.transition(key.id, 'DEPLOYED', { type: 'Normal', message: `revision ${revision}: ${message}` }, { serving });
       await routeChanged(key);
+    },
+
+    /**
+     * Checks a provider model's revision as the API would (its connection may have gone since),
+     * without opening its secrets; answers where it sends requests.
+     */
+    async checkProviderModel(key: WorkloadKey, spec: WorkloadSpec): Promise<ProviderTarget> {
+      try {
+        await validateModelSpec({ pg }, { id: key.workspaceId, name: key.workspace }, spec);
+      } catch (err) {
+        if (err instanceof ApiError && err.statusCode < 500) throw ApplicationFailure.nonRetryable(err.message, 'WorkloadDeployError');
+        throw err;
+      }
+      return providerTarget(spec, key.name);
     },
 
     /**

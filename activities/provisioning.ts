@@ -3,9 +3,9 @@ import { ConnectionStore } from '../api/management/integrations/connection-store
 import { ProvisioningStore } from '../api/management/integrations/provisioning-store';
 import { RESOURCE_KINDS } from '../api/management/resources/kinds';
 import { ResourceStore } from '../api/management/resources/store';
-import { deployIntegrationFunction } from '../api/management/workloads/deployments';
+import { deployWithoutBundle } from '../api/management/workloads/deployments';
 import { ApiError } from '../api/errors';
-import { findIntegration, type IntegrationDefinition } from '../core/integrations/catalog';
+import { findIntegration, isProvisionable, type ProvisionableIntegration } from '../core/integrations/catalog';
 import { MCP_FUNCTION_TYPE, boundConnections } from '../core/integrations/function-binding';
 import { provisioningWorkflowId, tenantResourceName, type ProvisioningResult } from '../core/integrations/provisioning';
 import { loadMasterKey } from '../core/master-key';
@@ -64,9 +64,10 @@ export function createProvisioningActivities(deps: ActivityDeps) {
   if (!functionKind) throw new Error('the functions resource kind is missing');
   const workspaceOf = (run: ProvisioningRun) => ({ id: run.workspaceId, name: run.workspace });
 
-  const integrationOf = (run: ProvisioningRun): IntegrationDefinition => {
+  const integrationOf = (run: ProvisioningRun): ProvisionableIntegration => {
     const integration = findIntegration(run.integration);
     if (!integration) throw rejected(`unknown integration '${run.integration}'`);
+    if (!isProvisionable(integration)) throw rejected(`integration '${run.integration}' has no OAuth flow and MCP server to provision`);
     return integration;
   };
 
@@ -145,7 +146,7 @@ export function createProvisioningActivities(deps: ActivityDeps) {
       const key = { workspaceId: run.workspaceId, kind: functionKind.path, name };
       const input = { displayName: `${integration.displayName} MCP server of ${run.tenant}`, labels: {}, spec };
       const owner = { provisionedTenant: run.tenant, provisionedIntegration: integration.name };
-      const created = await resources.create(key, input, functionKind.initialStatus, functionKind.initialMessage, run.actor, owner);
+      const created = await resources.create(key, input, functionKind.initialStatus, functionKind.initialMessage(input.spec), run.actor, owner);
       const row = created ?? (await resources.get(key));
       if (!created) {
         const ours =
@@ -156,7 +157,7 @@ export function createProvisioningActivities(deps: ActivityDeps) {
       }
       // Deploy it the way POST /v0/functions does; a retry finding it still undeployed asks again.
       if (row && row.status === functionKind.initialStatus) {
-        await deployIntegrationFunction(
+        await deployWithoutBundle(
           deps,
           { id: row.id, workspace: run.workspace, workspaceId: run.workspaceId, kind: 'functions', name },
           spec,

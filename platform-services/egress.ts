@@ -1,6 +1,5 @@
-import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import https from 'node:https';
-import { HOP_BY_HOP_HEADERS, forwardableHeaders } from '../api/gateway/proxy';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import { HOP_BY_HOP_HEADERS, forwardableHeaders, proxyRequest } from '../api/gateway/proxy';
 
 /**
  * Allow-listed outbound HTTP for a workload whose sandbox has no network. The workload sends
@@ -26,16 +25,13 @@ export function originsOf(urls: readonly string[]): string[] {
   return [...new Set(urls.map((u) => new URL(u).origin))];
 }
 
-const EGRESS_TIMEOUT_MS = 60_000;
-
 function fail(res: ServerResponse, status: number, error: string, message: string): void {
-  if (res.headersSent) {
-    res.destroy();
-    return;
-  }
   res.writeHead(status, { 'content-type': 'application/json' });
   res.end(JSON.stringify({ error, message }));
 }
+
+/** Only one hop's headers stay behind: the workload's own credentials for the provider go out. */
+const hopHeaders = (headers: IncomingHttpHeaders) => forwardableHeaders(headers, HOP_BY_HOP_HEADERS);
 
 /** Streams one allow-listed request out and its answer back. */
 export function forwardEgress(req: IncomingMessage, res: ServerResponse, allowedOrigins: readonly string[]): void {
@@ -46,21 +42,12 @@ export function forwardEgress(req: IncomingMessage, res: ServerResponse, allowed
     return;
   }
   const { url } = decision;
-  const transport = url.protocol === 'https:' ? https : http;
-  const upstreamRequest = transport.request(url, {
-    method: req.method,
-    headers: forwardableHeaders(req.headers, HOP_BY_HOP_HEADERS),
-    timeout: EGRESS_TIMEOUT_MS,
+  const tls = url.protocol === 'https:';
+  proxyRequest(req, res, {
+    upstream: { host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port) || (tls ? 443 : 80), tls },
+    path: `${url.pathname}${url.search}`,
+    requestHeaders: hopHeaders,
+    responseHeaders: hopHeaders,
+    onUnreachable: (err) => fail(res, 502, 'egress_failed', `${url.origin}: ${err.message}`),
   });
-  upstreamRequest.on('response', (upstream) => {
-    res.writeHead(upstream.statusCode ?? 502, upstream.statusMessage, forwardableHeaders(upstream.headers, HOP_BY_HOP_HEADERS));
-    upstream.pipe(res);
-    upstream.on('error', () => res.destroy());
-  });
-  upstreamRequest.on('timeout', () => upstreamRequest.destroy(new Error(`no answer within ${EGRESS_TIMEOUT_MS / 1000} s`)));
-  upstreamRequest.on('error', (err) => fail(res, 502, 'egress_failed', `${url.origin}: ${err.message}`));
-  res.on('close', () => {
-    if (!res.writableFinished) upstreamRequest.destroy();
-  });
-  req.pipe(upstreamRequest);
 }

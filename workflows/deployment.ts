@@ -2,13 +2,21 @@ import { condition, continueAsNew, defineSignal, proxyActivities, setHandler, up
 import type { DeploymentControlActivities } from '../activities/deployment-control';
 import type { DeploymentNodeActivities } from '../activities/deployment-node';
 import type { WorkloadUsage } from '../core/workloads/metering';
-import { DEFAULT_WORKLOAD_MEMORY_MB, revisionSandboxId, type ServingRevision, type WorkloadKey } from '../core/workloads/types';
+import { isProviderModel } from '../core/workloads/provider-model';
+import {
+  DEFAULT_WORKLOAD_MEMORY_MB,
+  revisionSandboxId,
+  type ProviderServingRevision,
+  type RevisionRecord,
+  type ServingRevision,
+  type WorkloadKey,
+} from '../core/workloads/types';
 
 export interface DeploymentInput {
   key: WorkloadKey;
   nodeQueue: string;
   /** Carried over by continue-as-new: the revision serving now and those waiting. */
-  serving?: ServingRevision;
+  serving?: ServingRevision | ProviderServingRevision;
   pending?: number[];
   /** What is billable now, and up to when it was recorded. */
   usage?: WorkloadUsage;
@@ -28,7 +36,8 @@ const METER_INTERVAL_MS = 60_000;
  * One workload's deployments, for its whole life: each new revision goes BUILDING (unpack and
  * check) -> DEPLOYING (start in its own sandbox, wait until it listens) -> DEPLOYED, or FAILED
  * with the reason. The revision serving keeps serving until the next one is healthy, and is
- * removed only then. Revisions uploaded during a deployment collapse into the newest.
+ * removed only then. Revisions uploaded during a deployment collapse into the newest. A provider
+ * model's revision runs nothing: DEPLOYING checks its connection, and gateways call its upstream.
  */
 export async function deployment(input: DeploymentInput): Promise<void> {
   const control = proxyActivities<DeploymentControlActivities>({
@@ -82,11 +91,12 @@ export async function deployment(input: DeploymentInput): Promise<void> {
     if ((await deploy(revision)) === 'gone') break;
   }
   await meter(Date.now());
-  if (serving) await node.removeRevision(serving.sandboxId);
+  await removeServingSandbox();
 
   async function deploy(revision: number): Promise<'done' | 'gone'> {
     const record = await control.loadRevision(key, revision);
     if (!record) return 'gone';
+    if (key.kind === 'models' && isProviderModel(record.spec)) return deployProvider(record);
     const sandboxId = revisionSandboxId(key.id, revision);
     try {
       await control.markRevisionProgress(key, revision, 'BUILDING', 'unpacking and checking the code bundle');
@@ -104,7 +114,7 @@ export async function deployment(input: DeploymentInput): Promise<void> {
       const next = { revision, sandboxId, socketPath };
       await control.markRevisionDeployed(key, revision, next, 'serving');
       await switchUsage({ memoryMb: record.spec.runtime?.memory ?? DEFAULT_WORKLOAD_MEMORY_MB, bundleBytes: record.bundleBytes });
-      if (serving) await node.removeRevision(serving.sandboxId);
+      await removeServingSandbox();
       serving = next;
     } catch (err) {
       await node.removeRevision(sandboxId);
@@ -113,8 +123,28 @@ export async function deployment(input: DeploymentInput): Promise<void> {
     return 'done';
   }
 
+  async function deployProvider({ revision, spec }: RevisionRecord): Promise<'done'> {
+    try {
+      await control.markRevisionProgress(key, revision, 'DEPLOYING', 'checking the provider connection');
+      const provider = await control.checkProviderModel(key, spec);
+      await control.markRevisionDeployed(key, revision, { revision, provider }, `serving through ${provider.endpoint} as model '${provider.model}'`);
+      // Nothing runs, so nothing is billable (the contract has no model dimensions).
+      await switchUsage(undefined);
+      await removeServingSandbox();
+      serving = { revision, provider };
+    } catch (err) {
+      await control.markRevisionFailed(key, revision, failureReason(err), serving?.revision);
+    }
+    return 'done';
+  }
+
+  /** The sandbox of the revision serving, if one runs (a provider model's does not). */
+  async function removeServingSandbox(): Promise<void> {
+    if (serving && 'sandboxId' in serving) await node.removeRevision(serving.sandboxId);
+  }
+
   /** What was billable is recorded up to now; from now on, `next` is. */
-  async function switchUsage(next: WorkloadUsage): Promise<void> {
+  async function switchUsage(next: WorkloadUsage | undefined): Promise<void> {
     await meter(Date.now());
     usage = next;
   }

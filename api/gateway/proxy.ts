@@ -1,4 +1,5 @@
 import http, { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
+import https from 'node:https';
 
 /** Headers that belong to one hop of a connection: never forwarded by any proxy here. */
 export const HOP_BY_HOP_HEADERS: ReadonlySet<string> = new Set([
@@ -24,7 +25,10 @@ export function forwardableHeaders(headers: IncomingHttpHeaders, dropped: Readon
   return out;
 }
 
-export type Upstream = { socketPath: string } | { host: string; port: number };
+export type Upstream = { socketPath: string } | { host: string; port: number; tls?: boolean };
+
+/** An error answer is read whole to be rewritten only up to this size; a longer one is cut there. */
+const MAX_REWRITTEN_ERROR_BYTES = 1024 * 1024;
 
 export interface ProxyOptions {
   upstream: Upstream;
@@ -32,6 +36,13 @@ export interface ProxyOptions {
   path: string;
   /** Extra headers for the upstream request (e.g. identity of the caller). */
   headers?: Record<string, string>;
+  /** The client's headers that go upstream, and the upstream's that come back; by default all but hop-by-hop and credentials. */
+  requestHeaders?(headers: IncomingHttpHeaders): IncomingHttpHeaders;
+  responseHeaders?(headers: IncomingHttpHeaders): IncomingHttpHeaders;
+  /** Sent instead of the client's body, which the caller has read already (to rewrite it). */
+  body?: Buffer;
+  /** Rewrites an error answer (4xx, 5xx) before the client sees it, e.g. to redact secrets; success streams untouched. */
+  rewriteErrorBody?(body: Buffer): Buffer;
   agent?: http.Agent;
   /** Called when the upstream cannot be reached, before anything was sent to the client. */
   onUnreachable(err: Error): void;
@@ -42,19 +53,32 @@ export interface ProxyOptions {
  * long-running and streamed responses (logs, SSE, MCP) flow as they are produced.
  */
 export function proxyRequest(req: IncomingMessage, res: ServerResponse, options: ProxyOptions): void {
-  const upstreamRequest = http.request({
-    ...options.upstream,
+  const { requestHeaders = forwardableHeaders, responseHeaders = forwardableHeaders } = options;
+  const { tls, ...target } = options.upstream as { tls?: boolean };
+  const upstreamRequest = (tls ? https : http).request({
+    ...target,
     agent: options.agent,
     method: req.method,
     path: options.path,
-    headers: { ...forwardableHeaders(req.headers), ...options.headers },
+    headers: { ...requestHeaders(req.headers), ...options.headers },
   });
   upstreamRequest.on('response', (upstream) => {
-    const headers = forwardableHeaders(upstream.headers);
-    res.writeHead(upstream.statusCode ?? 502, upstream.statusMessage, headers);
+    const status = upstream.statusCode ?? 502;
+    const headers = responseHeaders(upstream.headers);
+    upstream.on('error', () => res.destroy());
+    if (status >= 400 && options.rewriteErrorBody) {
+      const rewrite = options.rewriteErrorBody;
+      readUpTo(upstream, MAX_REWRITTEN_ERROR_BYTES).then(({ body }) => {
+        const rewritten = rewrite(body);
+        delete headers['content-length'];
+        res.writeHead(status, upstream.statusMessage, { ...headers, 'content-length': String(rewritten.length) });
+        res.end(rewritten);
+      }, () => res.destroy());
+      return;
+    }
+    res.writeHead(status, upstream.statusMessage, headers);
     res.flushHeaders();
     upstream.pipe(res);
-    upstream.on('error', () => res.destroy());
   });
   upstreamRequest.on('error', (err) => {
     if (!res.headersSent) options.onUnreachable(err);
@@ -64,5 +88,18 @@ export function proxyRequest(req: IncomingMessage, res: ServerResponse, options:
   res.on('close', () => {
     if (!res.writableFinished) upstreamRequest.destroy();
   });
-  req.pipe(upstreamRequest);
+  if (options.body) upstreamRequest.end(options.body);
+  else req.pipe(upstreamRequest);
+}
+
+/** A stream's first `limit` bytes; the rest is read and dropped, and `truncated` says so. */
+export async function readUpTo(stream: NodeJS.ReadableStream, limit: number): Promise<{ body: Buffer; truncated: boolean }> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of stream) {
+    const bytes = chunk as Buffer;
+    if (size < limit) chunks.push(bytes.subarray(0, limit - size));
+    size += bytes.length;
+  }
+  return { body: Buffer.concat(chunks), truncated: size > limit };
 }

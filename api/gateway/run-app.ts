@@ -1,11 +1,11 @@
 import http from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { WORKLOAD_ROUTES_CHANNEL } from '../../activities/deployment-control';
 import type { HangarConfig } from '../../core/config';
-import type { WorkloadKind } from '../../core/workloads/types';
+import { WORKLOAD_ROUTES_CHANNEL, type WorkloadKind } from '../../core/workloads/types';
 import { ApiError, forbidden, notFound } from '../errors';
 import type { AppOptions } from '../fastify';
 import { AgentQuery, asyncAgentRequests } from './async-agent-requests';
+import { ProviderProxy } from './provider-proxy';
 import { proxyRequest } from './proxy';
 import { PrincipalCache } from './principal-cache';
 import { WorkloadRouteCache, type GatewayCaller, type WorkloadTarget } from './run-routes';
@@ -20,12 +20,14 @@ const SINGULAR: Record<WorkloadKind, string> = { agents: 'agent', models: 'model
  * `/{workspace}/models/{model}[/...]` and `/{workspace}/functions/{name}/mcp[/...]`. A request is
  * authenticated for the workspace, routed to the workload's serving revision (cached, so the
  * steady state costs no query beyond the credential check) and streamed both ways over the
- * revision's socket with keep-alive. Platform credentials stay here. `POST .../agents/{agent}?async=true`
- * is answered at once and run by a workflow instead (async-agent-requests.ts).
+ * revision's socket with keep-alive, or, for a provider model, to its upstream with the
+ * connection's API key. Platform credentials stay here. `POST .../agents/{agent}?async=true` is
+ * answered at once and run by a workflow instead (async-agent-requests.ts).
  */
 export async function buildRunApp(config: HangarConfig, options: AppOptions = {}): Promise<FastifyInstance> {
   const app = await buildGatewayBase(config, options);
-  const routes = new WorkloadRouteCache(app.pg, WORKLOAD_ROUTES_CHANNEL);
+  const routes = new WorkloadRouteCache(app.pg, WORKLOAD_ROUTES_CHANNEL, app.secrets);
+  const providers = new ProviderProxy(config.bodyLimitBytes);
   const agents = new Map<string, http.Agent>();
   const principals = new PrincipalCache((headers) => app.authenticator.authenticate(headers));
   await routes.listen();
@@ -38,6 +40,7 @@ export async function buildRunApp(config: HangarConfig, options: AppOptions = {}
   });
   app.addHook('onClose', async () => {
     for (const agent of agents.values()) agent.destroy();
+    providers.close();
   });
 
   // Bodies stream through untouched: no parsing here.
@@ -67,13 +70,16 @@ export async function buildRunApp(config: HangarConfig, options: AppOptions = {}
     const caller = await callerOf(request);
     const route = await routes.lookup(caller.grant.id, kind, name);
     if (!route) throw notFound(`${SINGULAR[kind]} '${name}' not found in workspace '${caller.grant.name}'`);
-    if (!route.socketPath || route.status === 'DELETING') {
-      throw new ApiError(503, 'workload_unavailable', `${SINGULAR[kind]} '${name}' is ${route.status}; it serves once a revision is DEPLOYED`);
+    if (route.status !== 'DELETING') {
+      const { resourceId, status, provider, socketPath } = route;
+      if (provider) return { ...caller, name, route: { resourceId, status, provider } };
+      if (socketPath) return { ...caller, name, route: { resourceId, status, socketPath } };
     }
-    return { ...caller, name, route: { ...route, socketPath: route.socketPath } };
+    throw new ApiError(503, 'workload_unavailable', `${SINGULAR[kind]} '${name}' is ${route.status}; it serves once a revision is DEPLOYED`);
   }
 
   function proxyTo(request: FastifyRequest, reply: FastifyReply, kind: WorkloadKind, { name, route }: WorkloadTarget, upstreamPath: string) {
+    if (route.provider) return providers.forward(request, reply, route.provider, name, upstreamPath);
     const query = request.url.indexOf('?');
     reply.hijack();
     proxyRequest(request.raw, reply.raw, {
@@ -92,7 +98,7 @@ export async function buildRunApp(config: HangarConfig, options: AppOptions = {}
   }
 
   async function forward(request: FastifyRequest, reply: FastifyReply, kind: WorkloadKind, upstreamPath: string) {
-    proxyTo(request, reply, kind, await targetOf(request, kind), upstreamPath);
+    return proxyTo(request, reply, kind, await targetOf(request, kind), upstreamPath);
   }
 
   const tail = (request: FastifyRequest) => (request.params as { '*'?: string })['*'] ?? '';

@@ -1,7 +1,17 @@
 import type { Pool, PoolClient } from 'pg';
 import type { Principal, WorkspaceGrant } from '../../core/principal';
 import type { ResourceStatus } from '../../core/resource';
+import type { SecretBox } from '../../core/secret-box';
+import { PROVIDER_API_KEY_SECRET, PROVIDER_INTEGRATION, type ProviderTarget } from '../../core/workloads/provider-model';
 import { workloadRouteKey, type WorkloadKind } from '../../core/workloads/types';
+
+/** A provider model's upstream, with the API key of its connection. */
+export interface ProviderRoute extends ProviderTarget {
+  /** The connection's id, so that a change of its secrets drops the route; undefined when it is gone. */
+  connectionId?: string;
+  /** Opened in this process and kept only in memory with the route; undefined when the connection is gone. */
+  apiKey?: string;
+}
 
 /** What the gateway needs to route to a workload: where its serving revision listens. */
 export interface WorkloadRoute {
@@ -9,6 +19,8 @@ export interface WorkloadRoute {
   status: ResourceStatus;
   /** Host socket of the serving revision; undefined while nothing serves. */
   socketPath?: string;
+  /** Set instead of socketPath for a provider model: requests go to its upstream. */
+  provider?: ProviderRoute;
 }
 
 /** The authenticated caller of a gateway request and its grant on the workspace in the path. */
@@ -17,26 +29,46 @@ export interface GatewayCaller {
   grant: WorkspaceGrant;
 }
 
+type RouteBase = Omit<WorkloadRoute, 'socketPath' | 'provider'>;
+
+/** A route that serves: from a revision's socket or from a provider's upstream, never both. */
+export type ServingRoute = (RouteBase & { socketPath: string; provider?: undefined }) | (RouteBase & { provider: ProviderRoute; socketPath?: undefined });
+
 /** A workload that serves, resolved for one caller. */
 export interface WorkloadTarget extends GatewayCaller {
   name: string;
-  route: WorkloadRoute & { socketPath: string };
+  route: ServingRoute;
 }
 
 /** A route is trusted this long without news; deployments also invalidate it at once (LISTEN). */
 const ROUTE_TTL_MS = 2_000;
 const MAX_ROUTES = 10_000;
 
+interface RouteRow {
+  id: string;
+  status: ResourceStatus;
+  socket_path: string | null;
+  provider: ProviderTarget | null;
+  connection_id: string | null;
+  sealed_secret: string | null;
+}
+
 /**
  * Workspace + kind + name -> route, cached briefly so a request costs no query in the steady
  * state. Deployment activities NOTIFY on `channel` with the resource id whenever a workload's
- * serving revision changes; every gateway drops that route at once.
+ * serving revision changes, and connection changes with the connection's id; every gateway drops
+ * the routes concerned at once.
  */
 export class WorkloadRouteCache {
   private readonly routes = new Map<string, { route: WorkloadRoute | undefined; at: number }>();
   private listener?: PoolClient;
 
-  constructor(private readonly pg: Pool, private readonly channel: string) {}
+  constructor(
+    private readonly pg: Pool,
+    private readonly channel: string,
+    /** Opens the API keys of provider models' connections. */
+    private readonly secrets: SecretBox,
+  ) {}
 
   async listen(): Promise<void> {
     const client = await this.pg.connect();
@@ -56,20 +88,43 @@ export class WorkloadRouteCache {
     const key = workloadRouteKey(workspaceId, kind, name);
     const cached = this.routes.get(key);
     if (cached && Date.now() - cached.at < ROUTE_TTL_MS) return cached.route;
-    const { rows } = await this.pg.query<{ id: string; status: ResourceStatus; socket_path: string | null }>(
-      `SELECT id, status, state #>> '{serving,socketPath}' AS socket_path FROM resources WHERE workspace_id = $1 AND kind = $2 AND name = $3`,
-      [workspaceId, kind, name],
+    // A provider model's connection comes along: one query either way.
+    const { rows } = await this.pg.query<RouteRow>(
+      `SELECT r.id, r.status, r.state #>> '{serving,socketPath}' AS socket_path, r.state #> '{serving,provider}' AS provider,
+              c.id AS connection_id, c.sealed_secret
+         FROM resources r
+         LEFT JOIN integration_connections c
+           ON c.workspace_id = r.workspace_id AND c.name = r.state #>> '{serving,provider,connection}' AND c.integration = $4
+        WHERE r.workspace_id = $1 AND r.kind = $2 AND r.name = $3`,
+      [workspaceId, kind, name, PROVIDER_INTEGRATION],
     );
-    const route = rows[0] && { resourceId: rows[0].id, status: rows[0].status, socketPath: rows[0].socket_path ?? undefined };
+    const row = rows[0];
+    const route = row && {
+      resourceId: row.id,
+      status: row.status,
+      socketPath: row.socket_path ?? undefined,
+      provider: row.provider ? this.providerRoute(row.provider, row) : undefined,
+    };
     if (this.routes.size >= MAX_ROUTES) this.routes.clear();
     this.routes.set(key, { route, at: Date.now() });
     return route;
   }
 
-  /** Drops the route of one resource, named by its id or by its route key (after a deletion). */
-  forget(resourceIdOrKey: string): void {
+  /** Drops the routes of one resource or connection, named by its id, or by its route key (after a deletion). */
+  forget(idOrKey: string): void {
     for (const [key, entry] of this.routes) {
-      if (key === resourceIdOrKey || entry.route?.resourceId === resourceIdOrKey) this.routes.delete(key);
+      if (key === idOrKey || entry.route?.resourceId === idOrKey || entry.route?.provider?.connectionId === idOrKey) this.routes.delete(key);
     }
+  }
+
+  private providerRoute(target: ProviderTarget, row: RouteRow): ProviderRoute {
+    if (!row.connection_id || !row.sealed_secret) return { ...target };
+    let apiKey: string | undefined;
+    try {
+      apiKey = (JSON.parse(this.secrets.open(row.sealed_secret, row.connection_id)) as Record<string, string>)[PROVIDER_API_KEY_SECRET];
+    } catch {
+      // Sealed with another master key: served as a connection without a key, which says so.
+    }
+    return { ...target, connectionId: row.connection_id, apiKey };
   }
 }

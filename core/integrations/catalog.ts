@@ -1,4 +1,5 @@
 import type { HangarConfig, OAuthProviderEndpoints } from '../config';
+import { PROVIDER_API_KEY_SECRET, PROVIDER_INTEGRATION } from '../workloads/provider-model';
 
 /** One key of a connection's `spec.secret`. */
 export interface IntegrationSecret {
@@ -8,31 +9,34 @@ export interface IntegrationSecret {
 }
 
 /**
- * What Hangar knows about one third-party integration: the secrets a connection to it holds, the
- * OAuth provider and scopes of its tenant flow, and the MCP server a function bound to such a
- * connection runs.
+ * What Hangar knows about one third-party integration: the secrets a connection to it holds, and,
+ * when it has them, the OAuth provider and scopes of its tenant flow and the MCP server a function
+ * bound to such a connection runs. An integration without an MCP server (a model provider) is
+ * used by other workloads: its connection only holds their credentials.
  */
 export interface IntegrationDefinition {
   name: string;
   displayName: string;
   description: string;
   secrets: readonly IntegrationSecret[];
-  oauth: {
+  oauth?: {
     /** Scopes the customer's backend asks for in step 2 of the tenant flow. */
     scopes: readonly string[];
     /** Scopes without which the integration cannot work; a grant lacking one is refused. */
     requiredScopes: readonly string[];
     endpoints(config: HangarConfig): OAuthProviderEndpoints;
   };
-  mcp: {
+  mcp?: {
     /** Module (relative to the repository, without extension) whose `main` serves the MCP server. */
     entry: string;
     tools: readonly string[];
     /**
      * The environment of a hosted instance: the connection's secrets and the provider's endpoints
-     * under the names the entry point reads.
+     * (from the platform's configuration) under the names the entry point reads.
      */
-    environment(secrets: Record<string, string>, endpoints: OAuthProviderEndpoints): Record<string, string>;
+    environment(secrets: Record<string, string>, config: HangarConfig): Record<string, string>;
+    /** URLs whose origins the hosted server may reach (its sandbox has no other network). */
+    egress(config: HangarConfig): string[];
   };
 }
 
@@ -65,17 +69,33 @@ const email: IntegrationDefinition = {
   mcp: {
     entry: 'integrations/email-mcp/main',
     tools: ['send_email', 'whoami'],
-    environment: (secrets, endpoints) => ({
+    environment: (secrets, config) => ({
       CLIENT_ID: secrets.CLIENT_ID,
       CLIENT_SECRET: secrets.CLIENT_SECRET,
       REFRESH_TOKEN: secrets.REFRESH_TOKEN,
-      ...Object.fromEntries(Object.entries(EMAIL_MCP_ENV).map(([key, variable]) => [variable, endpoints[key as keyof OAuthProviderEndpoints]])),
+      ...Object.fromEntries(Object.entries(EMAIL_MCP_ENV).map(([key, variable]) => [variable, config.integrations.email[key as keyof OAuthProviderEndpoints]])),
     }),
+    egress: ({ integrations: { email: endpoints } }) => [endpoints.tokenUrl, endpoints.apiBase, endpoints.userinfoUrl],
   },
 };
 
-export const INTEGRATIONS: readonly IntegrationDefinition[] = [email];
+const openai: IntegrationDefinition = {
+  name: PROVIDER_INTEGRATION,
+  displayName: 'OpenAI-compatible provider',
+  description:
+    "The API key of an OpenAI-compatible model API (OpenAI, vLLM, Ollama, ...), for models with spec.runtime.type 'openai' to call it through the run gateway.",
+  secrets: [{ name: PROVIDER_API_KEY_SECRET, required: true, description: 'API key sent upstream as a bearer token; never returned or forwarded to clients.' }],
+};
+
+export const INTEGRATIONS: readonly IntegrationDefinition[] = [email, openai];
 
 export function findIntegration(name: string): IntegrationDefinition | undefined {
   return INTEGRATIONS.find((integration) => integration.name === name);
+}
+
+/** The integrations a tenant can be provisioned for: those with an OAuth flow and an MCP server. */
+export type ProvisionableIntegration = IntegrationDefinition & Required<Pick<IntegrationDefinition, 'oauth' | 'mcp'>>;
+
+export function isProvisionable(integration: IntegrationDefinition): integration is ProvisionableIntegration {
+  return integration.oauth !== undefined && integration.mcp !== undefined;
 }

@@ -1,3 +1,5 @@
+import type { ProviderTarget } from './provider-model';
+
 /** The workload kinds deployed from code bundles, by their /v0 path (also the `kind` column). */
 export const WORKLOAD_KINDS = ['agents', 'functions', 'models', 'jobs'] as const;
 export type WorkloadKind = (typeof WORKLOAD_KINDS)[number];
@@ -50,12 +52,25 @@ export interface ServingRevision {
   socketPath: string;
 }
 
+/** Where a provider model's revision sends requests: nothing of it runs on a node. */
+export interface ProviderServingRevision {
+  revision: number;
+  provider: ProviderTarget;
+}
+
 export const DEFAULT_WORKLOAD_IMAGE = 'base';
 export const DEFAULT_WORKLOAD_MEMORY_MB = 512;
 export const DEFAULT_WORKLOAD_PORT = 8000;
 export const DEFAULT_WORKLOAD_COMMAND = ['node', 'main.js'];
 /** Where the bundle appears inside the workload's environment (read-only). */
 export const WORKLOAD_APP_DIR = '/app';
+
+/**
+ * Gateways LISTEN here and drop their cached routes of what is sent: a resource id (its serving
+ * revision changed), a route key (it was deleted) or an integration connection id (its secrets
+ * changed or it was deleted).
+ */
+export const WORKLOAD_ROUTES_CHANNEL = 'hangar_workload_routes';
 
 /** How gateways name a workload's route (and how a deletion names the route to drop). */
 export function workloadRouteKey(workspaceId: string, kind: string, name: string): string {

@@ -2,6 +2,7 @@ import type { Pool } from 'pg';
 import { newUuid } from '../../../core/ids';
 import { maskSecrets } from '../../../core/integrations/secrets';
 import type { SecretBox } from '../../../core/secret-box';
+import { WORKLOAD_ROUTES_CHANNEL } from '../../../core/workloads/types';
 
 /** A connection as stored; the secrets themselves only come out through `openSecrets`. */
 export interface ConnectionRow {
@@ -43,14 +44,20 @@ const COLUMNS = `c.id, w.name AS workspace, c.name, c.display_name, c.labels, c.
   c.provisioning_id, c.created_at, c.updated_at, c.created_by, c.updated_by`;
 const FROM = 'integration_connections c JOIN workspaces w ON w.id = c.workspace_id';
 
-/** The names among `names` that are connections of the workspace (no secrets involved). */
-export async function existingConnections(pg: Pool, workspaceId: string, names: string[]): Promise<Set<string>> {
-  if (names.length === 0) return new Set();
-  const { rows } = await pg.query<{ name: string }>('SELECT name FROM integration_connections WHERE workspace_id = $1 AND name = ANY($2::text[])', [
-    workspaceId,
-    names,
-  ]);
-  return new Set(rows.map((row) => row.name));
+/** The integration of each name among `names` that is a connection of the workspace (no secrets involved). */
+export async function connectionIntegrations(pg: Pool, workspaceId: string, names: string[]): Promise<Map<string, string>> {
+  if (names.length === 0) return new Map();
+  const { rows } = await pg.query<{ name: string; integration: string }>(
+    'SELECT name, integration FROM integration_connections WHERE workspace_id = $1 AND name = ANY($2::text[])',
+    [workspaceId, names],
+  );
+  return new Map(rows.map((row) => [row.name, row.integration]));
+}
+
+/** A workload whose spec names a connection. */
+export interface BoundWorkload {
+  kind: 'functions' | 'models';
+  name: string;
 }
 
 /**
@@ -100,6 +107,7 @@ export class ConnectionStore {
         WHERE id = $1`,
       [row.id, input.displayName, input.labels, this.seal(input.secret, row.id), maskSecrets(input.secret), actor],
     );
+    if (rowCount === 1) await this.secretsChanged(row);
     return rowCount === 1;
   }
 
@@ -122,19 +130,21 @@ export class ConnectionStore {
     }
   }
 
-  /** Functions of the workspace bound to the connection: it cannot go while they use it. */
-  async boundFunctions(workspaceId: string, name: string): Promise<string[]> {
-    const { rows } = await this.pg.query<{ name: string }>(
-      `SELECT name FROM resources WHERE workspace_id = $1 AND kind = 'functions' AND spec->'integrationConnections' ? $2 ORDER BY name`,
+  /** Functions and models of the workspace bound to the connection: it cannot go while they use it. */
+  async boundWorkloads(workspaceId: string, name: string): Promise<BoundWorkload[]> {
+    const { rows } = await this.pg.query<BoundWorkload>(
+      `SELECT kind, name FROM resources
+        WHERE workspace_id = $1 AND kind IN ('functions', 'models') AND spec->'integrationConnections' ? $2 ORDER BY kind, name`,
       [workspaceId, name],
     );
-    return rows.map((row) => row.name);
+    return rows;
   }
 
   async delete(workspaceId: string, name: string): Promise<ConnectionRow | undefined> {
     const current = await this.get(workspaceId, name);
     if (!current) return undefined;
     await this.pg.query('DELETE FROM integration_connections WHERE id = $1', [current.id]);
+    await this.secretsChanged(current);
     return current;
   }
 
@@ -146,6 +156,11 @@ export class ConnectionStore {
       provisioningId,
     ]);
     return rowCount === 1;
+  }
+
+  /** Gateways holding the connection's opened secrets (provider models' keys) drop them. */
+  private async secretsChanged(row: Pick<ConnectionRow, 'id'>): Promise<void> {
+    await this.pg.query('SELECT pg_notify($1, $2)', [WORKLOAD_ROUTES_CHANNEL, row.id]);
   }
 
   private seal(secret: Record<string, string>, id: string): string {

@@ -3,7 +3,7 @@ import { WorkflowIdConflictPolicy } from '@temporalio/common';
 import type { Client } from '@temporalio/client';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { createHash } from 'node:crypto';
-import { findIntegration, INTEGRATIONS } from '../../../core/integrations/catalog';
+import { findIntegration, INTEGRATIONS, isProvisionable } from '../../../core/integrations/catalog';
 import { provisioningWorkflowId, tenantNameProblem } from '../../../core/integrations/provisioning';
 import type { provisionTenant, ProvisioningInput } from '../../../workflows/provisioning';
 import { ApiError, badRequest, notFound } from '../../errors';
@@ -91,6 +91,9 @@ export default async function provisioningRoutes(fastify: FastifyInstance) {
       const body = request.body;
       const integration = findIntegration(body.integration);
       if (!integration) throw badRequest(`integration: unknown integration '${body.integration}' (known: ${INTEGRATIONS.map((i) => i.name).join(', ')})`);
+      if (!isProvisionable(integration)) {
+        throw badRequest(`integration: '${integration.name}' has no OAuth flow and MCP server to provision (known: ${INTEGRATIONS.filter(isProvisionable).map((i) => i.name).join(', ')})`);
+      }
       const tenantProblem = tenantNameProblem(integration.name, body.tenant);
       if (tenantProblem) throw badRequest(tenantProblem);
       const codeHash = createHash('sha256').update(body.code).digest('hex');

@@ -25,8 +25,8 @@ export default async function integrationRoutes(fastify: FastifyInstance) {
     displayName: integration.displayName,
     description: integration.description,
     secrets: integration.secrets.map((secret) => ({ ...secret })),
-    oauth: { authorizationUrl: integration.oauth.endpoints(app.config).authorizationUrl, scopes: [...integration.oauth.scopes] },
-    mcp: { tools: [...integration.mcp.tools] },
+    ...(integration.oauth ? { oauth: { authorizationUrl: integration.oauth.endpoints(app.config).authorizationUrl, scopes: [...integration.oauth.scopes] } } : {}),
+    ...(integration.mcp ? { mcp: { tools: [...integration.mcp.tools] } } : {}),
   });
   const envelope = (row: ConnectionRow) => ({
     metadata: {
@@ -132,11 +132,14 @@ export default async function integrationRoutes(fastify: FastifyInstance) {
     },
     async (request) => {
       const workspace = requestWorkspace(request);
-      const users = await store.boundFunctions(workspace.id, request.params.name);
+      const users = await store.boundWorkloads(workspace.id, request.params.name);
       if (users.length > 0) {
-        throw new ApiError(409, 'conflict', `integration connection '${request.params.name}' is used by function(s) ${users.map((n) => `'${n}'`).join(', ')}: delete or rebind them first`, {
-          code: 409,
-        });
+        const named = (kind: string, label: string) => {
+          const names = users.filter((user) => user.kind === kind).map((user) => `'${user.name}'`);
+          return names.length > 0 ? [`${label}(s) ${names.join(', ')}`] : [];
+        };
+        const list = [...named('functions', 'function'), ...named('models', 'model')].join(' and ');
+        throw new ApiError(409, 'conflict', `integration connection '${request.params.name}' is used by ${list}: delete or rebind them first`, { code: 409 });
       }
       const deleted = await store.delete(workspace.id, request.params.name);
       if (!deleted) throw missing(request.params.name, workspace.name);

@@ -2,11 +2,11 @@ import { Type } from 'typebox';
 import { PROVISIONING_STATUSES, TENANT_MAX_LENGTH, TENANT_PATTERN, type ProvisioningStatus } from '../../../core/integrations/provisioning';
 import { DisplayName, Labels, ResourceName } from '../common-schemas';
 
-const IntegrationName = Type.String({ minLength: 1, maxLength: 63, description: "A name from the catalog (GET /v0/integrations), e.g. 'email'." });
+const IntegrationName = Type.String({ minLength: 1, maxLength: 63, description: "A name from the catalog (GET /v0/integrations), e.g. 'email' or 'openai'." });
 
 const SecretMap = Type.Record(Type.String({ maxLength: 128 }), Type.String({ minLength: 1, maxLength: 16_384 }), {
   maxProperties: 50,
-  description: 'Key/value secrets of the connection, e.g. CLIENT_ID, CLIENT_SECRET, REFRESH_TOKEN. Never returned in clear.',
+  description: 'Key/value secrets of the connection, e.g. CLIENT_ID, CLIENT_SECRET, REFRESH_TOKEN for email, API_KEY for openai. Never returned in clear.',
 });
 
 /** Read-only metadata sent back by clients (workspace, createdAt, ...) is accepted and ignored. */
@@ -52,11 +52,13 @@ export const Integration = Type.Object({
   displayName: Type.String(),
   description: Type.String(),
   secrets: Type.Array(Type.Object({ name: Type.String(), required: Type.Boolean(), description: Type.String() })),
-  oauth: Type.Object({
-    authorizationUrl: Type.String({ description: 'Where the customer backend sends its users (step 2 of the tenant flow).' }),
-    scopes: Type.Array(Type.String()),
-  }),
-  mcp: Type.Object({ tools: Type.Array(Type.String()) }),
+  oauth: Type.Optional(
+    Type.Object({
+      authorizationUrl: Type.String({ description: 'Where the customer backend sends its users (step 2 of the tenant flow).' }),
+      scopes: Type.Array(Type.String()),
+    }, { description: 'Absent for an integration without a tenant flow (a model provider).' }),
+  ),
+  mcp: Type.Optional(Type.Object({ tools: Type.Array(Type.String()) }, { description: 'The MCP server a bound function runs; absent for a model provider.' })),
 });
 
 export const ProvisioningCreate = Type.Object(

@@ -2,8 +2,10 @@ import type { Pool } from 'pg';
 import { Type, type TSchema } from 'typebox';
 import type { HangarConfig } from '../../../core/config';
 import type { ResourceStatus } from '../../../core/resource';
+import { boundConnections } from '../../../core/integrations/function-binding';
+import { isProviderModel } from '../../../core/workloads/provider-model';
 import { ResourceName } from '../common-schemas';
-import { validateFunctionSpec } from '../integrations/function-bindings';
+import { validateFunctionSpec, validateModelSpec } from '../integrations/connection-bindings';
 
 /**
  * What differs between workload kinds that share the resource envelope: their path, the shape of
@@ -15,7 +17,8 @@ export interface ResourceKind {
   singular: string;
   spec: TSchema;
   initialStatus: ResourceStatus;
-  initialMessage: string;
+  /** The first event's message: what the new resource waits for. */
+  initialMessage(spec: Record<string, unknown>): string;
   url(config: HangarConfig, workspace: string, name: string): string;
   /**
    * Checks a spec beyond its schema before create and update (references to other resources,
@@ -54,7 +57,27 @@ const FunctionSpec = Type.Object(
   { additionalProperties: true },
 );
 
-const awaitingCode = 'created; waiting for a code bundle to deploy';
+const ModelSpec = Type.Object(
+  {
+    integrationConnections: Type.Optional(
+      Type.Array(ResourceName, { maxItems: 1, description: "A provider model's connection of integration 'openai', holding its API_KEY." }),
+    ),
+    runtime: Type.Optional(
+      Type.Object(
+        {
+          ...WorkloadRuntime.properties,
+          type: Type.Optional(Type.String({ maxLength: 63, description: "'openai' for a provider model (an OpenAI-compatible API); absent for a model deployed from a code bundle." })),
+          endpoint: Type.Optional(Type.String({ maxLength: 2_048, description: "A provider model's upstream base URL (http or https), e.g. 'https://api.openai.com/v1'." })),
+          model: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: "The provider's name of the model, sent upstream as 'model'; the model's own name by default." })),
+        },
+        { additionalProperties: true },
+      ),
+    ),
+  },
+  { additionalProperties: true },
+);
+
+const awaitingCode = () => 'created; waiting for a code bundle to deploy';
 
 export const RESOURCE_KINDS: ResourceKind[] = [
   {
@@ -68,17 +91,18 @@ export const RESOURCE_KINDS: ResourceKind[] = [
   {
     path: 'models',
     singular: 'model',
-    spec: WorkloadSpec,
+    spec: ModelSpec,
     initialStatus: 'UPLOADING',
-    initialMessage: awaitingCode,
+    initialMessage: (spec) => (isProviderModel(spec) ? 'created; deploying the provider model' : awaitingCode()),
     url: (config, workspace, name) => `${config.runUrl}/${workspace}/models/${name}`,
+    validate: validateModelSpec,
   },
   {
     path: 'functions',
     singular: 'function',
     spec: FunctionSpec,
     initialStatus: 'UPLOADING',
-    initialMessage: awaitingCode,
+    initialMessage: (spec) => (boundConnections(spec).length > 0 ? "created; deploying the integration's MCP server" : awaitingCode()),
     url: (config, workspace, name) => `${config.runUrl}/${workspace}/functions/${name}/mcp`,
     validate: validateFunctionSpec,
   },

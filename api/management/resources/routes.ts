@@ -51,7 +51,7 @@ export function resourceRoutes(kind: ResourceKind) {
           { workspaceId: workspace.id, kind: kind.path, name: metadata.name },
           { displayName: metadata.displayName ?? metadata.name, labels: metadata.labels ?? {}, spec: (spec ?? {}) as Record<string, unknown> },
           kind.initialStatus,
-          kind.initialMessage,
+          kind.initialMessage((spec ?? {}) as Record<string, unknown>),
           request.principal.clientId,
         );
         if (!created) throw conflict(`${kind.singular} '${metadata.name}' already exists in workspace '${workspace.name}'`);

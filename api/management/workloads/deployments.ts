@@ -2,7 +2,8 @@ import type { Client as TemporalClient } from '@temporalio/client';
 import type { Pool } from 'pg';
 import { nodeTaskQueue, type HangarConfig } from '../../../core/config';
 import { boundConnections } from '../../../core/integrations/function-binding';
-import { deploymentWorkflowId, type WorkloadKey, type WorkloadSpec } from '../../../core/workloads/types';
+import { isProviderModel } from '../../../core/workloads/provider-model';
+import { deploymentWorkflowId, type WorkloadKey, type WorkloadKind, type WorkloadSpec } from '../../../core/workloads/types';
 import type { deployment } from '../../../workflows/deployment';
 import { RevisionStore } from './revision-store';
 
@@ -31,17 +32,25 @@ export async function requestRemoval(temporal: TemporalClient, key: Pick<Workloa
 }
 
 /**
- * Deploys a function bound to an integration connection: a revision without a bundle, which the
- * node runs as the integration's built-in MCP server. Anything that creates or changes such a
- * function (the API, the provisioning saga) calls this; other specs are left alone.
+ * Whether a workload deploys from its spec alone: a function bound to an integration connection
+ * (the node runs the integration's built-in MCP server) or a provider model (served elsewhere).
  */
-export async function deployIntegrationFunction(
+export function deploysWithoutBundle(kind: WorkloadKind, spec: WorkloadSpec): boolean {
+  return kind === 'functions' ? boundConnections(spec).length > 0 : kind === 'models' && isProviderModel(spec);
+}
+
+/**
+ * Deploys a workload that needs no bundle: a revision of its spec alone. Anything that creates or
+ * changes such a workload (the API, the provisioning saga) calls this; other specs are left
+ * alone, as they deploy when their code is uploaded.
+ */
+export async function deployWithoutBundle(
   services: { pg: Pool; temporal: TemporalClient; config: HangarConfig },
   key: WorkloadKey,
   spec: WorkloadSpec,
   actor: string | null,
 ): Promise<number | undefined> {
-  if (key.kind !== 'functions' || boundConnections(spec).length === 0) return undefined;
+  if (!deploysWithoutBundle(key.kind, spec)) return undefined;
   const revision = await new RevisionStore(services.pg).create({ resourceId: key.id, bundleSha256: null, bundleBytes: null, spec, actor });
   await requestDeployment(services.temporal, services.config, key, revision);
   return revision;

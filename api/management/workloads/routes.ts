@@ -2,8 +2,9 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { DEFAULT_BUNDLE_LIMIT_BYTES } from '../../../core/workloads/bundles';
+import { PROVIDER_MODEL_TYPE, isProviderModel } from '../../../core/workloads/provider-model';
 import { WORKLOAD_KINDS, type WorkloadKind, type WorkloadSpec } from '../../../core/workloads/types';
-import { notFound } from '../../errors';
+import { badRequest, notFound } from '../../errors';
 import { NameParam, commonErrors } from '../common-schemas';
 import { ResourceStore } from '../resources/store';
 import { requestWorkspace } from '../workspace-context';
@@ -68,6 +69,9 @@ export default async function workloadRoutes(fastify: FastifyInstance, options: 
       },
       async (request, reply) => {
         const { workspace, row } = await findWorkload(request, kind, request.params.name);
+        if (kind === 'models' && isProviderModel(row.spec)) {
+          throw badRequest(`model '${row.name}' is a provider model (spec.runtime.type '${PROVIDER_MODEL_TYPE}'): it has no code to upload`);
+        }
         const bundle = await storeBundle(app.config.dataDir, request.raw, limit);
         const revision = await revisions.create({ resourceId: row.id, bundleSha256: bundle.sha256, bundleBytes: bundle.bytes, spec: row.spec as WorkloadSpec, actor: request.principal.clientId });
         await resources.transition(row.id, 'UPLOADING', { type: 'Normal', message: `revision ${revision}: code bundle received (${bundle.bytes} bytes, sha256 ${bundle.sha256.slice(0, 12)})` });
