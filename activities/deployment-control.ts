@@ -4,7 +4,7 @@ import { RevisionStore } from '../api/management/workloads/revision-store';
 import type { ResourceStatus } from '../core/resource';
 import { workloadUsageTicks, type WorkloadMeterPeriod } from '../core/workloads/metering';
 import type { RevisionRecord, ServingRevision, WorkloadKey } from '../core/workloads/types';
-import { recordUsage } from './usage-metering';
+import { recordWorkspaceUsage } from './usage-metering';
 
 /** Gateways LISTEN here and drop their cached route of the resource id sent. */
 export const WORKLOAD_ROUTES_CHANNEL = 'hangar_workload_routes';
@@ -49,10 +49,7 @@ export function createDeploymentControlActivities({ pg }: { pg: Pool }) {
 
     /** Idempotent: a retried period produces the same event ids and is counted once. */
     async recordWorkloadUsage(period: Omit<WorkloadMeterPeriod, 'accountId'>): Promise<void> {
-      const { rows } = await pg.query<{ account_id: string }>('SELECT account_id FROM workspaces WHERE id = $1', [period.key.workspaceId]);
-      if (!rows[0]) return; // the workspace is gone, and with it whom to bill
-      const ticks = workloadUsageTicks({ ...period, accountId: rows[0].account_id });
-      if (ticks.length > 0) await recordUsage(pg, ticks);
+      await recordWorkspaceUsage(pg, period.key.workspaceId, (accountId) => workloadUsageTicks({ ...period, accountId }));
     },
   };
 }
