@@ -1,3 +1,4 @@
+import { createCustomDomainControlActivities } from './custom-domain-control';
 import { createDeploymentControlActivities } from './deployment-control';
 import type { ActivityDeps } from './deps';
 import { createJobControlActivities } from './job-control';
@@ -16,6 +17,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createProvisioningActivities(deps),
     ...createJobControlActivities(deps),
     ...createVolumeControlActivities(deps),
+    ...createCustomDomainControlActivities(deps),
     ...createUsageActivities(deps),
   };
 }

@@ -6,3 +6,4 @@ export * from './provisioning';
 export * from './job-execution';
 export * from './deployment';
 export * from './volume-lifecycle';
+export * from './custom-domain-lifecycle';

@@ -1,13 +1,16 @@
 import http from 'node:http';
+import { isIP } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { WORKLOAD_ROUTES_CHANNEL } from '../../activities/deployment-control';
 import type { HangarConfig } from '../../core/config';
+import type { WorkspaceGrant } from '../../core/principal';
+import { CUSTOM_DOMAIN_TARGETS, domainUpstreamPath, requestHost } from '../../core/custom-domain/types';
 import type { WorkloadKind } from '../../core/workloads/types';
 import { ApiError, forbidden, notFound } from '../errors';
 import type { AppOptions } from '../fastify';
 import { proxyRequest } from './proxy';
 import { PrincipalCache } from './principal-cache';
-import { WorkloadRouteCache } from './run-routes';
+import { WorkloadRouteCache, type DomainRoute } from './run-routes';
 import { buildGatewayBase } from './shared';
 
 const ALL_METHODS: ('GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS')[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
@@ -20,6 +23,9 @@ const SINGULAR: Record<WorkloadKind, string> = { agents: 'agent', models: 'model
  * authenticated for the workspace, routed to the workload's serving revision (cached, so the
  * steady state costs no query beyond the credential check) and streamed both ways over the
  * revision's socket with keep-alive. Platform credentials stay here.
+ *
+ * A request whose Host is a custom domain goes to the domain's target instead, whatever its path
+ * names: an agent's root, a model's paths, a function's `/mcp[/...]`.
  */
 export async function buildRunApp(config: HangarConfig, options: AppOptions = {}): Promise<FastifyInstance> {
   const app = await buildGatewayBase(config, options);
@@ -56,8 +62,13 @@ export async function buildRunApp(config: HangarConfig, options: AppOptions = {}
     const principal = await principals.principal(request.headers);
     const grant = principal.workspaces.get(workspace);
     if (!grant) throw forbidden(`workspace '${workspace}' does not exist or you are not a member of it`);
+    await proxyTo(request, reply, grant, kind, name, upstreamPath);
+  }
+
+  /** Streams the request to the serving revision of a workload the caller may use. */
+  async function proxyTo(request: FastifyRequest, reply: FastifyReply, grant: WorkspaceGrant, kind: WorkloadKind, name: string, upstreamPath: string) {
     const route = await routes.lookup(grant.id, kind, name);
-    if (!route) throw notFound(`${SINGULAR[kind]} '${name}' not found in workspace '${workspace}'`);
+    if (!route) throw notFound(`${SINGULAR[kind]} '${name}' not found in workspace '${grant.name}'`);
     if (!route.socketPath || route.status === 'DELETING') {
       throw new ApiError(503, 'workload_unavailable', `${SINGULAR[kind]} '${name}' is ${route.status}; it serves once a revision is DEPLOYED`);
     }
@@ -77,6 +88,32 @@ export async function buildRunApp(config: HangarConfig, options: AppOptions = {}
       },
     });
   }
+
+  /** A request to a custom domain: the same credential check, for the domain's workspace, then its target. */
+  async function forwardForDomain(request: FastifyRequest, reply: FastifyReply, domain: DomainRoute) {
+    const principal = await principals.principal(request.headers);
+    const grant = principal.workspaces.get(domain.workspace);
+    if (grant?.id !== domain.workspaceId) throw forbidden('you are not a member of the workspace that owns this domain');
+    if (domain.status !== 'DEPLOYED') throw new ApiError(503, 'domain_unavailable', `custom domain '${domain.name}' is ${domain.status}; it routes once DEPLOYED`);
+    const query = request.url.indexOf('?');
+    const pathOnly = query < 0 ? request.url : request.url.slice(0, query);
+    const upstreamPath = domainUpstreamPath(domain.target.kind, pathOnly);
+    if (upstreamPath === undefined) throw notFound(`no route for ${request.method} ${pathOnly} on a domain serving ${domain.target.kind} '${domain.target.name}'`);
+    await proxyTo(request, reply, grant, CUSTOM_DOMAIN_TARGETS[domain.target.kind], domain.target.name, upstreamPath);
+  }
+
+  // Runs before routing by path, for every path: a custom domain's requests never reach the
+  // workspace routes. The platform's own host and IP addresses are never custom domains, so
+  // requests to run_url cost no lookup.
+  const runHost = new URL(config.runUrl).hostname;
+  app.addHook('onRequest', async (request, reply) => {
+    const host = requestHost(request.headers.host);
+    if (!host || host === runHost || isIP(host.replace(/^\[(.*)\]$/, '$1'))) return;
+    const domain = await routes.domain(host);
+    // A domain being deleted routes no more; its host is then like any unknown one.
+    if (!domain || domain.status === 'DELETING') return;
+    await forwardForDomain(request, reply, domain);
+  });
 
   const tail = (request: FastifyRequest) => (request.params as { '*'?: string })['*'] ?? '';
   app.route({ method: ALL_METHODS, exposeHeadRoute: false, url: '/:workspace/agents/:name', handler: (req, reply) => forward(req, reply, 'agents', '/') });

@@ -3,6 +3,7 @@ import * as billing from './002_billing';
 import * as integrations from './003_integrations';
 import * as workloads from './004_workloads';
 import * as jobs from './005_jobs';
+import * as customDomains from './008_custom_domains';
 
 export interface Migration {
   name: string;
@@ -10,4 +11,4 @@ export interface Migration {
 }
 
 /** Applied in this order; a migration, once released, is never edited: add a new one. */
-export const migrations: Migration[] = [foundation, billing, integrations, workloads, jobs];
+export const migrations: Migration[] = [foundation, billing, integrations, workloads, jobs, customDomains];
