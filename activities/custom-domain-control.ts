@@ -13,10 +13,14 @@ export function createCustomDomainControlActivities({ pg }: { pg: Pool }) {
   }
 
   return {
-    /** The domain routes from here on (its metering starts at the same time); one deleted meanwhile stays DELETING. */
-    async markCustomDomainActive(key: CustomDomainKey): Promise<void> {
+    /**
+     * The domain routes from here on; answers since when (epoch ms), where its metering starts.
+     * One deleted meanwhile stays DELETING.
+     */
+    async markCustomDomainActive(key: CustomDomainKey): Promise<number> {
       await store.transition(key.id, 'DEPLOYED', { type: 'Normal', message: 'routing requests for the domain' }, undefined, 'DEPLOYING');
       await routeChanged(key);
+      return Date.now();
     },
     async deleteCustomDomainRecord(key: CustomDomainKey): Promise<void> {
       await store.deleteById(key.id);

@@ -10,7 +10,8 @@ export interface CustomDomainLifecycleInput {
   meteredUntil?: number;
 }
 
-export const deleteCustomDomainSignal = defineSignal('delete');
+/** Carries when the domain was deleted (it stopped routing then), so later processing is not billed. */
+export const deleteCustomDomainSignal = defineSignal<[number]>('delete');
 
 /** Active time is recorded at least this often, and once more at deletion. */
 const METER_INTERVAL_MS = 60_000;
@@ -28,14 +29,16 @@ export async function customDomainLifecycle(input: CustomDomainLifecycleInput): 
   });
   const { key } = input;
   let deleting = input.phase === 'delete';
+  let deletedAt: number | undefined;
   let exists = true;
-  setHandler(deleteCustomDomainSignal, () => {
+  setHandler(deleteCustomDomainSignal, (at) => {
     deleting = true;
+    deletedAt ??= at; // a repeated DELETE does not move the end
   });
   upsertSearchAttributes({ HangarWorkspace: [key.workspace], HangarResourceKind: ['custom_domain'], HangarResourceName: [key.name] });
 
-  if (input.phase === 'create') await control.markCustomDomainActive(key);
-  let meteredUntil = input.meteredUntil ?? Date.now();
+  // Metering starts when the domain started routing, as the activity saw it.
+  let meteredUntil = input.phase === 'create' ? await control.markCustomDomainActive(key) : (input.meteredUntil ?? Date.now());
 
   async function meter(until: number): Promise<void> {
     if (until <= meteredUntil) return;
@@ -51,6 +54,6 @@ export async function customDomainLifecycle(input: CustomDomainLifecycleInput): 
     await condition(() => deleting, Math.max(1, meteredUntil + METER_INTERVAL_MS - Date.now()));
   }
   if (!exists) return;
-  await meter(Date.now());
+  await meter(Math.min(Date.now(), deletedAt ?? Date.now()));
   await control.deleteCustomDomainRecord(key);
 }

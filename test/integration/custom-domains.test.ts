@@ -259,6 +259,39 @@ describe('routing by Host on run_url', () => {
     await tenantResources(t, other).gone('customdomains', 'reused', 30_000);
   }, 60_000);
 
+  test('with the control worker down a new domain waits (503), routes once the worker is back, and a delete still stops routing', async () => {
+    await control.stop();
+    const domain = freshDomain('later');
+    try {
+      expect((await api('POST', '/v0/customdomains', { metadata: { name: 'later' }, spec: domainSpec(domain, 'agent', 'echo') })).statusCode).toBe(200);
+      expect(await viaHost(domain, '/', { body: { inputs: 'x' } })).toEqual({ status: 503, body: { error: 'domain_unavailable', message: expect.stringContaining('DEPLOYING') } });
+      expect(await viaHost(domain, '/', { body: { inputs: 'x' }, key: other.admin.apiKey })).toMatchObject({ status: 403 });
+    } finally {
+      control = await startControlWorker(t.config, t.app.pg);
+    }
+    await resources().status('customdomains', 'later', 'DEPLOYED', 30_000);
+    expect(await viaHost(domain, '/', { body: { inputs: 'back' } })).toEqual({ status: 200, body: { output: 'echo: back' } });
+
+    const id = await resources().idOf('customdomains', 'later');
+    await control.stop();
+    let deletedBy: number;
+    try {
+      expect((await api('DELETE', '/v0/customdomains/later')).statusCode).toBe(200);
+      deletedBy = Date.now();
+      expect(await viaHost(domain, '/', { body: { inputs: 'x' } })).toMatchObject({ status: 404 });
+      // The record (and the host name) stays until the workflow has recorded the last period.
+      expect((await api('GET', '/v0/customdomains/later')).json().status).toBe('DELETING');
+    } finally {
+      control = await startControlWorker(t.config, t.app.pg);
+    }
+    await resources().gone('customdomains', 'later', 30_000);
+    // Billed up to the DELETE, not up to when the returning worker got to it. (Event times are
+    // whole seconds at or before the period's start, so each sum is at or before the period's end.)
+    const events = await outboxEvents(id);
+    expect(events.length).toBeGreaterThan(0);
+    for (const event of events) expect(event.event_time + Number(event.quantity) * 3600).toBeLessThanOrEqual(deletedBy! / 1000 + 0.01);
+  }, 90_000);
+
   test('a metering period recorded twice counts once', async () => {
     const activities = createCustomDomainControlActivities({ pg: t.app.pg });
     const key = { id: '5b0f8d3e-6c1a-4f7e-8a2b-9d4c3e2f1a00', workspace: tenant.workspace, workspaceId: tenant.workspaceId, name: unique('retried') };

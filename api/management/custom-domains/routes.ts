@@ -168,12 +168,12 @@ export default async function customDomainRoutes(fastify: FastifyInstance) {
         await store.transition(row.id, 'DELETING', { type: 'Normal', message: 'deleted by request' });
         await routesChanged(row.id);
       }
-      await app.temporal.workflow.signalWithStart<typeof customDomainLifecycle, []>('customDomainLifecycle', {
+      await app.temporal.workflow.signalWithStart<typeof customDomainLifecycle, [number]>('customDomainLifecycle', {
         taskQueue: config.taskQueue,
         workflowId: customDomainWorkflowId(workspace.name, row.name),
         args: [{ key: keyOf(row, workspace.id), phase: 'delete' }],
         signal: 'delete',
-        signalArgs: [],
+        signalArgs: [Date.now()],
       });
       return envelope({ ...row, status: 'DELETING' });
     },
