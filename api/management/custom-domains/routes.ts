@@ -26,7 +26,7 @@ const KIND = 'customdomains';
 const tags = ['customdomains'];
 
 /** Where a domain is reached: the run_url's scheme and port with the domain as host, at the target's path. */
-export function customDomainUrl(config: HangarConfig, spec: CustomDomainSpec): string {
+function customDomainUrl(config: HangarConfig, spec: CustomDomainSpec): string {
   const url = new URL(config.runUrl);
   url.hostname = spec.domain;
   url.pathname = spec.target.kind === 'function' ? '/mcp' : '/';
