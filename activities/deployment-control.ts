@@ -8,7 +8,7 @@ import type { ResourceStatus } from '../core/resource';
 import { workloadUsageTicks, type WorkloadMeterPeriod } from '../core/workloads/metering';
 import { providerTarget, type ProviderTarget } from '../core/workloads/provider-model';
 import { WORKLOAD_ROUTES_CHANNEL, type ProviderServingRevision, type RevisionRecord, type ServingRevision, type WorkloadKey, type WorkloadSpec } from '../core/workloads/types';
-import { recordUsage } from './usage-metering';
+import { recordWorkspaceUsage } from './usage-metering';
 
 /** The control-plane side of deployments: the resource's status and history, and its revisions. */
 export function createDeploymentControlActivities({ pg }: { pg: Pool }) {
@@ -64,10 +64,7 @@ export function createDeploymentControlActivities({ pg }: { pg: Pool }) {
 
     /** Idempotent: a retried period produces the same event ids and is counted once. */
     async recordWorkloadUsage(period: Omit<WorkloadMeterPeriod, 'accountId'>): Promise<void> {
-      const { rows } = await pg.query<{ account_id: string }>('SELECT account_id FROM workspaces WHERE id = $1', [period.key.workspaceId]);
-      if (!rows[0]) return; // the workspace is gone, and with it whom to bill
-      const ticks = workloadUsageTicks({ ...period, accountId: rows[0].account_id });
-      if (ticks.length > 0) await recordUsage(pg, ticks);
+      await recordWorkspaceUsage(pg, period.key.workspaceId, (accountId) => workloadUsageTicks({ ...period, accountId }));
     },
   };
 }

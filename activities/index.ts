@@ -1,4 +1,5 @@
 import { createAgentRequestControlActivities } from './agent-request-control';
+import { createCustomDomainControlActivities } from './custom-domain-control';
 import { createDeploymentControlActivities } from './deployment-control';
 import type { ActivityDeps } from './deps';
 import { createJobControlActivities } from './job-control';
@@ -17,6 +18,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createProvisioningActivities(deps),
     ...createJobControlActivities(deps),
     ...createVolumeControlActivities(deps),
+    ...createCustomDomainControlActivities(deps),
     ...createUsageActivities(deps),
     ...createAgentRequestControlActivities(deps),
   };

@@ -37,3 +37,15 @@ export async function recordUsage(pool: Pool, ticks: UsageTick | UsageTick[]): P
   }
   return total;
 }
+
+/**
+ * Records the ticks `build` makes for the account that owns a workspace, the form every runtime's
+ * metering takes. Idempotent like recordUsage. Nothing is recorded once the workspace is gone,
+ * and with it whom to bill.
+ */
+export async function recordWorkspaceUsage(pool: Pool, workspaceId: string, build: (accountId: string) => UsageTick[]): Promise<void> {
+  const { rows } = await pool.query<{ account_id: string }>('SELECT account_id FROM workspaces WHERE id = $1', [workspaceId]);
+  if (!rows[0]) return;
+  const ticks = build(rows[0].account_id);
+  if (ticks.length > 0) await recordUsage(pool, ticks);
+}

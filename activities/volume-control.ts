@@ -2,7 +2,7 @@ import { ResourceStore } from '../api/management/resources/store';
 import { volumeUsageTicks, type VolumeKey, type VolumeMeterPeriod } from '../core/volume/types';
 import type { ResourceEvent } from '../core/resource';
 import type { ActivityDeps } from './deps';
-import { recordUsage } from './usage-metering';
+import { recordWorkspaceUsage } from './usage-metering';
 
 /** The control-plane side of a volume's life: its record in PostgreSQL and its usage. */
 export function createVolumeControlActivities({ pg }: Pick<ActivityDeps, 'pg'>) {
@@ -22,10 +22,7 @@ export function createVolumeControlActivities({ pg }: Pick<ActivityDeps, 'pg'>) 
     },
     /** Idempotent: a retried period produces the same event ids and is counted once. */
     async recordVolumeUsage(period: Omit<VolumeMeterPeriod, 'accountId'>): Promise<void> {
-      const { rows } = await pg.query<{ account_id: string }>('SELECT account_id FROM workspaces WHERE id = $1', [period.key.workspaceId]);
-      if (!rows[0]) return; // the workspace is gone, and with it whom to bill
-      const ticks = volumeUsageTicks({ ...period, accountId: rows[0].account_id });
-      if (ticks.length > 0) await recordUsage(pg, ticks);
+      await recordWorkspaceUsage(pg, period.key.workspaceId, (accountId) => volumeUsageTicks({ ...period, accountId }));
     },
   };
 }

@@ -7,3 +7,4 @@ export * from './job-execution';
 export * from './deployment';
 export * from './volume-lifecycle';
 export * from './agent-request';
+export * from './custom-domain-lifecycle';

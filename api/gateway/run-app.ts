@@ -1,6 +1,8 @@
 import http from 'node:http';
+import { isIP } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { HangarConfig } from '../../core/config';
+import { CUSTOM_DOMAIN_TARGETS, domainUpstreamPath, requestHost } from '../../core/custom-domain/types';
 import { WORKLOAD_ROUTES_CHANNEL, type WorkloadKind } from '../../core/workloads/types';
 import { ApiError, forbidden, notFound } from '../errors';
 import type { AppOptions } from '../fastify';
@@ -8,7 +10,7 @@ import { AgentQuery, asyncAgentRequests } from './async-agent-requests';
 import { ProviderProxy } from './provider-proxy';
 import { proxyRequest } from './proxy';
 import { PrincipalCache } from './principal-cache';
-import { WorkloadRouteCache, type GatewayCaller, type WorkloadTarget } from './run-routes';
+import { WorkloadRouteCache, type DomainRoute, type GatewayCaller, type WorkloadTarget } from './run-routes';
 import { buildGatewayBase } from './shared';
 
 const ALL_METHODS: ('GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS')[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
@@ -23,6 +25,9 @@ const SINGULAR: Record<WorkloadKind, string> = { agents: 'agent', models: 'model
  * revision's socket with keep-alive, or, for a provider model, to its upstream with the
  * connection's API key. Platform credentials stay here. `POST .../agents/{agent}?async=true` is
  * answered at once and run by a workflow instead (async-agent-requests.ts).
+ *
+ * A request whose Host is a custom domain goes to the domain's target instead, whatever its path
+ * names: an agent's root, a model's paths, a function's `/mcp[/...]`.
  */
 export async function buildRunApp(config: HangarConfig, options: AppOptions = {}): Promise<FastifyInstance> {
   const app = await buildGatewayBase(config, options);
@@ -66,8 +71,10 @@ export async function buildRunApp(config: HangarConfig, options: AppOptions = {}
 
   /** The checks every call of a workload passes, sync or async: 401/403, unknown 404, not serving 503. */
   async function targetOf(request: FastifyRequest, kind: WorkloadKind): Promise<WorkloadTarget> {
-    const { name } = request.params as { name: string };
-    const caller = await callerOf(request);
+    return resolveTarget(await callerOf(request), kind, (request.params as { name: string }).name);
+  }
+
+  async function resolveTarget(caller: GatewayCaller, kind: WorkloadKind, name: string): Promise<WorkloadTarget> {
     const route = await routes.lookup(caller.grant.id, kind, name);
     if (!route) throw notFound(`${SINGULAR[kind]} '${name}' not found in workspace '${caller.grant.name}'`);
     if (route.status !== 'DELETING') {
@@ -100,6 +107,33 @@ export async function buildRunApp(config: HangarConfig, options: AppOptions = {}
   async function forward(request: FastifyRequest, reply: FastifyReply, kind: WorkloadKind, upstreamPath: string) {
     return proxyTo(request, reply, kind, await targetOf(request, kind), upstreamPath);
   }
+
+  /** A request to a custom domain: the same credential check, for the domain's workspace, then its target. */
+  async function forwardForDomain(request: FastifyRequest, reply: FastifyReply, domain: DomainRoute) {
+    const principal = await principals.principal(request.headers);
+    const grant = principal.workspaces.get(domain.workspace);
+    if (grant?.id !== domain.workspaceId) throw forbidden('you are not a member of the workspace that owns this domain');
+    if (domain.status !== 'DEPLOYED') throw new ApiError(503, 'domain_unavailable', `custom domain '${domain.name}' is ${domain.status}; it routes once DEPLOYED`);
+    const query = request.url.indexOf('?');
+    const pathOnly = query < 0 ? request.url : request.url.slice(0, query);
+    const upstreamPath = domainUpstreamPath(domain.target.kind, pathOnly);
+    if (upstreamPath === undefined) throw notFound(`no route for ${request.method} ${pathOnly} on a domain serving ${domain.target.kind} '${domain.target.name}'`);
+    const kind = CUSTOM_DOMAIN_TARGETS[domain.target.kind];
+    await proxyTo(request, reply, kind, await resolveTarget({ principal, grant }, kind, domain.target.name), upstreamPath);
+  }
+
+  // Runs before routing by path, for every path: a custom domain's requests never reach the
+  // workspace routes. The platform's own host and IP addresses are never custom domains, so
+  // requests to run_url cost no lookup.
+  const runHost = new URL(config.runUrl).hostname;
+  app.addHook('onRequest', async (request, reply) => {
+    const host = requestHost(request.headers.host);
+    if (!host || host === runHost || isIP(host.replace(/^\[(.*)\]$/, '$1'))) return;
+    const domain = await routes.domain(host);
+    // A domain being deleted routes no more; its host is then like any unknown one.
+    if (!domain || domain.status === 'DELETING') return;
+    await forwardForDomain(request, reply, domain);
+  });
 
   const tail = (request: FastifyRequest) => (request.params as { '*'?: string })['*'] ?? '';
   const asyncRequests = asyncAgentRequests(app, callerOf);

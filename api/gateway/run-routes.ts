@@ -1,4 +1,5 @@
 import type { Pool, PoolClient } from 'pg';
+import { customDomainRouteKey, type CustomDomainTargetKind } from '../../core/custom-domain/types';
 import type { Principal, WorkspaceGrant } from '../../core/principal';
 import type { ResourceStatus } from '../../core/resource';
 import type { SecretBox } from '../../core/secret-box';
@@ -40,6 +41,16 @@ export interface WorkloadTarget extends GatewayCaller {
   route: ServingRoute;
 }
 
+/** What the gateway needs to route a custom domain's requests: whose it is and what it serves. */
+export interface DomainRoute {
+  resourceId: string;
+  name: string;
+  status: ResourceStatus;
+  workspaceId: string;
+  workspace: string;
+  target: { kind: CustomDomainTargetKind; name: string };
+}
+
 /** A route is trusted this long without news; deployments also invalidate it at once (LISTEN). */
 const ROUTE_TTL_MS = 2_000;
 const MAX_ROUTES = 10_000;
@@ -54,13 +65,14 @@ interface RouteRow {
 }
 
 /**
- * Workspace + kind + name -> route, cached briefly so a request costs no query in the steady
- * state. Deployment activities NOTIFY on `channel` with the resource id whenever a workload's
- * serving revision changes, and connection changes with the connection's id; every gateway drops
- * the routes concerned at once.
+ * Workspace + kind + name -> workload route, and host -> custom domain, cached briefly so a
+ * request costs no query in the steady state (unknown hosts too: most requests name none).
+ * Deployment activities and the custom domain routes NOTIFY on `channel` with the resource id, or
+ * a route key, whenever a route changes, and connection changes with the connection's id; every
+ * gateway drops the routes concerned at once.
  */
 export class WorkloadRouteCache {
-  private readonly routes = new Map<string, { route: WorkloadRoute | undefined; at: number }>();
+  private readonly routes = new Map<string, { route: WorkloadRoute | DomainRoute | undefined; at: number }>();
   private listener?: PoolClient;
 
   constructor(
@@ -85,35 +97,58 @@ export class WorkloadRouteCache {
   }
 
   async lookup(workspaceId: string, kind: WorkloadKind, name: string): Promise<WorkloadRoute | undefined> {
-    const key = workloadRouteKey(workspaceId, kind, name);
+    return this.cached(workloadRouteKey(workspaceId, kind, name), async () => {
+      // A provider model's connection comes along: one query either way.
+      const { rows } = await this.pg.query<RouteRow>(
+        `SELECT r.id, r.status, r.state #>> '{serving,socketPath}' AS socket_path, r.state #> '{serving,provider}' AS provider,
+                c.id AS connection_id, c.sealed_secret
+           FROM resources r
+           LEFT JOIN integration_connections c
+             ON c.workspace_id = r.workspace_id AND c.name = r.state #>> '{serving,provider,connection}' AND c.integration = $4
+          WHERE r.workspace_id = $1 AND r.kind = $2 AND r.name = $3`,
+        [workspaceId, kind, name, PROVIDER_INTEGRATION],
+      );
+      const row = rows[0];
+      return (
+        row && {
+          resourceId: row.id,
+          status: row.status,
+          socketPath: row.socket_path ?? undefined,
+          provider: row.provider ? this.providerRoute(row.provider, row) : undefined,
+        }
+      );
+    });
+  }
+
+  /** The custom domain claiming `host` (lowercase, no port), if any. */
+  async domain(host: string): Promise<DomainRoute | undefined> {
+    return this.cached(customDomainRouteKey(host), async () => {
+      // Served by the unique index on spec->>'domain' of custom domains.
+      const { rows } = await this.pg.query<{ id: string; name: string; status: ResourceStatus; workspace_id: string; workspace: string; target: DomainRoute['target'] }>(
+        `SELECT r.id, r.name, r.status, r.workspace_id, w.name AS workspace, r.spec->'target' AS target
+           FROM resources r JOIN workspaces w ON w.id = r.workspace_id
+          WHERE r.kind = 'customdomains' AND r.spec->>'domain' = $1`,
+        [host],
+      );
+      const row = rows[0];
+      return row && { resourceId: row.id, name: row.name, status: row.status, workspaceId: row.workspace_id, workspace: row.workspace, target: row.target };
+    });
+  }
+
+  private async cached<T extends WorkloadRoute | DomainRoute>(key: string, load: () => Promise<T | undefined>): Promise<T | undefined> {
     const cached = this.routes.get(key);
-    if (cached && Date.now() - cached.at < ROUTE_TTL_MS) return cached.route;
-    // A provider model's connection comes along: one query either way.
-    const { rows } = await this.pg.query<RouteRow>(
-      `SELECT r.id, r.status, r.state #>> '{serving,socketPath}' AS socket_path, r.state #> '{serving,provider}' AS provider,
-              c.id AS connection_id, c.sealed_secret
-         FROM resources r
-         LEFT JOIN integration_connections c
-           ON c.workspace_id = r.workspace_id AND c.name = r.state #>> '{serving,provider,connection}' AND c.integration = $4
-        WHERE r.workspace_id = $1 AND r.kind = $2 AND r.name = $3`,
-      [workspaceId, kind, name, PROVIDER_INTEGRATION],
-    );
-    const row = rows[0];
-    const route = row && {
-      resourceId: row.id,
-      status: row.status,
-      socketPath: row.socket_path ?? undefined,
-      provider: row.provider ? this.providerRoute(row.provider, row) : undefined,
-    };
+    if (cached && Date.now() - cached.at < ROUTE_TTL_MS) return cached.route as T | undefined;
+    const route = await load();
     if (this.routes.size >= MAX_ROUTES) this.routes.clear();
     this.routes.set(key, { route, at: Date.now() });
     return route;
   }
 
-  /** Drops the routes of one resource or connection, named by its id, or by its route key (after a deletion). */
+  /** Drops the routes of one resource or connection, named by its id, or by its route key (after a deletion, or a host newly claimed). */
   forget(idOrKey: string): void {
     for (const [key, entry] of this.routes) {
-      if (key === idOrKey || entry.route?.resourceId === idOrKey || entry.route?.provider?.connectionId === idOrKey) this.routes.delete(key);
+      const route = entry.route;
+      if (key === idOrKey || route?.resourceId === idOrKey || (route && 'provider' in route && route.provider?.connectionId === idOrKey)) this.routes.delete(key);
     }
   }
 

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import accountRoutes from './accounts/routes';
+import customDomainRoutes from './custom-domains/routes';
 import integrationsApi from './integrations';
 import oauthRoutes from './oauth/routes';
 import { RESOURCE_KINDS } from './resources/kinds';
@@ -24,5 +25,6 @@ export default async function managementApi(app: FastifyInstance) {
   await app.register(workloadRoutes);
   await app.register(sandboxRoutes);
   await app.register(volumeRoutes);
+  await app.register(customDomainRoutes);
   await app.register(integrationsApi);
 }

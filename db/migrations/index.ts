@@ -4,6 +4,7 @@ import * as integrations from './003_integrations';
 import * as workloads from './004_workloads';
 import * as jobs from './005_jobs';
 import * as asyncRequests from './006_async_requests';
+import * as customDomains from './008_custom_domains';
 import * as agentThreads from './010_agent_threads';
 
 export interface Migration {
@@ -12,4 +13,4 @@ export interface Migration {
 }
 
 /** Applied in this order; a migration, once released, is never edited: add a new one. */
-export const migrations: Migration[] = [foundation, billing, integrations, workloads, jobs, asyncRequests, agentThreads];
+export const migrations: Migration[] = [foundation, billing, integrations, workloads, jobs, asyncRequests, customDomains, agentThreads];

@@ -43,6 +43,9 @@ test('the file arrives byte for byte however the body is cut into chunks', async
       fc.constantFrom('', `--${boundary}`, `\r\n--${boundary.slice(0, -1)}`, '\r\n\r\n', `\r\n-${boundary}`),
       async (bytes, cuts, lookalike) => {
         const file = Buffer.concat([Buffer.from(bytes), Buffer.from(lookalike), Buffer.from(bytes)]);
+        // A lookalike the random bytes complete into the real delimiter is no valid encoding of
+        // the file: a sender picks a boundary its content does not hold.
+        fc.pre(!file.includes(`\r\n--${boundary}`));
         const result = await parse(split(body(file, { permissions: '0600' }), cuts));
         return result.file.equals(file) && result.fields.get('permissions') === '0600' && result.sawFile;
       },

@@ -90,8 +90,17 @@ export class ResourceStore {
     return rowCount ? this.get(key) : undefined;
   }
 
-  /** Moves a resource to a new status and records why, keeping the last MAX_RESOURCE_EVENTS events. */
-  async transition(id: string, status: ResourceStatus, event: Omit<ResourceEvent, 'status' | 'time'>, state?: Record<string, unknown>): Promise<boolean> {
+  /**
+   * Moves a resource to a new status and records why, keeping the last MAX_RESOURCE_EVENTS events.
+   * With `from`, only a resource still in that status moves (a step that lost a race does nothing).
+   */
+  async transition(
+    id: string,
+    status: ResourceStatus,
+    event: Omit<ResourceEvent, 'status' | 'time'>,
+    state?: Record<string, unknown>,
+    from?: ResourceStatus,
+  ): Promise<boolean> {
     const entry = { ...event, status, time: new Date().toISOString() };
     const { rowCount } = await this.pg.query(
       `UPDATE resources
@@ -99,8 +108,8 @@ export class ResourceStore {
               events = (CASE WHEN jsonb_array_length(events) >= $4 THEN events - 0 ELSE events END) || jsonb_build_array($3::jsonb),
               state = state || COALESCE($5::jsonb, '{}'::jsonb),
               updated_at = now()
-        WHERE id = $1`,
-      [id, status, JSON.stringify(entry), MAX_RESOURCE_EVENTS, state ? JSON.stringify(state) : null],
+        WHERE id = $1 AND ($6::text IS NULL OR status = $6)`,
+      [id, status, JSON.stringify(entry), MAX_RESOURCE_EVENTS, state ? JSON.stringify(state) : null, from ?? null],
     );
     return rowCount === 1;
   }
