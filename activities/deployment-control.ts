@@ -3,7 +3,7 @@ import { ResourceStore } from '../api/management/resources/store';
 import { RevisionStore } from '../api/management/workloads/revision-store';
 import type { ResourceStatus } from '../core/resource';
 import { workloadUsageTicks, type WorkloadMeterPeriod } from '../core/workloads/metering';
-import type { RevisionRecord, ServingRevision, WorkloadKey } from '../core/workloads/types';
+import type { RevisionRecord, ServingRevision, WorkloadKey, WorkloadScaleState } from '../core/workloads/types';
 import { recordUsage } from './usage-metering';
 
 /** Gateways LISTEN here and drop their cached route of the resource id sent. */
@@ -29,10 +29,25 @@ export function createDeploymentControlActivities({ pg }: { pg: Pool }) {
       await resources.transition(key.id, status, { type: 'Normal', message: `revision ${revision}: ${message}` });
     },
 
-    /** The revision serves now: the gateway routes to it from here on. */
-    async markRevisionDeployed(key: WorkloadKey, revision: number, serving: ServingRevision | { revision: number; codeDir: string }, message: string): Promise<void> {
+    /**
+     * The revision serves now: the gateway routes to it from here on. `scale` is set for a
+     * revision that may scale to zero (null otherwise), so the gateway knows to wake it.
+     */
+    async markRevisionDeployed(
+      key: WorkloadKey,
+      revision: number,
+      serving: ServingRevision | { revision: number; codeDir: string },
+      message: string,
+      scale: WorkloadScaleState | null = null,
+    ): Promise<void> {
       await revisions.setStatus(key.id, revision, 'DEPLOYED', message);
-      await resources.transition(key.id, 'DEPLOYED', { type: 'Normal', message: `revision ${revision}: ${message}` }, { serving });
+      await resources.transition(key.id, 'DEPLOYED', { type: 'Normal', message: `revision ${revision}: ${message}` }, { serving, scale });
+      await routeChanged(key);
+    },
+
+    /** The serving revision stopped for being idle, started again, or could not start: an event, and the gateway's route. */
+    async markScale(key: WorkloadKey, scale: WorkloadScaleState, event: { type: 'Normal' | 'Warning'; message: string }): Promise<void> {
+      await resources.note(key.id, event, { scale });
       await routeChanged(key);
     },
 

@@ -166,11 +166,24 @@ export function createDeploymentNodeActivities({ runtime, dataDir, builtins }: {
 
     async removeRevision(sandboxId: string): Promise<void> {
       await runtime.remove(sandboxId);
-      for (const name of await fsp.readdir(socketsDir).catch(() => [] as string[])) {
-        if (name.startsWith(`${sandboxId}-`)) await fsp.rm(path.join(socketsDir, name), { force: true });
-      }
+      await unlinkSockets(sandboxId);
+    },
+
+    /**
+     * Scales a revision to zero: every process of its sandbox ends (nothing runs, nothing is
+     * charged) and the gateway's socket goes; its files stay, so startRevision brings it back.
+     */
+    async stopRevision(sandboxId: string): Promise<void> {
+      await unlinkSockets(sandboxId);
+      await runtime.stop(sandboxId);
     },
   };
+
+  async function unlinkSockets(sandboxId: string): Promise<void> {
+    for (const name of await fsp.readdir(socketsDir).catch(() => [] as string[])) {
+      if (name.startsWith(`${sandboxId}-`)) await fsp.rm(path.join(socketsDir, name), { force: true });
+    }
+  }
 
   /**
    * The forwarder's socket lives in a folder the workload can write; the gateway must never

@@ -1,14 +1,17 @@
+import { WorkflowNotFoundError } from '@temporalio/common';
+import { WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError } from '@temporalio/client';
 import http from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { WORKLOAD_ROUTES_CHANNEL } from '../../activities/deployment-control';
 import type { HangarConfig } from '../../core/config';
-import type { WorkloadKind } from '../../core/workloads/types';
+import { deploymentWorkflowId, type WorkloadKind } from '../../core/workloads/types';
 import { ApiError, forbidden, notFound } from '../errors';
 import type { AppOptions } from '../fastify';
 import { proxyRequest } from './proxy';
 import { PrincipalCache } from './principal-cache';
-import { WorkloadRouteCache } from './run-routes';
+import { WorkloadRouteCache, type WorkloadRoute } from './run-routes';
 import { buildGatewayBase } from './shared';
+import { TOUCH_INTERVAL_MS, WorkflowTouches } from './workflow-touches';
 
 const ALL_METHODS: ('GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS')[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
 const CLOSE_GRACE_MS = 2_000;
@@ -20,12 +23,24 @@ const SINGULAR: Record<WorkloadKind, string> = { agents: 'agent', models: 'model
  * authenticated for the workspace, routed to the workload's serving revision (cached, so the
  * steady state costs no query beyond the credential check) and streamed both ways over the
  * revision's socket with keep-alive. Platform credentials stay here.
+ *
+ * A workload with `minScale: 0` is touched (throttled) while it serves, so its deployment
+ * workflow knows when it is idle; once scaled to zero, a request is held while the workflow
+ * starts it again (one start for every request that arrives meanwhile) and then forwarded.
  */
 export async function buildRunApp(config: HangarConfig, options: AppOptions = {}): Promise<FastifyInstance> {
   const app = await buildGatewayBase(config, options);
   const routes = new WorkloadRouteCache(app.pg, WORKLOAD_ROUTES_CHANNEL);
   const agents = new Map<string, http.Agent>();
   const principals = new PrincipalCache((headers) => app.authenticator.authenticate(headers));
+  // Several touches per idle period, so a workload in use is never taken for idle.
+  const touches = new WorkflowTouches(
+    (workflowId, which, at) => app.temporal.workflow.getHandle(workflowId).signal(which, at),
+    (workflowId, which, err) => app.log.warn({ err: err.message, workflowId }, `could not signal ${which}`),
+    Math.max(100, Math.min(TOUCH_INTERVAL_MS, (config.workloadIdleSeconds * 1000) / 4)),
+  );
+  /** Starts in progress, by resource id: concurrent requests for a sleeping workload share one. */
+  const wakes = new Map<string, Promise<string>>();
   await routes.listen();
   app.addHook('preClose', async () => {
     // Before the pool's own onClose: pool.end() waits for the listener's connection.
@@ -36,6 +51,7 @@ export async function buildRunApp(config: HangarConfig, options: AppOptions = {}
   });
   app.addHook('onClose', async () => {
     for (const agent of agents.values()) agent.destroy();
+    touches.close();
   });
 
   // Bodies stream through untouched: no parsing here.
@@ -61,20 +77,52 @@ export async function buildRunApp(config: HangarConfig, options: AppOptions = {}
     if (!route.socketPath || route.status === 'DELETING') {
       throw new ApiError(503, 'workload_unavailable', `${SINGULAR[kind]} '${name}' is ${route.status}; it serves once a revision is DEPLOYED`);
     }
+    let socketPath = route.socketPath;
+    let release: (() => void) | undefined;
+    if (route.scale) {
+      const workflowId = deploymentWorkflowId(workspace, kind, name);
+      if (route.scale === 'SCALED_TO_ZERO') socketPath = await wake(route, workflowId, `${SINGULAR[kind]} '${name}'`);
+      release = touches.hold(workflowId);
+    }
     const query = request.url.indexOf('?');
     reply.hijack();
+    if (release) reply.raw.once('close', release);
     proxyRequest(request.raw, reply.raw, {
-      upstream: { socketPath: route.socketPath },
+      upstream: { socketPath },
       path: upstreamPath + (query < 0 ? '' : request.url.slice(query)),
-      agent: agentFor(route.socketPath),
+      agent: agentFor(socketPath),
       onUnreachable: (err) => {
-        // The revision may have been replaced since the route was cached: look again next time.
+        // The revision may have been replaced (or scaled to zero) since the route was cached: look again next time.
         routes.forget(route.resourceId);
-        agents.get(route.socketPath!)?.destroy();
-        agents.delete(route.socketPath!);
+        agents.get(socketPath)?.destroy();
+        agents.delete(socketPath);
         reply.raw.writeHead(502, { 'content-type': 'application/json' });
         reply.raw.end(JSON.stringify({ error: 'workload_unreachable', message: `${SINGULAR[kind]} '${name}' did not answer: ${err.message}` }));
       },
+    });
+  }
+
+  /**
+   * Asks the deployment workflow to start a workload scaled to zero and waits, at most the wake
+   * timeout, for the socket to forward to. The workflow owns the state, so a start survives a
+   * gateway or worker restart; a request that outwaits the timeout gets 504, a failed start 503.
+   */
+  function wake(route: WorkloadRoute, workflowId: string, what: string): Promise<string> {
+    let waking = wakes.get(route.resourceId);
+    if (!waking) {
+      const deadline = Date.now() + config.workloadWakeTimeoutSeconds * 1000;
+      waking = app.temporal
+        .withDeadline(deadline, () => app.temporal.workflow.getHandle(workflowId).executeUpdate<string, []>('wake'))
+        .then((socketPath) => {
+          routes.markRunning(route.resourceId, socketPath);
+          touches.noted(workflowId);
+          return socketPath;
+        })
+        .finally(() => wakes.delete(route.resourceId));
+      wakes.set(route.resourceId, waking);
+    }
+    return waking.catch((err: Error) => {
+      throw wakeError(err, what, config.workloadWakeTimeoutSeconds);
     });
   }
 
@@ -85,4 +133,16 @@ export async function buildRunApp(config: HangarConfig, options: AppOptions = {}
   app.route({ method: ALL_METHODS, exposeHeadRoute: false, url: '/:workspace/functions/:name/mcp', handler: (req, reply) => forward(req, reply, 'functions', '/mcp') });
   app.route({ method: ALL_METHODS, exposeHeadRoute: false, url: '/:workspace/functions/:name/mcp/*', handler: (req, reply) => forward(req, reply, 'functions', `/mcp/${tail(req)}`) });
   return app;
+}
+
+/** Why a held request could not be served after all, as the JSON error the client gets. */
+function wakeError(err: Error, what: string, timeoutSeconds: number): ApiError {
+  if (err instanceof WorkflowUpdateFailedError) {
+    return new ApiError(503, 'workload_start_failed', `${what} was scaled to zero and could not start: ${err.cause?.message ?? err.message}`);
+  }
+  if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError) {
+    return new ApiError(504, 'workload_start_timeout', `${what} was scaled to zero and did not start within ${timeoutSeconds} s; retry later`);
+  }
+  if (err instanceof WorkflowNotFoundError) return new ApiError(503, 'workload_unavailable', `${what} has no deployment running`);
+  return new ApiError(503, 'workload_unavailable', `${what} was scaled to zero and could not be started: ${err.message}`);
 }

@@ -1,6 +1,6 @@
 import type { Pool, PoolClient } from 'pg';
 import type { ResourceStatus } from '../../core/resource';
-import { workloadRouteKey, type WorkloadKind } from '../../core/workloads/types';
+import { workloadRouteKey, type WorkloadKind, type WorkloadScaleState } from '../../core/workloads/types';
 
 /** What the gateway needs to route to a workload: where its serving revision listens. */
 export interface WorkloadRoute {
@@ -8,6 +8,8 @@ export interface WorkloadRoute {
   status: ResourceStatus;
   /** Host socket of the serving revision; undefined while nothing serves. */
   socketPath?: string;
+  /** Set for a revision that may scale to zero: whether it runs now or must be woken first. */
+  scale?: WorkloadScaleState;
 }
 
 /** A route is trusted this long without news; deployments also invalidate it at once (LISTEN). */
@@ -43,14 +45,25 @@ export class WorkloadRouteCache {
     const key = workloadRouteKey(workspaceId, kind, name);
     const cached = this.routes.get(key);
     if (cached && Date.now() - cached.at < ROUTE_TTL_MS) return cached.route;
-    const { rows } = await this.pg.query<{ id: string; status: ResourceStatus; socket_path: string | null }>(
-      `SELECT id, status, state #>> '{serving,socketPath}' AS socket_path FROM resources WHERE workspace_id = $1 AND kind = $2 AND name = $3`,
+    const { rows } = await this.pg.query<{ id: string; status: ResourceStatus; socket_path: string | null; scale: WorkloadScaleState | null }>(
+      `SELECT id, status, state #>> '{serving,socketPath}' AS socket_path, state ->> 'scale' AS scale
+         FROM resources WHERE workspace_id = $1 AND kind = $2 AND name = $3`,
       [workspaceId, kind, name],
     );
-    const route = rows[0] && { resourceId: rows[0].id, status: rows[0].status, socketPath: rows[0].socket_path ?? undefined };
+    const route = rows[0] && { resourceId: rows[0].id, status: rows[0].status, socketPath: rows[0].socket_path ?? undefined, scale: rows[0].scale ?? undefined };
     if (this.routes.size >= MAX_ROUTES) this.routes.clear();
     this.routes.set(key, { route, at: Date.now() });
     return route;
+  }
+
+  /**
+   * This gateway woke the workload: its cached route says RUNNING at once, before the
+   * deployment's own notice arrives, so the requests that follow go straight through.
+   */
+  markRunning(resourceId: string, socketPath: string): void {
+    for (const entry of this.routes.values()) {
+      if (entry.route?.resourceId === resourceId) entry.route = { ...entry.route, socketPath, scale: 'RUNNING' };
+    }
   }
 
   /** Drops the route of one resource, named by its id or by its route key (after a deletion). */
