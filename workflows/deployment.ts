@@ -147,13 +147,15 @@ export async function deployment(input: DeploymentInput): Promise<void> {
     if (!serving || !usage) return;
     stopping = true;
     try {
+      // Gateways learn first, so a request arriving now asks for a start (held until the stop
+      // is done) instead of reaching a process that is about to go.
+      await control.markScale(key, 'SCALED_TO_ZERO', { type: 'Normal', message: `revision ${serving.revision}: scaled to zero after ${Math.round(idleTimeoutMs / 1000)} s without requests` });
       await node.stopRevision(serving.sandboxId);
       await switchUsage({ ...usage, memoryMb: 0 });
       scale = 'SCALED_TO_ZERO';
     } finally {
       stopping = false;
     }
-    await control.markScale(key, scale, { type: 'Normal', message: `revision ${serving.revision}: scaled to zero after ${Math.round(idleTimeoutMs / 1000)} s without requests` });
   }
 
   /** Starts the serving revision again for the requests waiting; they get the outcome either way. */

@@ -82,15 +82,22 @@ function ask(name: string, inputs: string) {
 
 const get = async (name: string) => (await resources.api('GET', `/v0/agents/${name}`)).json();
 
-function scaledToZero(name: string) {
-  return eventually(`${name} scaled to zero`, async () => {
+function inState(name: string, state: 'RUNNING' | 'SCALED_TO_ZERO') {
+  return eventually(`${name} ${state}`, async () => {
     const body = await get(name);
-    return body.state === 'SCALED_TO_ZERO' ? body : undefined;
+    return body.state === state ? body : undefined;
   });
 }
+/** The workload says SCALED_TO_ZERO (recorded before the stop, so gateways stop routing to it) and its sandbox has stopped. */
+async function scaledToZero(name: string) {
+  const body = await inState(name, 'SCALED_TO_ZERO');
+  const sandboxId = revisionSandboxId(await resources.idOf('agents', name), 1);
+  await eventually(`${name} stopped`, async () => ((await runtime.status(sandboxId))?.state === 'stopped' ? true : undefined));
+  return body;
+}
 
-/** Usage events recorded for one resource so far (outbox rows, before the flush moves them). */
-async function usageOf(resourceId: string): Promise<{ billing_dimension: string; timestamp: string; quantity: number }[]> {
+/** Usage events recorded for one resource so far (outbox rows, before the flush moves them); event_time is in whole seconds. */
+async function usageOf(resourceId: string): Promise<{ billing_dimension: string; event_time: number; quantity: number }[]> {
   const { rows } = await t.app.pg.query<{ rows: string }>('SELECT rows FROM usage_outbox WHERE account_id = $1', [tenant.accountId]);
   return rows
     .flatMap((r) => r.rows.split('\n').filter(Boolean).map((line) => JSON.parse(line)))
@@ -104,49 +111,41 @@ describe('minScale 0', () => {
   let sleepy: { id: string; sandboxId: string };
   let always: { id: string; sandboxId: string };
   let scaledAt: number;
+  let stoppedBy: number;
+  let wokenAt: number;
 
   test('stops after the idle period: process and sandbox gone, status DEPLOYED with state SCALED_TO_ZERO; minScale 1 keeps running', async () => {
-    sleepy = await deploy('sleepy', { minScale: 0 });
     always = await deploy('always', {});
-    expect((await get('sleepy')).state).toBe('RUNNING');
+    sleepy = await deploy('sleepy', { minScale: 0 });
+    expect((await get('sleepy')).events.at(-1).message).toBe('revision 1: serving; scales to zero when idle');
     expect(await ask('sleepy', 'hi')).toEqual({ status: 200, body: { output: 'got hi', pid: expect.any(Number) } });
     expect((await ask('always', 'hi')).status).toBe(200);
+    expect((await get('always')).state).toBe('RUNNING');
 
     const body = await scaledToZero('sleepy');
     expect(body.status).toBe('DEPLOYED');
     const event = body.events.at(-1);
     expect(event).toMatchObject({ type: 'Normal', status: 'DEPLOYED', message: `revision 1: scaled to zero after ${IDLE_SECONDS} s without requests` });
     scaledAt = Date.parse(event.time);
-    expect((await runtime.status(sleepy.sandboxId))?.state).toBe('stopped');
+    stoppedBy = Date.now();
     expect(await runtime.pids(sleepy.sandboxId)).toEqual([]);
 
-    // Another idle period later, the always-on agent has not moved.
-    await new Promise((resolve) => setTimeout(resolve, IDLE_SECONDS * 1000 + 500));
+    // Two idle periods later, the always-on agent has not moved.
+    await new Promise((resolve) => setTimeout(resolve, IDLE_SECONDS * 2000 + 500));
     const steady = await get('always');
     expect(steady.state).toBe('RUNNING');
     expect(steady.events.some((e: { message: string }) => e.message.includes('scaled to zero'))).toBe(false);
     expect((await runtime.status(always.sandboxId))?.state).toBe('running');
   }, 120_000);
 
-  test('the next request starts it again and gets its answer; the time at zero is not charged compute', async () => {
+  test('the next request starts it again and gets its answer', async () => {
     const woken = await ask('sleepy', 'are you there?');
     expect(woken).toEqual({ status: 200, body: { output: 'got are you there?', pid: expect.any(Number) } });
-    const body = await get('sleepy');
-    expect(body.state).toBe('RUNNING');
+    // The request is answered first; the workflow records the start right after.
+    const body = await inState('sleepy', 'RUNNING');
     expect(startedAgain(body)).toBe(1);
+    wokenAt = Date.parse(body.events.find((e: { message: string }) => /started again/.test(e.message)).time);
     expect((await runtime.status(sleepy.sandboxId))?.state).toBe('running');
-
-    // The period from the scale-down to the wake is metered: image storage, and no compute.
-    const usage = await eventually('usage of the period at zero', async () => {
-      const events = await usageOf(sleepy.id);
-      return events.some((e) => e.billing_dimension === 'agent_image_storage_gbs' && Date.parse(e.timestamp) >= scaledAt - 1_000) ? events : undefined;
-    });
-    const compute = usage.filter((e) => e.billing_dimension === 'agent_compute_runtime_gbs');
-    expect(compute.length).toBeGreaterThan(0);
-    for (const e of compute) {
-      // Each compute period ends (start + quantity / 0.25 GB) by the time the process was stopped.
-      expect(Date.parse(e.timestamp) + (e.quantity / 0.25) * 1000).toBeLessThanOrEqual(scaledAt + 1_000);
-    }
   }, 60_000);
 
   test('requests arriving while it starts are all answered, by one start', async () => {
@@ -162,6 +161,19 @@ describe('minScale 0', () => {
     expect(startedAgain(after)).toBe(before + 1);
   }, 60_000);
 
+  test('compute is charged while it runs, not while it is at zero', async () => {
+    await scaledToZero('sleepy');
+    const compute = await eventually('compute of the runs so far', async () => {
+      const events = (await usageOf(sleepy.id)).filter((e) => e.billing_dimension === 'agent_compute_runtime_gbs');
+      // Each period is [event_time, event_time + quantity / 0.25 GB seconds), its start rounded down to the second.
+      const periods = events.map((e) => ({ from: e.event_time * 1000, to: e.event_time * 1000 + (e.quantity / 0.25) * 1000 }));
+      return periods.some((p) => p.from >= wokenAt - 2_000) ? periods : undefined;
+    });
+    // The first run was charged up to its stop, the later ones from their start; the time between was not.
+    expect(compute.some((p) => p.to >= scaledAt - 1_000 && p.to <= stoppedBy + 500)).toBe(true);
+    expect(compute.filter((p) => p.from < wokenAt - 2_000 && p.to > stoppedBy + 500)).toEqual([]);
+  }, 60_000);
+
   test('workers restarted while it sleeps: a request held meanwhile is answered once they are back', async () => {
     await scaledToZero('sleepy');
     await node.stop();
@@ -172,7 +184,7 @@ describe('minScale 0', () => {
     runtime = testRuntime(t.config.dataDir);
     node = await startNodeWorker(t.config, runtime);
     expect(await held).toEqual({ status: 200, body: { output: 'got still there?', pid: expect.any(Number) } });
-    expect((await get('sleepy')).state).toBe('RUNNING');
+    await inState('sleepy', 'RUNNING');
   }, 90_000);
 
   test('a start that fails answers 503 with the reason as JSON, records a warning and leaves nothing running', async () => {
