@@ -1,0 +1,196 @@
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { buildRunApp } from '../../api/gateway/run-app';
+import { deployFolder } from '../../cli/deploy';
+import { WORKLOAD_APP_DIR, revisionSandboxId } from '../../core/workloads/types';
+import { repoRoot } from '../../scripts/stack/binaries';
+import { benchConfig, startBenchPlatform } from '../common/platform';
+import { summarize, type LatencySummary } from '../common/stats';
+import { formatTable } from '../common/table';
+
+/**
+ * Scale-to-zero cold start (after a build, as root: `npm run bench:cold-start`).
+ *
+ * Deploys examples/agent with `minScale: 0` and a 1 s idle period, then repeatedly waits until it
+ * has scaled to zero (process and sandbox stopped) and times one POST through the gateway
+ * (run_url) until its answer: the request is held while the deployment workflow starts the
+ * revision again. Beside it, in turns so both see the same machine load:
+ * - the floor: a bare `bwrap` spawn of the same node process, until it answers the same POST;
+ * - the runtime's own start of a stopped workload sandbox (agent answering), one part of the path;
+ * - the start as the workflow records it (its "started again ... in N ms" event): the node
+ *   activity with its Temporal dispatch.
+ * Target: p50 <= 300 ms. Options: BENCH_SAMPLES (20). Own data folder (.data-bench/cold-start) and ports.
+ */
+const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 20);
+const AGENT = path.join(repoRoot(), 'examples', 'agent');
+const BODY = '{"inputs":"hello"}';
+const log = (line: string) => process.stdout.write(`${line}\n`);
+
+/** One POST with the agent's usual body; resolves with the status code. */
+function post(target: { socketPath: string } | { host: string; port: number }, urlPath: string, headers: Record<string, string> = {}): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ ...target, agent: false, method: 'POST', path: urlPath, headers: { ...headers, 'content-type': 'application/json', 'content-length': BODY.length } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end(BODY);
+  });
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+    server.on('error', reject);
+  });
+}
+
+/** The floor: bubblewrap (pid, ipc and uts namespaces, the host's files read-only) runs the agent; spawn -> first answer. */
+async function bareStart(): Promise<number> {
+  const port = await freePort();
+  const began = performance.now();
+  const child = spawn(
+    'bwrap',
+    ['--unshare-pid', '--unshare-ipc', '--unshare-uts', '--die-with-parent', '--ro-bind', '/', '/', '--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--ro-bind', AGENT, WORKLOAD_APP_DIR, '--chdir', WORKLOAD_APP_DIR, process.execPath, 'main.js'],
+    { env: { PATH: process.env.PATH, PORT: String(port), HOST: '127.0.0.1' }, stdio: 'ignore' },
+  );
+  try {
+    for (;;) {
+      const status = await post({ host: '127.0.0.1', port }, '/').catch(() => 0);
+      if (status === 200) return performance.now() - began;
+      if (child.exitCode !== null) throw new Error(`the bare agent exited with ${child.exitCode}`);
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+  } finally {
+    child.kill('SIGKILL');
+  }
+}
+
+async function main() {
+  const config = benchConfig('cold-start', 56660, { HANGAR_WORKLOAD_IDLE_SECONDS: '1' });
+  log(`cold start benchmark: ${SAMPLES} starts from zero`);
+  const platform = await startBenchPlatform(config, log);
+  const { app, credentials, pg, runtime } = platform;
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const gateway = await buildRunApp(platform.config);
+  await gateway.listen({ host: '127.0.0.1', port: 0 });
+  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'hangar-cold-start-'));
+  try {
+    // The example agent as it is, asking to scale to zero.
+    const folder = path.join(scratch, 'agent');
+    fs.cpSync(AGENT, folder, { recursive: true });
+    const manifest = JSON.parse(fs.readFileSync(path.join(folder, 'hangar.json'), 'utf8'));
+    manifest.spec.runtime.minScale = 0;
+    fs.writeFileSync(path.join(folder, 'hangar.json'), JSON.stringify(manifest));
+    const name = `cold-${Date.now().toString(36)}`;
+    const baseUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+    const deployed = await deployFolder(folder, { baseUrl, apiKey: credentials.apiKey, workspace: credentials.workspace }, { name });
+    if (deployed.status !== 'DEPLOYED') throw new Error(`the agent did not deploy: ${JSON.stringify(deployed.events)}`);
+    const { rows } = await pg.query<{ id: string }>("SELECT id FROM resources WHERE kind = 'agents' AND name = $1", [name]);
+    const sandboxId = revisionSandboxId(rows[0].id, 1);
+    const target = { host: '127.0.0.1', port: (gateway.server.address() as AddressInfo).port };
+    const urlPath = `/${credentials.workspace}/agents/${name}`;
+    const auth = { authorization: `Bearer ${credentials.apiKey}` };
+
+    /** Until the workload is at zero: its route says so and its sandbox has stopped. */
+    async function atZero(): Promise<void> {
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        const state = await pg.query<{ scale: string }>("SELECT state ->> 'scale' AS scale FROM resources WHERE id = $1", [rows[0].id]);
+        if (state.rows[0].scale === 'SCALED_TO_ZERO' && (await runtime.status(sandboxId))?.state === 'stopped') return;
+        if (Date.now() > deadline) throw new Error('the agent did not scale to zero within 30 s');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    }
+
+    /** The latest start the workflow recorded: when, and how long it says it took. */
+    async function lastRecordedStart(): Promise<{ time: string; ms: number } | undefined> {
+      const { rows: events } = await pg.query<{ message: string; time: string }>(
+        "SELECT e ->> 'message' AS message, e ->> 'time' AS time FROM resources, jsonb_array_elements(events) e WHERE id = $1 AND e ->> 'message' LIKE '%started again%'",
+        [rows[0].id],
+      );
+      const last = events.at(-1);
+      return last && { time: last.time, ms: Number(/in (\d+) ms/.exec(last.message)?.[1]) };
+    }
+    async function recordedAfter(previous: string | undefined): Promise<number> {
+      for (;;) {
+        const last = await lastRecordedStart();
+        if (last && last.time !== previous) return last.ms;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    }
+
+    // The runtime's own start of a stopped workload sandbox: launched with the bundle at /app.
+    const appDir = path.join(scratch, 'app');
+    fs.cpSync(AGENT, appDir, { recursive: true });
+    const runtimeSpec = { workspaceId: 'bench', image: 'base', memoryMb: 256, envs: [], volumes: [{ hostPath: appDir, mountPath: WORKLOAD_APP_DIR, readOnly: true }] };
+    const probeId = `cold-probe-${process.pid}`;
+    async function runtimeStart(): Promise<number> {
+      const began = performance.now();
+      await runtime.start({ id: probeId, ...runtimeSpec });
+      const took = performance.now() - began;
+      await runtime.stop(probeId);
+      return took;
+    }
+
+    const coldStarts: number[] = [];
+    const floors: number[] = [];
+    const runtimeStarts: number[] = [];
+    const recorded: number[] = [];
+    // One untimed round first: files cached, code paths warm.
+    for (let i = -1; i < SAMPLES; i++) {
+      await atZero();
+      const previous = (await lastRecordedStart())?.time;
+      const began = performance.now();
+      const status = await post(target, urlPath, auth);
+      const took = performance.now() - began;
+      if (status !== 200) throw new Error(`the woken agent answered ${status}`);
+      const workflowMs = await recordedAfter(previous);
+      const floor = await bareStart();
+      const ownStart = await runtimeStart();
+      if (i < 0) continue;
+      coldStarts.push(took);
+      recorded.push(workflowMs);
+      floors.push(floor);
+      runtimeStarts.push(ownStart);
+      log(`  start ${i + 1}/${SAMPLES}: ${took.toFixed(0)} ms (floor ${floor.toFixed(0)} ms)`);
+    }
+    await runtime.remove(probeId);
+
+    const figure = (samples: number[]): LatencySummary => summarize(samples, 1, 1);
+    const cold = figure(coldStarts);
+    const floor = figure(floors);
+    const row = (what: string, s: LatencySummary) => [what, s.p50Ms.toFixed(0), s.p95Ms.toFixed(0), (s.p50Ms / floor.p50Ms).toFixed(2)];
+    log('');
+    log(
+      formatTable(
+        ['measure', 'p50 ms', 'p95 ms', 'x floor p50'],
+        [
+          row('scale-to-zero -> first response (gateway)', cold),
+          row('  of which the start the workflow records', figure(recorded)),
+          row('  runtime start of the stopped sandbox alone', figure(runtimeStarts)),
+          row('floor: bare bwrap + node agent answering', floor),
+        ],
+      ),
+    );
+    log('');
+    log(`cold start p50 ${cold.p50Ms.toFixed(0)} ms (target <= 300 ms), ${(cold.p50Ms / floor.p50Ms).toFixed(2)}x the floor; p95 ${cold.p95Ms.toFixed(0)} ms, ${(cold.p95Ms / floor.p95Ms).toFixed(2)}x`);
+  } finally {
+    await gateway.close();
+    await platform.stop();
+    fs.rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
