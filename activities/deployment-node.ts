@@ -133,20 +133,36 @@ export function createDeploymentNodeActivities({ runtime, dataDir, builtins }: {
         command = builtin.command;
         extraEnv = builtin.environment;
       }
-      const existing = await agentJson(socket, 'GET', '/process/workload');
-      if (existing.status === 404) {
-        const started = await agentJson(socket, 'POST', '/process', {
-          name: 'workload',
-          command: supervisedCommandLine(command),
-          workingDir: WORKLOAD_APP_DIR,
-          env: workloadEnvironment(key, spec, { ...extraEnv, NODE_PATH: SANDBOX_NODE_MODULES }),
-          restartOnFailure: true,
-          maxRestarts: MAX_RESTARTS,
-        });
-        if (started.status !== 200) throw userError(`the command could not start: ${describe(started.body)}`);
-      }
       const readiness = Math.min(Number(spec.runtime?.readinessTimeoutSeconds) || DEFAULT_READINESS_SECONDS, MAX_READINESS_SECONDS);
       const deadline = Date.now() + readiness * 1000;
+      const existing = await agentJson(socket, 'GET', '/process/workload');
+      if (existing.status === 404) {
+        // The agent answers once the port listens (or the command ends): no polling round trips
+        // on the way, which a start from zero, with a request waiting, would feel.
+        const beating = setInterval(() => heartbeat(), 5_000);
+        const readinessOver = AbortSignal.timeout(readiness * 1000);
+        const started = await callAgent<unknown>(
+          socket,
+          'POST',
+          '/process',
+          {
+            name: 'workload',
+            command: supervisedCommandLine(command),
+            workingDir: WORKLOAD_APP_DIR,
+            env: workloadEnvironment(key, spec, { ...extraEnv, NODE_PATH: SANDBOX_NODE_MODULES }),
+            restartOnFailure: true,
+            maxRestarts: MAX_RESTARTS,
+            waitForPorts: [port],
+          },
+          readinessOver,
+        )
+          .catch((err: Error) => {
+            if (!readinessOver.aborted) throw err;
+            return undefined;
+          })
+          .finally(() => clearInterval(beating));
+        if (started && started.status !== 200) throw userError(`the command could not start: ${describe(started.body)}`);
+      }
       for (;;) {
         heartbeat();
         const view = (await agentJson(socket, 'GET', '/process/workload')).body as ProcessView;

@@ -59,7 +59,7 @@ async function bareStart(): Promise<number> {
   const began = performance.now();
   const child = spawn(
     'bwrap',
-    ['--unshare-pid', '--unshare-ipc', '--unshare-uts', '--die-with-parent', '--ro-bind', '/', '/', '--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--ro-bind', AGENT, WORKLOAD_APP_DIR, '--chdir', WORKLOAD_APP_DIR, process.execPath, 'main.js'],
+    ['--unshare-pid', '--unshare-ipc', '--unshare-uts', '--die-with-parent', '--ro-bind', '/', '/', '--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--ro-bind', AGENT, '/tmp/app', '--chdir', '/tmp/app', process.execPath, 'main.js'],
     { env: { PATH: process.env.PATH, PORT: String(port), HOST: '127.0.0.1' }, stdio: 'ignore' },
   );
   try {
