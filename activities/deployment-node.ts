@@ -118,7 +118,9 @@ export function createDeploymentNodeActivities({ runtime, dataDir, builtins }: {
           image: spec.runtime?.image ?? DEFAULT_WORKLOAD_IMAGE,
           memoryMb: spec.runtime?.memory ?? DEFAULT_WORKLOAD_MEMORY_MB,
           envs: [],
-          volumes: [{ hostPath: input.appDir, mountPath: WORKLOAD_APP_DIR, readOnly: true }],
+          volumes: [],
+          // At /app (WORKLOAD_APP_DIR) read-only; linked rather than mounted, so a warm sandbox can take it.
+          code: input.appDir,
         });
       } catch (err) {
         if (err instanceof SandboxSpecError) throw userError(err.message);
@@ -180,18 +182,13 @@ export function createDeploymentNodeActivities({ runtime, dataDir, builtins }: {
       return linkSocket(id, port, path.join(sandboxLayout(dataDir, id).runDir, path.basename((forward.body as { socketPath: string }).socketPath)));
     },
 
-    async removeRevision(sandboxId: string): Promise<void> {
-      await runtime.remove(sandboxId);
-      await unlinkSockets(sandboxId);
-    },
-
     /**
-     * Scales a revision to zero: every process of its sandbox ends (nothing runs, nothing is
-     * charged) and the gateway's socket goes; its files stay, so startRevision brings it back.
+     * Removes a revision's sandbox, processes and files: when it is replaced, deleted or scaled to
+     * zero (its next start begins afresh, from a warm sandbox when one waits).
      */
-    async stopRevision(sandboxId: string): Promise<void> {
+    async removeRevision(sandboxId: string): Promise<void> {
       await unlinkSockets(sandboxId);
-      await runtime.stop(sandboxId);
+      await runtime.remove(sandboxId);
     },
   };
 

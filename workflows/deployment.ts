@@ -150,7 +150,7 @@ export async function deployment(input: DeploymentInput): Promise<void> {
       // Gateways learn first, so a request arriving now asks for a start (held until the stop
       // is done) instead of reaching a process that is about to go.
       await control.markScale(key, 'SCALED_TO_ZERO', { type: 'Normal', message: `revision ${serving.revision}: scaled to zero after ${Math.round(idleTimeoutMs / 1000)} s without requests` });
-      await node.stopRevision(serving.sandboxId);
+      await node.removeRevision(serving.sandboxId);
       await switchUsage({ ...usage, memoryMb: 0 });
       scale = 'SCALED_TO_ZERO';
     } finally {
@@ -183,8 +183,8 @@ export async function deployment(input: DeploymentInput): Promise<void> {
       await switchUsage({ memoryMb: restart.spec.runtime?.memory ?? DEFAULT_WORKLOAD_MEMORY_MB, bundleBytes: usage?.bundleBytes ?? 0 });
       await control.markScale(key, 'RUNNING', { type: 'Normal', message: `revision ${serving.revision}: started again for a request in ${Date.now() - began} ms` });
     } else {
-      // Whatever the failed start left running is stopped: a workload at zero runs nothing.
-      await node.stopRevision(serving.sandboxId);
+      // Whatever the failed start left running goes: a workload at zero runs nothing.
+      await node.removeRevision(serving.sandboxId);
       await control.markScale(key, 'SCALED_TO_ZERO', { type: 'Warning', message: wakeFailure });
     }
   }

@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { buildRunApp } from '../../api/gateway/run-app';
 import { deployFolder, type DeployTarget } from '../../cli/deploy';
+import { bundlePaths } from '../../core/workloads/bundles';
 import { revisionSandboxId } from '../../core/workloads/types';
 import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../helpers/platform';
 import { tenantResources } from '../helpers/resources';
@@ -30,7 +31,8 @@ beforeAll(async () => {
   await t.app.listen({ host: '127.0.0.1', port: 0 });
   tenant = await createTenant(t.app.pg, 'scale');
   resources = tenantResources(t, tenant);
-  runtime = testRuntime(t.config.dataDir);
+  // A warm sandbox waiting, as on a node: starts from zero take it over.
+  runtime = testRuntime(t.config.dataDir, { warmPool: 1 });
   gateway = await buildRunApp(t.config);
   await gateway.listen({ host: '127.0.0.1', port: 0 });
   runUrl = `http://127.0.0.1:${(gateway.server.address() as AddressInfo).port}`;
@@ -42,20 +44,15 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const sandbox of (await runtime?.list()) ?? []) await runtime.remove(sandbox.id).catch(() => undefined);
   await node?.stop();
+  await runtime?.close();
   await control?.stop();
   await gateway?.close();
   await t?.close();
   fs.rmSync(scratch, { recursive: true, force: true });
 }, 60_000);
 
-/**
- * An agent that answers its input and its pid. With FAIL_ON_RESTART it serves its first start
- * only: its /tmp outlives a scale to zero, so the second start finds the marker and exits 3.
- */
+/** An agent that answers its input and its pid. */
 const SERVER = `
-const fs = require('fs');
-if (process.env.FAIL_ON_RESTART && fs.existsSync('/tmp/started')) process.exit(3);
-fs.writeFileSync('/tmp/started', String(process.pid));
 require('http').createServer((req, res) => {
   let body = '';
   req.on('data', (chunk) => (body += chunk));
@@ -88,11 +85,11 @@ function inState(name: string, state: 'RUNNING' | 'SCALED_TO_ZERO') {
     return body.state === state ? body : undefined;
   });
 }
-/** The workload says SCALED_TO_ZERO (recorded before the stop, so gateways stop routing to it) and its sandbox has stopped. */
+/** The workload says SCALED_TO_ZERO (recorded before the stop, so gateways stop routing to it) and its sandbox is gone. */
 async function scaledToZero(name: string) {
   const body = await inState(name, 'SCALED_TO_ZERO');
   const sandboxId = revisionSandboxId(await resources.idOf('agents', name), 1);
-  await eventually(`${name} stopped`, async () => ((await runtime.status(sandboxId))?.state === 'stopped' ? true : undefined));
+  await eventually(`${name} removed`, async () => ((await runtime.status(sandboxId)) === undefined ? true : undefined));
   return body;
 }
 
@@ -128,6 +125,7 @@ describe('minScale 0', () => {
     expect(event).toMatchObject({ type: 'Normal', status: 'DEPLOYED', message: `revision 1: scaled to zero after ${IDLE_SECONDS} s without requests` });
     scaledAt = Date.parse(event.time);
     stoppedBy = Date.now();
+    expect(await runtime.status(sleepy.sandboxId)).toBeUndefined();
     expect(await runtime.pids(sleepy.sandboxId)).toEqual([]);
 
     // Two idle periods later, the always-on agent has not moved.
@@ -177,29 +175,33 @@ describe('minScale 0', () => {
   test('workers restarted while it sleeps: a request held meanwhile is answered once they are back', async () => {
     await scaledToZero('sleepy');
     await node.stop();
+    await runtime.close();
     await control.stop();
     const held = ask('sleepy', 'still there?');
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     control = await startControlWorker(t.config, t.app.pg);
-    runtime = testRuntime(t.config.dataDir);
+    runtime = testRuntime(t.config.dataDir, { warmPool: 1 });
     node = await startNodeWorker(t.config, runtime);
     expect(await held).toEqual({ status: 200, body: { output: 'got still there?', pid: expect.any(Number) } });
     await inState('sleepy', 'RUNNING');
   }, 90_000);
 
   test('a start that fails answers 503 with the reason as JSON, records a warning and leaves nothing running', async () => {
-    const flaky = await deploy('flaky', { minScale: 0, envs: [{ name: 'FAIL_ON_RESTART', value: '1' }] });
+    const flaky = await deploy('flaky', { minScale: 0 });
     expect((await ask('flaky', 'first')).status).toBe(200);
     await scaledToZero('flaky');
+    // The node's copy of the code loses its entry point (a damaged disk): the next start crashes.
+    const [revision] = (await resources.api('GET', '/v0/agents/flaky/revisions')).json();
+    fs.rmSync(path.join(bundlePaths(t.config.dataDir, revision.bundleSha256).unpacked, 'main.js'));
     const failed = await ask('flaky', 'second');
     expect(failed.status).toBe(503);
-    expect(failed.body).toEqual({ error: 'workload_start_failed', message: expect.stringMatching(/agent 'flaky' was scaled to zero and could not start: .*exited with code 3/) });
+    expect(failed.body).toEqual({ error: 'workload_start_failed', message: expect.stringMatching(/agent 'flaky' was scaled to zero and could not start: .*exited with code 1/) });
     const body = await eventually('the warning', async () => {
       const current = await get('flaky');
       return current.events.at(-1).type === 'Warning' ? current : undefined;
     });
     expect(body).toMatchObject({ status: 'DEPLOYED', state: 'SCALED_TO_ZERO' });
-    expect(body.events.at(-1).message).toMatch(/revision 1 could not start: the command exited with code 3/);
-    expect(await runtime.pids(flaky.sandboxId)).toEqual([]);
+    expect(body.events.at(-1).message).toMatch(/revision 1 could not start: the command exited with code 1 .*Cannot find module '\/app\/main.js'/s);
+    expect(await runtime.status(flaky.sandboxId)).toBeUndefined();
   }, 90_000);
 });
