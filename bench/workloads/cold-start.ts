@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { buildRunApp } from '../../api/gateway/run-app';
 import { deployFolder } from '../../cli/deploy';
-import { WORKLOAD_APP_DIR, revisionSandboxId } from '../../core/workloads/types';
+import { revisionSandboxId } from '../../core/workloads/types';
 import { repoRoot } from '../../scripts/stack/binaries';
 import { benchConfig, startBenchPlatform } from '../common/platform';
 import { summarize, type LatencySummary } from '../common/stats';
@@ -21,7 +21,8 @@ import { formatTable } from '../common/table';
  * (run_url) until its answer: the request is held while the deployment workflow starts the
  * revision again. Beside it, in turns so both see the same machine load:
  * - the floor: a bare `bwrap` spawn of the same node process, until it answers the same POST;
- * - the runtime's own start of a stopped workload sandbox (agent answering), one part of the path;
+ * - the runtime's own start of a workload sandbox (agent answering; from the warm pool,
+ *   HANGAR_SANDBOX_WARM_POOL, default 2), one part of the path;
  * - the start as the workflow records it (its "started again ... in N ms" event): the node
  *   activity with its Temporal dispatch.
  * Target: p50 <= 300 ms. Options: BENCH_SAMPLES (20). Own data folder (.data-bench/cold-start) and ports.
@@ -53,7 +54,10 @@ function freePort(): Promise<number> {
   });
 }
 
-/** The floor: bubblewrap (pid, ipc and uts namespaces, the host's files read-only) runs the agent; spawn -> first answer. */
+/**
+ * The floor: bubblewrap (pid, ipc and uts namespaces, the host's files read-only, the agent's
+ * folder bound) runs the same agent with the same node; spawn -> first answer to the same POST.
+ */
 async function bareStart(): Promise<number> {
   const port = await freePort();
   const began = performance.now();
@@ -100,12 +104,12 @@ async function main() {
     const urlPath = `/${credentials.workspace}/agents/${name}`;
     const auth = { authorization: `Bearer ${credentials.apiKey}` };
 
-    /** Until the workload is at zero: its route says so and its sandbox has stopped. */
+    /** Until the workload is at zero: its route says so and its sandbox is gone. */
     async function atZero(): Promise<void> {
       const deadline = Date.now() + 30_000;
       for (;;) {
         const state = await pg.query<{ scale: string }>("SELECT state ->> 'scale' AS scale FROM resources WHERE id = $1", [rows[0].id]);
-        if (state.rows[0].scale === 'SCALED_TO_ZERO' && (await runtime.status(sandboxId))?.state === 'stopped') return;
+        if (state.rows[0].scale === 'SCALED_TO_ZERO' && (await runtime.status(sandboxId)) === undefined) return;
         if (Date.now() > deadline) throw new Error('the agent did not scale to zero within 30 s');
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
@@ -128,16 +132,17 @@ async function main() {
       }
     }
 
-    // The runtime's own start of a stopped workload sandbox: launched with the bundle at /app.
+    // The runtime's own part: a workload sandbox with the bundle at /app, as a start from zero
+    // asks for it (taking a warm sandbox over when the pool has one), until its agent answers.
     const appDir = path.join(scratch, 'app');
     fs.cpSync(AGENT, appDir, { recursive: true });
-    const runtimeSpec = { workspaceId: 'bench', image: 'base', memoryMb: 256, envs: [], volumes: [{ hostPath: appDir, mountPath: WORKLOAD_APP_DIR, readOnly: true }] };
+    const runtimeSpec = { workspaceId: 'bench', image: 'base', memoryMb: 256, envs: [], volumes: [], code: appDir };
     const probeId = `cold-probe-${process.pid}`;
     async function runtimeStart(): Promise<number> {
       const began = performance.now();
       await runtime.start({ id: probeId, ...runtimeSpec });
       const took = performance.now() - began;
-      await runtime.stop(probeId);
+      await runtime.remove(probeId);
       return took;
     }
 
@@ -163,8 +168,6 @@ async function main() {
       runtimeStarts.push(ownStart);
       log(`  start ${i + 1}/${SAMPLES}: ${took.toFixed(0)} ms (floor ${floor.toFixed(0)} ms)`);
     }
-    await runtime.remove(probeId);
-
     const figure = (samples: number[]): LatencySummary => summarize(samples, 1, 1);
     const cold = figure(coldStarts);
     const floor = figure(floors);
@@ -176,7 +179,7 @@ async function main() {
         [
           row('scale-to-zero -> first response (gateway)', cold),
           row('  of which the start the workflow records', figure(recorded)),
-          row('  runtime start of the stopped sandbox alone', figure(runtimeStarts)),
+          row('  runtime start of a workload sandbox alone', figure(runtimeStarts)),
           row('floor: bare bwrap + node agent answering', floor),
         ],
       ),
