@@ -21,6 +21,7 @@ import {
   type WorkloadSpec,
 } from '../core/workloads/types';
 import { sandboxLayout } from '../runtime/layout';
+import { DEFAULT_PORT_WAIT_SECONDS } from '../sandbox-agent/process-routes';
 import { SandboxSpecError } from '../runtime/types';
 import type { BuiltinWorkloads } from './deployment-builtin';
 import { callAgent, type AgentReply } from './job-process';
@@ -136,8 +137,13 @@ export function createDeploymentNodeActivities({ runtime, dataDir, builtins }: {
         extraEnv = builtin.environment;
       }
       const readiness = Math.min(Number(spec.runtime?.readinessTimeoutSeconds) || DEFAULT_READINESS_SECONDS, MAX_READINESS_SECONDS);
-      const deadline = Date.now() + readiness * 1000;
+      const began = Date.now();
+      const deadline = began + readiness * 1000;
+      // The forwarder connects per connection, so it can open while the command starts.
+      const forwarding = agentJson(socket, 'POST', '/network/forward', { port });
+      forwarding.catch(() => undefined);
       const existing = await agentJson(socket, 'GET', '/process/workload');
+      let listening = false;
       if (existing.status === 404) {
         // The agent answers once the port listens (or the command ends): no polling round trips
         // on the way, which a start from zero, with a request waiting, would feel.
@@ -164,8 +170,12 @@ export function createDeploymentNodeActivities({ runtime, dataDir, builtins }: {
           })
           .finally(() => clearInterval(beating));
         if (started && started.status !== 200) throw userError(`the command could not start: ${describe(started.body)}`);
+        // Answered with the command running as first started, before the agent's own wait ran out: it listens.
+        const view = started?.body as ProcessView | undefined;
+        listening =
+          view?.status === 'running' && view.restartCount === 0 && reportedExitCode(view.stderr ?? '') === undefined && Date.now() - began < (DEFAULT_PORT_WAIT_SECONDS - 1) * 1000;
       }
-      for (;;) {
+      while (!listening) {
         heartbeat();
         const view = (await agentJson(socket, 'GET', '/process/workload')).body as ProcessView;
         if (view.status !== 'running' || view.restartCount > 0 || reportedExitCode(view.stderr ?? '') !== undefined) {
@@ -173,11 +183,12 @@ export function createDeploymentNodeActivities({ runtime, dataDir, builtins }: {
           throw userError(`the command exited with code ${code} before listening on port ${port}${tail(view.stderr || view.logs)}`);
         }
         const ports = (await agentJson(socket, 'GET', `/network/process/${view.pid}/ports`)).body as { ports?: { port: number; state: string }[] };
-        if (ports.ports?.some((p) => p.port === port && p.state === 'LISTEN')) break;
+        listening = ports.ports?.some((p) => p.port === port && p.state === 'LISTEN') ?? false;
+        if (listening) break;
         if (Date.now() > deadline) throw userError(`the command did not listen on port ${port} within ${readiness} s${tail(view.stderr || view.logs)}`);
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
-      const forward = await agentJson(socket, 'POST', '/network/forward', { port });
+      const forward = await forwarding;
       if (forward.status !== 200) throw new Error(`the port forwarder did not start: ${describe(forward.body)}`);
       return linkSocket(id, port, path.join(sandboxLayout(dataDir, id).runDir, path.basename((forward.body as { socketPath: string }).socketPath)));
     },
