@@ -9,14 +9,17 @@ import { recordUsage } from './usage-metering';
 /** Gateways LISTEN here and drop their cached route of the resource id sent. */
 export const WORKLOAD_ROUTES_CHANNEL = 'hangar_workload_routes';
 
+/** Tells every gateway that a workload's route changed (after the change is committed). */
+export async function notifyRouteChanged(pg: Pool, resourceId: string): Promise<void> {
+  await pg.query('SELECT pg_notify($1, $2)', [WORKLOAD_ROUTES_CHANNEL, resourceId]);
+}
+
 /** The control-plane side of deployments: the resource's status and history, and its revisions. */
 export function createDeploymentControlActivities({ pg }: { pg: Pool }) {
   const resources = new ResourceStore(pg);
   const revisions = new RevisionStore(pg);
 
-  async function routeChanged(key: WorkloadKey): Promise<void> {
-    await pg.query('SELECT pg_notify($1, $2)', [WORKLOAD_ROUTES_CHANNEL, key.id]);
-  }
+  const routeChanged = (key: WorkloadKey) => notifyRouteChanged(pg, key.id);
 
   return {
     /** The revision to deploy, or undefined when the workload was deleted meanwhile. */
@@ -45,7 +48,7 @@ export function createDeploymentControlActivities({ pg }: { pg: Pool }) {
       await routeChanged(key);
     },
 
-    /** The serving revision stopped for being idle, started again, or could not start: an event, and the gateway's route. */
+    /** The serving revision stopped for being idle, or could not start again: an event, and the gateways' route. */
     async markScale(key: WorkloadKey, scale: WorkloadScaleState, event: { type: 'Normal' | 'Warning'; message: string }): Promise<void> {
       await resources.note(key.id, event, { scale });
       await routeChanged(key);

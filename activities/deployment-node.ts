@@ -1,4 +1,5 @@
 import { ApplicationFailure, heartbeat } from '@temporalio/activity';
+import type { Pool } from 'pg';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
@@ -23,7 +24,9 @@ import {
 import { sandboxLayout } from '../runtime/layout';
 import { DEFAULT_PORT_WAIT_SECONDS } from '../sandbox-agent/process-routes';
 import { SandboxSpecError } from '../runtime/types';
+import { ResourceStore } from '../api/management/resources/store';
 import type { BuiltinWorkloads } from './deployment-builtin';
+import { notifyRouteChanged } from './deployment-control';
 import { callAgent, type AgentReply } from './job-process';
 import type { NodeRuntime } from './sandbox-node';
 
@@ -52,11 +55,12 @@ export interface StartRevisionInput {
  * The node side of deployments: unpack and check a bundle, start a revision in its own runtime
  * sandbox and wait until it listens, and remove revisions. Every activity is idempotent.
  */
-export function createDeploymentNodeActivities({ runtime, dataDir, builtins }: { runtime: NodeRuntime; dataDir: string; builtins?: BuiltinWorkloads }) {
+export function createDeploymentNodeActivities({ runtime, dataDir, builtins, pg }: { runtime: NodeRuntime; dataDir: string; builtins?: BuiltinWorkloads; pg: Pool }) {
   /** Host folder (root's only) of the links to workload sockets: nothing in a sandbox can swap them. */
   const socketsDir = path.join(dataDir, 'workload-sockets');
+  const resources = new ResourceStore(pg);
 
-  return {
+  const activities = {
     /** Checks the archive (paths, entry types) and unpacks it once per digest; answers the folder. */
     async unpackBundle(sha256: string, spec: WorkloadSpec): Promise<string> {
       const paths = bundlePaths(dataDir, sha256);
@@ -194,6 +198,19 @@ export function createDeploymentNodeActivities({ runtime, dataDir, builtins }: {
     },
 
     /**
+     * Starts a revision that was scaled to zero, for requests waiting in gateways, and marks it
+     * RUNNING itself (state, event, the gateways' notice) rather than in a later control
+     * activity: gateways forward on that notice, a workflow round trip before the update answers.
+     */
+    async wakeRevision(input: StartRevisionInput): Promise<string> {
+      const began = Date.now();
+      const socketPath = await activities.startRevision(input);
+      await resources.note(input.key.id, { type: 'Normal', message: `revision ${input.revision}: started again for a request in ${Date.now() - began} ms` }, { scale: 'RUNNING' });
+      await notifyRouteChanged(pg, input.key.id);
+      return socketPath;
+    },
+
+    /**
      * Removes a revision's sandbox, processes and files: when it is replaced, deleted or scaled to
      * zero (its next start begins afresh, from a warm sandbox when one waits).
      */
@@ -202,6 +219,7 @@ export function createDeploymentNodeActivities({ runtime, dataDir, builtins }: {
       await runtime.remove(sandboxId);
     },
   };
+  return activities;
 
   async function unlinkSockets(sandboxId: string): Promise<void> {
     for (const name of await fsp.readdir(socketsDir).catch(() => [] as string[])) {

@@ -25,7 +25,7 @@ export function createNodeActivities({ config, runtime, volumes, pg, jobMounts }
   return {
     ...createSandboxNodeActivities({ runtime, volumes, pg }),
     ...createVolumeNodeActivities({ volumes }),
-    ...createDeploymentNodeActivities({ runtime, dataDir: config.dataDir, builtins: new BuiltinWorkloads(config) }),
+    ...createDeploymentNodeActivities({ runtime, dataDir: config.dataDir, builtins: new BuiltinWorkloads(config), pg }),
     ...createJobNodeActivities({ runtime, pg, volumes: jobMounts }),
     ...createCallbackActivities({ recordFailure: fileFailureRecorder(config.dataDir) }),
   };

@@ -165,10 +165,10 @@ export async function deployment(input: DeploymentInput): Promise<void> {
       wakeAttempts++;
       return;
     }
-    const began = Date.now();
     let failure: string | undefined;
     try {
-      const socketPath = await node.startRevision(restart);
+      // Also records the start (event, RUNNING, the gateways' notice): see the activity.
+      const socketPath = await node.wakeRevision(restart);
       serving = { ...serving, socketPath };
       scale = 'RUNNING';
       lastUsedAt = Date.now();
@@ -179,9 +179,8 @@ export async function deployment(input: DeploymentInput): Promise<void> {
     wakeWanted = false;
     wakeAttempts++;
     if (failure === undefined) {
-      // The waiting updates complete with this workflow task; the bookkeeping follows.
+      // The waiting updates complete with this workflow task; metering follows.
       await switchUsage({ memoryMb: restart.spec.runtime?.memory ?? DEFAULT_WORKLOAD_MEMORY_MB, bundleBytes: usage?.bundleBytes ?? 0 });
-      await control.markScale(key, 'RUNNING', { type: 'Normal', message: `revision ${serving.revision}: started again for a request in ${Date.now() - began} ms` });
     } else {
       // Whatever the failed start left running goes: a workload at zero runs nothing.
       await node.removeRevision(serving.sandboxId);

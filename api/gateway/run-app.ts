@@ -81,7 +81,7 @@ export async function buildRunApp(config: HangarConfig, options: AppOptions = {}
     let release: (() => void) | undefined;
     if (route.scale) {
       const workflowId = deploymentWorkflowId(workspace, kind, name);
-      if (route.scale === 'SCALED_TO_ZERO') socketPath = await wake(route, workflowId, `${SINGULAR[kind]} '${name}'`);
+      if (route.scale === 'SCALED_TO_ZERO') socketPath = await wake(route, { workspaceId: grant.id, kind, name }, workflowId, `${SINGULAR[kind]} '${name}'`);
       release = touches.hold(workflowId);
     }
     const query = request.url.indexOf('?');
@@ -106,19 +106,35 @@ export async function buildRunApp(config: HangarConfig, options: AppOptions = {}
    * Asks the deployment workflow to start a workload scaled to zero and waits, at most the wake
    * timeout, for the socket to forward to. The workflow owns the state, so a start survives a
    * gateway or worker restart; a request that outwaits the timeout gets 504, a failed start 503.
+   * The node announces the start itself (NOTIFY) a workflow task before the update answers:
+   * whichever comes first lets the requests through.
    */
-  function wake(route: WorkloadRoute, workflowId: string, what: string): Promise<string> {
+  function wake(route: WorkloadRoute, key: { workspaceId: string; kind: WorkloadKind; name: string }, workflowId: string, what: string): Promise<string> {
     let waking = wakes.get(route.resourceId);
     if (!waking) {
       const deadline = Date.now() + config.workloadWakeTimeoutSeconds * 1000;
-      waking = app.temporal
-        .withDeadline(deadline, () => app.temporal.workflow.getHandle(workflowId).executeUpdate<string, []>('wake'))
+      const settled = new AbortController();
+      const announced = async (): Promise<string> => {
+        for (;;) {
+          await routes.nextChange(route.resourceId, settled.signal);
+          if (settled.signal.aborted) return new Promise<string>(() => undefined);
+          const now = await routes.lookup(key.workspaceId, key.kind, key.name);
+          if (now?.scale === 'RUNNING' && now.socketPath) return now.socketPath;
+        }
+      };
+      const answered = app.temporal.withDeadline(deadline, () => app.temporal.workflow.getHandle(workflowId).executeUpdate<string, []>('wake'));
+      // The update's outcome is always observed: a late failure after an announced start is moot.
+      answered.catch(() => undefined);
+      waking = Promise.race([answered, announced()])
         .then((socketPath) => {
           routes.markRunning(route.resourceId, socketPath);
           touches.noted(workflowId);
           return socketPath;
         })
-        .finally(() => wakes.delete(route.resourceId));
+        .finally(() => {
+          settled.abort();
+          wakes.delete(route.resourceId);
+        });
       wakes.set(route.resourceId, waking);
     }
     return waking.catch((err: Error) => {

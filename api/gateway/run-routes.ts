@@ -23,13 +23,21 @@ const MAX_ROUTES = 10_000;
  */
 export class WorkloadRouteCache {
   private readonly routes = new Map<string, { route: WorkloadRoute | undefined; at: number }>();
+  /** Callers waiting for news of one resource (a wake), by resource id. */
+  private readonly waiters = new Map<string, (() => void)[]>();
   private listener?: PoolClient;
 
   constructor(private readonly pg: Pool, private readonly channel: string) {}
 
   async listen(): Promise<void> {
     const client = await this.pg.connect();
-    client.on('notification', (message) => this.forget(message.payload ?? ''));
+    client.on('notification', (message) => {
+      const id = message.payload ?? '';
+      this.forget(id);
+      const waiting = this.waiters.get(id);
+      this.waiters.delete(id);
+      for (const resolve of waiting ?? []) resolve();
+    });
     // A lost listener means missed invalidations: fall back to the TTL alone, and say nothing more.
     client.on('error', () => this.routes.clear());
     await client.query(`LISTEN ${this.channel}`);
@@ -64,6 +72,25 @@ export class WorkloadRouteCache {
     for (const entry of this.routes.values()) {
       if (entry.route?.resourceId === resourceId) entry.route = { ...entry.route, socketPath, scale: 'RUNNING' };
     }
+  }
+
+  /**
+   * Resolves at the next notice about the resource (its route changed), or when `signal` aborts;
+   * a wake watches for the node's own notice that the workload runs again.
+   */
+  nextChange(resourceId: string, signal: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      if (signal.aborted) return resolve();
+      const waiting = this.waiters.get(resourceId) ?? [];
+      waiting.push(resolve);
+      this.waiters.set(resourceId, waiting);
+      signal.addEventListener('abort', () => {
+        const left = (this.waiters.get(resourceId) ?? []).filter((w) => w !== resolve);
+        if (left.length > 0) this.waiters.set(resourceId, left);
+        else this.waiters.delete(resourceId);
+        resolve();
+      }, { once: true });
+    });
   }
 
   /** Drops the route of one resource, named by its id or by its route key (after a deletion). */

@@ -7,7 +7,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { buildRunApp } from '../../api/gateway/run-app';
 import { deployFolder } from '../../cli/deploy';
-import { revisionSandboxId } from '../../core/workloads/types';
+import { temporal } from '@temporalio/proto';
+import { deploymentWorkflowId, revisionSandboxId } from '../../core/workloads/types';
 import { repoRoot } from '../../scripts/stack/binaries';
 import { benchConfig, startBenchPlatform } from '../common/platform';
 import { summarize, type LatencySummary } from '../common/stats';
@@ -17,14 +18,13 @@ import { formatTable } from '../common/table';
  * Scale-to-zero cold start (after a build, as root: `npm run bench:cold-start`).
  *
  * Deploys examples/agent with `minScale: 0` and a 1 s idle period, then repeatedly waits until it
- * has scaled to zero (process and sandbox stopped) and times one POST through the gateway
+ * has scaled to zero (process and sandbox removed) and times one POST through the gateway
  * (run_url) until its answer: the request is held while the deployment workflow starts the
  * revision again. Beside it, in turns so both see the same machine load:
  * - the floor: a bare `bwrap` spawn of the same node process, until it answers the same POST;
- * - the runtime's own start of a workload sandbox (agent answering; from the warm pool,
- *   HANGAR_SANDBOX_WARM_POOL, default 2), one part of the path;
- * - the start as the workflow records it (its "started again ... in N ms" event): the node
- *   activity with its Temporal dispatch.
+ * - where the time goes: the phases of each start from the deployment workflow's history, and
+ *   the runtime's own start of a workload sandbox (agent answering; from the warm pool,
+ *   HANGAR_SANDBOX_WARM_POOL, default 2), one part of the node's work.
  * Target: p50 <= 300 ms. Options: BENCH_SAMPLES (20). Own data folder (.data-bench/cold-start) and ports.
  */
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 20);
@@ -115,19 +115,25 @@ async function main() {
       }
     }
 
-    /** The latest start the workflow recorded: when, and how long it says it took. */
-    async function lastRecordedStart(): Promise<{ time: string; ms: number } | undefined> {
-      const { rows: events } = await pg.query<{ message: string; time: string }>(
-        "SELECT e ->> 'message' AS message, e ->> 'time' AS time FROM resources, jsonb_array_elements(events) e WHERE id = $1 AND e ->> 'message' LIKE '%started again%'",
-        [rows[0].id],
-      );
-      const last = events.at(-1);
-      return last && { time: last.time, ms: Number(/in (\d+) ms/.exec(last.message)?.[1]) };
-    }
-    async function recordedAfter(previous: string | undefined): Promise<number> {
+    /**
+     * Where the time of the last start went, from the deployment workflow's history (server
+     * timestamps): the wake update accepted -> the node activity started (a workflow task and
+     * the activity's dispatch) -> completed (the node's work, ending with its notice to the
+     * gateways). The rest of a request's time is the gateway's: the notice, forwarding, the answer.
+     */
+    const workflow = app.temporal.workflow.getHandle(deploymentWorkflowId(credentials.workspace, 'agents', name));
+    async function lastWakePhases(): Promise<{ acceptedAt: number; dispatch: number; node: number }> {
+      const at = (event: temporal.api.history.v1.IHistoryEvent) => Number(event.eventTime!.seconds) * 1000 + (event.eventTime!.nanos ?? 0) / 1e6;
       for (;;) {
-        const last = await lastRecordedStart();
-        if (last && last.time !== previous) return last.ms;
+        const events = (await workflow.fetchHistory()).events ?? [];
+        const accepted = events.findLastIndex((e) => e.workflowExecutionUpdateAcceptedEventAttributes);
+        const after = events.slice(accepted);
+        const scheduled = after.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'wakeRevision');
+        const started = scheduled && after.find((e) => e.activityTaskStartedEventAttributes?.scheduledEventId?.toString() === scheduled.eventId?.toString());
+        const completed = scheduled && after.find((e) => e.activityTaskCompletedEventAttributes?.scheduledEventId?.toString() === scheduled.eventId?.toString());
+        if (accepted >= 0 && started && completed) {
+          return { acceptedAt: at(events[accepted]), dispatch: at(started) - at(events[accepted]), node: at(completed) - at(started) };
+        }
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
     }
@@ -149,37 +155,44 @@ async function main() {
     const coldStarts: number[] = [];
     const floors: number[] = [];
     const runtimeStarts: number[] = [];
-    const recorded: number[] = [];
+    const phases = { toWorkflow: [] as number[], dispatch: [] as number[], node: [] as number[], proxy: [] as number[] };
     // One untimed round first: files cached, code paths warm.
     for (let i = -1; i < SAMPLES; i++) {
       await atZero();
-      const previous = (await lastRecordedStart())?.time;
+      const sentAt = Date.now();
       const began = performance.now();
       const status = await post(target, urlPath, auth);
       const took = performance.now() - began;
       if (status !== 200) throw new Error(`the woken agent answered ${status}`);
-      const workflowMs = await recordedAfter(previous);
+      const wake = await lastWakePhases();
       const floor = await bareStart();
       const ownStart = await runtimeStart();
       if (i < 0) continue;
       coldStarts.push(took);
-      recorded.push(workflowMs);
       floors.push(floor);
       runtimeStarts.push(ownStart);
+      phases.toWorkflow.push(wake.acceptedAt - sentAt);
+      phases.dispatch.push(wake.dispatch);
+      phases.node.push(wake.node);
+      phases.proxy.push(took - (wake.acceptedAt - sentAt) - wake.dispatch - wake.node);
       log(`  start ${i + 1}/${SAMPLES}: ${took.toFixed(0)} ms (floor ${floor.toFixed(0)} ms)`);
     }
+
     const figure = (samples: number[]): LatencySummary => summarize(samples, 1, 1);
     const cold = figure(coldStarts);
     const floor = figure(floors);
-    const row = (what: string, s: LatencySummary) => [what, s.p50Ms.toFixed(0), s.p95Ms.toFixed(0), (s.p50Ms / floor.p50Ms).toFixed(2)];
+    const row = (what: string, s: LatencySummary) => [what, s.p50Ms.toFixed(0), s.p95Ms.toFixed(0), what.startsWith(' ') ? '' : (s.p50Ms / floor.p50Ms).toFixed(2)];
     log('');
     log(
       formatTable(
         ['measure', 'p50 ms', 'p95 ms', 'x floor p50'],
         [
           row('scale-to-zero -> first response (gateway)', cold),
-          row('  of which the start the workflow records', figure(recorded)),
-          row('  runtime start of a workload sandbox alone', figure(runtimeStarts)),
+          row('  gateway: auth, route, wake update sent and accepted', figure(phases.toWorkflow)),
+          row('  workflow task + node activity dispatch', figure(phases.dispatch)),
+          row('  node activity: sandbox, process until it listens', figure(phases.node)),
+          row('    of which the runtime start of a workload sandbox', figure(runtimeStarts)),
+          row('  gateway: notice received, request proxied and answered', figure(phases.proxy)),
           row('floor: bare bwrap + node agent answering', floor),
         ],
       ),
