@@ -55,6 +55,10 @@ const METER_INTERVAL_MS = 60_000;
  * check) -> DEPLOYING (start in its own sandbox, wait until it listens) -> DEPLOYED, or FAILED
  * with the reason. The revision serving keeps serving until the next one is healthy, and is
  * removed only then. Revisions uploaded during a deployment collapse into the newest.
+ *
+ * A revision with `minScale: 0` is removed after `idleTimeoutMs` without gateway touches
+ * (SCALED_TO_ZERO, no compute metered) and started again by the `wake` update a gateway sends
+ * for the next request; every update waiting meanwhile shares that start and its outcome.
  */
 export async function deployment(input: DeploymentInput): Promise<void> {
   const control = proxyActivities<DeploymentControlActivities>({
@@ -144,14 +148,14 @@ export async function deployment(input: DeploymentInput): Promise<void> {
 
   /** Stops the serving revision's process and sandbox; from then on nothing runs and no compute is charged. */
   async function scaleToZero(): Promise<void> {
-    if (!serving || !usage) return;
+    if (!serving) return;
     stopping = true;
     try {
       // Gateways learn first, so a request arriving now asks for a start (held until the stop
       // is done) instead of reaching a process that is about to go.
       await control.markScale(key, 'SCALED_TO_ZERO', { type: 'Normal', message: `revision ${serving.revision}: scaled to zero after ${Math.round(idleTimeoutMs / 1000)} s without requests` });
       await node.removeRevision(serving.sandboxId);
-      await switchUsage({ ...usage, memoryMb: 0 });
+      if (usage) await switchUsage({ ...usage, memoryMb: 0 });
       scale = 'SCALED_TO_ZERO';
     } finally {
       stopping = false;
