@@ -118,7 +118,8 @@ export async function buildRunApp(config: HangarConfig, options: AppOptions = {}
         for (;;) {
           await routes.nextChange(route.resourceId, settled.signal);
           if (settled.signal.aborted) return new Promise<string>(() => undefined);
-          const now = await routes.lookup(key.workspaceId, key.kind, key.name);
+          // A failed look leaves the update to answer.
+          const now = await routes.lookup(key.workspaceId, key.kind, key.name).catch(() => undefined);
           if (now?.scale === 'RUNNING' && now.socketPath) return now.socketPath;
         }
       };

@@ -46,8 +46,7 @@ export class WorkflowTouches {
     return () => {
       if (released) return;
       released = true;
-      // The end of a request is a use too: the idle period counts from here.
-      this.touch(workflowId);
+      // The last touch is at most an interval old: the idle period counts from about here.
       if (--entry.requests === 0) {
         clearInterval(entry.timer);
         this.inflight.delete(workflowId);
