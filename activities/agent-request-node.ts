@@ -1,13 +1,16 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
+import type { Client } from '@temporalio/client';
 import http from 'node:http';
 import type { Pool } from 'pg';
 import { AgentRequestStore, agentRequestView, type AgentAnswer } from '../api/gateway/agent-request-store';
+import { WorkflowTouches, touchIntervalMs } from '../api/gateway/workflow-touches';
 import { CallbackSecretStore } from '../api/management/workspaces/callback-secret-store';
 import { ASYNC_RESULT_BODY_LIMIT, type AgentRequestKey, type AgentRequestStatus } from '../core/agents/async-requests';
 import { signCallback } from '../core/callback-signature';
 import type { HangarConfig } from '../core/config';
 import { loadMasterKey } from '../core/master-key';
 import { SecretBox } from '../core/secret-box';
+import { deploymentWorkflowId, type WorkloadScaleState } from '../core/workloads/types';
 import { postCallback } from './callback';
 
 /** Answers worth another attempt: the agent (or what stands before it) is briefly unavailable. */
@@ -59,8 +62,10 @@ function requestAgent(socketPath: string, path: string, headers: Record<string, 
  * The node's side of async agent requests: calling the agent from the host its revision runs on,
  * and sending the signed callback (from this host, as port callbacks do).
  */
-export function createAgentRequestNodeActivities({ config, pg }: { config: HangarConfig; pg: Pool }) {
+export function createAgentRequestNodeActivities({ config, pg, temporal }: { config: HangarConfig; pg: Pool; temporal: Client }) {
   const requests = new AgentRequestStore(pg);
+  // An agent that scales to zero is kept awake while a request runs, as the gateway does.
+  const touches = new WorkflowTouches((workflowId, signal, at) => temporal.workflow.getHandle(workflowId).signal(signal, at), () => undefined, touchIntervalMs(config.workloadIdleSeconds));
   const secrets = new CallbackSecretStore(pg, new SecretBox(loadMasterKey(config)));
 
   return {
@@ -78,14 +83,29 @@ export function createAgentRequestNodeActivities({ config, pg }: { config: Hanga
       const row = await requests.get(key.id);
       const body = await requests.body(key.id);
       if (!row || !body) throw ApplicationFailure.nonRetryable('the request no longer exists', 'AgentRequestGone');
-      const { rows } = await pg.query<{ status: string; socket_path: string | null }>(
-        `SELECT status, state #>> '{serving,socketPath}' AS socket_path FROM resources WHERE id = $1`,
+      const { rows } = await pg.query<{ status: string; socket_path: string | null; scale: WorkloadScaleState | null }>(
+        `SELECT status, state #>> '{serving,socketPath}' AS socket_path, state ->> 'scale' AS scale FROM resources WHERE id = $1`,
         [key.agentId],
       );
       if (!rows[0]) throw ApplicationFailure.nonRetryable(`agent '${key.agentName}' was deleted`, 'AgentGone');
-      if (!rows[0].socket_path) throw retryable(`agent '${key.agentName}' is ${rows[0].status}; no revision serves it`);
+      let socketPath = rows[0].socket_path;
+      if (!socketPath) throw retryable(`agent '${key.agentName}' is ${rows[0].status}; no revision serves it`);
+      let release: (() => void) | undefined;
+      if (rows[0].scale) {
+        const workflowId = deploymentWorkflowId(key.workspace, 'agents', key.agentName);
+        if (rows[0].scale === 'SCALED_TO_ZERO') {
+          socketPath = await temporal.workflow
+            .getHandle(workflowId)
+            .executeUpdate<string, []>('wake')
+            .catch((err: Error) => {
+              const reason = err.cause instanceof Error ? err.cause.message : err.message;
+              throw retryable(`agent '${key.agentName}' was scaled to zero and did not start: ${reason}`);
+            });
+        }
+        release = touches.hold(workflowId);
+      }
       // The request id lets an agent recognise a request sent again after an interrupted attempt.
-      const answer = await requestAgent(rows[0].socket_path, row.path, { ...row.headers, 'idempotency-key': key.id }, body);
+      const answer = await requestAgent(socketPath, row.path, { ...row.headers, 'idempotency-key': key.id }, body).finally(() => release?.());
       if (TRANSIENT_STATUSES.has(answer.statusCode)) throw retryable(`the agent answered ${answer.statusCode}`);
       if (answer.tooLarge) {
         await requests.recordFailure(key.id, `the agent's answer (status ${answer.statusCode}) is larger than the limit of ${ASYNC_RESULT_BODY_LIMIT} bytes`);

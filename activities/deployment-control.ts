@@ -7,17 +7,28 @@ import { RevisionStore } from '../api/management/workloads/revision-store';
 import type { ResourceStatus } from '../core/resource';
 import { workloadUsageTicks, type WorkloadMeterPeriod } from '../core/workloads/metering';
 import { providerTarget, type ProviderTarget } from '../core/workloads/provider-model';
-import { WORKLOAD_ROUTES_CHANNEL, type ProviderServingRevision, type RevisionRecord, type ServingRevision, type WorkloadKey, type WorkloadSpec } from '../core/workloads/types';
+import {
+  WORKLOAD_ROUTES_CHANNEL,
+  type ProviderServingRevision,
+  type RevisionRecord,
+  type ServingRevision,
+  type WorkloadKey,
+  type WorkloadScaleState,
+  type WorkloadSpec,
+} from '../core/workloads/types';
 import { recordWorkspaceUsage } from './usage-metering';
+
+/** Tells every gateway that a workload's route changed (after the change is committed). */
+export async function notifyRouteChanged(pg: Pool, resourceId: string): Promise<void> {
+  await pg.query('SELECT pg_notify($1, $2)', [WORKLOAD_ROUTES_CHANNEL, resourceId]);
+}
 
 /** The control-plane side of deployments: the resource's status and history, and its revisions. */
 export function createDeploymentControlActivities({ pg }: { pg: Pool }) {
   const resources = new ResourceStore(pg);
   const revisions = new RevisionStore(pg);
 
-  async function routeChanged(key: WorkloadKey): Promise<void> {
-    await pg.query('SELECT pg_notify($1, $2)', [WORKLOAD_ROUTES_CHANNEL, key.id]);
-  }
+  const routeChanged = (key: WorkloadKey) => notifyRouteChanged(pg, key.id);
 
   return {
     /** The revision to deploy, or undefined when the workload was deleted meanwhile. */
@@ -30,10 +41,25 @@ export function createDeploymentControlActivities({ pg }: { pg: Pool }) {
       await resources.transition(key.id, status, { type: 'Normal', message: `revision ${revision}: ${message}` });
     },
 
-    /** The revision serves now: the gateway routes to it from here on. */
-    async markRevisionDeployed(key: WorkloadKey, revision: number, serving: ServingRevision | ProviderServingRevision | { revision: number; codeDir: string }, message: string): Promise<void> {
+    /**
+     * The revision serves now: the gateway routes to it from here on. `scale` is set for a
+     * revision that may scale to zero (null otherwise), so the gateway knows to wake it.
+     */
+    async markRevisionDeployed(
+      key: WorkloadKey,
+      revision: number,
+      serving: ServingRevision | ProviderServingRevision | { revision: number; codeDir: string },
+      message: string,
+      scale: WorkloadScaleState | null = null,
+    ): Promise<void> {
       await revisions.setStatus(key.id, revision, 'DEPLOYED', message);
-      await resources.transition(key.id, 'DEPLOYED', { type: 'Normal', message: `revision ${revision}: ${message}` }, { serving });
+      await resources.transition(key.id, 'DEPLOYED', { type: 'Normal', message: `revision ${revision}: ${message}` }, { serving, scale });
+      await routeChanged(key);
+    },
+
+    /** The serving revision stopped for being idle, or could not start again: an event, and the gateways' route. */
+    async markScale(key: WorkloadKey, scale: WorkloadScaleState, event: { type: 'Normal' | 'Warning'; message: string }): Promise<void> {
+      await resources.note(key.id, event, { scale });
       await routeChanged(key);
     },
 

@@ -1,4 +1,5 @@
 import { ApplicationFailure, heartbeat } from '@temporalio/activity';
+import type { Pool } from 'pg';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
@@ -23,8 +24,11 @@ import {
 import { PLATFORM_SOCKET_ENV, PLATFORM_TOKEN_ENV } from '../core/workloads/platform-credential';
 import type { PlatformServices } from '../platform-services/services';
 import { SANDBOX_PLATFORM_SOCKET, sandboxLayout } from '../runtime/layout';
+import { DEFAULT_PORT_WAIT_SECONDS } from '../sandbox-agent/process-routes';
 import { SandboxSpecError } from '../runtime/types';
+import { ResourceStore } from '../api/management/resources/store';
 import type { BuiltinWorkloads } from './deployment-builtin';
+import { notifyRouteChanged } from './deployment-control';
 import { callAgent, type AgentReply } from './job-process';
 import type { NodeRuntime } from './sandbox-node';
 
@@ -53,11 +57,24 @@ export interface StartRevisionInput {
  * The node side of deployments: unpack and check a bundle, start a revision in its own runtime
  * sandbox and wait until it listens, and remove revisions. Every activity is idempotent.
  */
-export function createDeploymentNodeActivities({ runtime, dataDir, builtins, platform }: { runtime: NodeRuntime; dataDir: string; builtins?: BuiltinWorkloads; platform: PlatformServices }) {
+export function createDeploymentNodeActivities({
+  runtime,
+  dataDir,
+  builtins,
+  pg,
+  platform,
+}: {
+  runtime: NodeRuntime;
+  dataDir: string;
+  builtins?: BuiltinWorkloads;
+  pg: Pool;
+  platform: PlatformServices;
+}) {
   /** Host folder (root's only) of the links to workload sockets: nothing in a sandbox can swap them. */
   const socketsDir = path.join(dataDir, 'workload-sockets');
+  const resources = new ResourceStore(pg);
 
-  return {
+  const activities = {
     /** Checks the archive (paths, entry types) and unpacks it once per digest; answers the folder. */
     async unpackBundle(sha256: string, spec: WorkloadSpec): Promise<string> {
       const paths = bundlePaths(dataDir, sha256);
@@ -120,7 +137,9 @@ export function createDeploymentNodeActivities({ runtime, dataDir, builtins, pla
           image: spec.runtime?.image ?? DEFAULT_WORKLOAD_IMAGE,
           memoryMb: spec.runtime?.memory ?? DEFAULT_WORKLOAD_MEMORY_MB,
           envs: [],
-          volumes: [{ hostPath: input.appDir, mountPath: WORKLOAD_APP_DIR, readOnly: true }],
+          volumes: [],
+          // At /app (WORKLOAD_APP_DIR) read-only; linked rather than mounted, so a warm sandbox can take it.
+          code: input.appDir,
         });
       } catch (err) {
         if (err instanceof SandboxSpecError) throw userError(err.message);
@@ -139,21 +158,46 @@ export function createDeploymentNodeActivities({ runtime, dataDir, builtins, pla
       }
       await platform.open({ sandboxId: id, workspaceId: key.workspaceId, resourceId: key.id, kind: key.kind, egress });
       extraEnv = { ...extraEnv, [PLATFORM_SOCKET_ENV]: SANDBOX_PLATFORM_SOCKET, [PLATFORM_TOKEN_ENV]: platform.credential(id) };
-      const existing = await agentJson(socket, 'GET', '/process/workload');
-      if (existing.status === 404) {
-        const started = await agentJson(socket, 'POST', '/process', {
-          name: 'workload',
-          command: supervisedCommandLine(command),
-          workingDir: WORKLOAD_APP_DIR,
-          env: workloadEnvironment(key, spec, { ...extraEnv, NODE_PATH: SANDBOX_NODE_MODULES }),
-          restartOnFailure: true,
-          maxRestarts: MAX_RESTARTS,
-        });
-        if (started.status !== 200) throw userError(`the command could not start: ${describe(started.body)}`);
-      }
       const readiness = Math.min(Number(spec.runtime?.readinessTimeoutSeconds) || DEFAULT_READINESS_SECONDS, MAX_READINESS_SECONDS);
-      const deadline = Date.now() + readiness * 1000;
-      for (;;) {
+      const began = Date.now();
+      const deadline = began + readiness * 1000;
+      // The forwarder connects per connection, so it can open while the command starts.
+      const forwarding = agentJson(socket, 'POST', '/network/forward', { port });
+      forwarding.catch(() => undefined);
+      const existing = await agentJson(socket, 'GET', '/process/workload');
+      let listening = false;
+      if (existing.status === 404) {
+        // The agent answers once the port listens (or the command ends): no polling round trips
+        // on the way, which a start from zero, with a request waiting, would feel.
+        const beating = setInterval(() => heartbeat(), 5_000);
+        const readinessOver = AbortSignal.timeout(readiness * 1000);
+        const started = await callAgent<unknown>(
+          socket,
+          'POST',
+          '/process',
+          {
+            name: 'workload',
+            command: supervisedCommandLine(command),
+            workingDir: WORKLOAD_APP_DIR,
+            env: workloadEnvironment(key, spec, { ...extraEnv, NODE_PATH: SANDBOX_NODE_MODULES }),
+            restartOnFailure: true,
+            maxRestarts: MAX_RESTARTS,
+            waitForPorts: [port],
+          },
+          readinessOver,
+        )
+          .catch((err: Error) => {
+            if (!readinessOver.aborted) throw err;
+            return undefined;
+          })
+          .finally(() => clearInterval(beating));
+        if (started && started.status !== 200) throw userError(`the command could not start: ${describe(started.body)}`);
+        // Answered with the command running as first started, before the agent's own wait ran out: it listens.
+        const view = started?.body as ProcessView | undefined;
+        listening =
+          view?.status === 'running' && view.restartCount === 0 && reportedExitCode(view.stderr ?? '') === undefined && Date.now() - began < (DEFAULT_PORT_WAIT_SECONDS - 1) * 1000;
+      }
+      while (!listening) {
         heartbeat();
         const view = (await agentJson(socket, 'GET', '/process/workload')).body as ProcessView;
         if (view.status !== 'running' || view.restartCount > 0 || reportedExitCode(view.stderr ?? '') !== undefined) {
@@ -161,23 +205,46 @@ export function createDeploymentNodeActivities({ runtime, dataDir, builtins, pla
           throw userError(`the command exited with code ${code} before listening on port ${port}${tail(view.stderr || view.logs)}`);
         }
         const ports = (await agentJson(socket, 'GET', `/network/process/${view.pid}/ports`)).body as { ports?: { port: number; state: string }[] };
-        if (ports.ports?.some((p) => p.port === port && p.state === 'LISTEN')) break;
+        listening = ports.ports?.some((p) => p.port === port && p.state === 'LISTEN') ?? false;
+        if (listening) break;
         if (Date.now() > deadline) throw userError(`the command did not listen on port ${port} within ${readiness} s${tail(view.stderr || view.logs)}`);
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
-      const forward = await agentJson(socket, 'POST', '/network/forward', { port });
+      const forward = await forwarding;
       if (forward.status !== 200) throw new Error(`the port forwarder did not start: ${describe(forward.body)}`);
       return linkSocket(id, port, path.join(sandboxLayout(dataDir, id).runDir, path.basename((forward.body as { socketPath: string }).socketPath)));
     },
 
+    /**
+     * Starts a revision that was scaled to zero, for requests waiting in gateways, and marks it
+     * RUNNING itself (state, event, the gateways' notice) rather than in a later control
+     * activity: gateways forward on that notice, a workflow round trip before the update answers.
+     */
+    async wakeRevision(input: StartRevisionInput): Promise<string> {
+      const began = Date.now();
+      const socketPath = await activities.startRevision(input);
+      await resources.note(input.key.id, { type: 'Normal', message: `revision ${input.revision}: started again for a request in ${Date.now() - began} ms` }, { scale: 'RUNNING' });
+      await notifyRouteChanged(pg, input.key.id);
+      return socketPath;
+    },
+
+    /**
+     * Removes a revision's sandbox, processes and files: when it is replaced, deleted or scaled to
+     * zero (its next start begins afresh, from a warm sandbox when one waits).
+     */
     async removeRevision(sandboxId: string): Promise<void> {
       await platform.close(sandboxId);
+      await unlinkSockets(sandboxId);
       await runtime.remove(sandboxId);
-      for (const name of await fsp.readdir(socketsDir).catch(() => [] as string[])) {
-        if (name.startsWith(`${sandboxId}-`)) await fsp.rm(path.join(socketsDir, name), { force: true });
-      }
     },
   };
+  return activities;
+
+  async function unlinkSockets(sandboxId: string): Promise<void> {
+    for (const name of await fsp.readdir(socketsDir).catch(() => [] as string[])) {
+      if (name.startsWith(`${sandboxId}-`)) await fsp.rm(path.join(socketsDir, name), { force: true });
+    }
+  }
 
   /**
    * The forwarder's socket lives in a folder the workload can write; the gateway must never

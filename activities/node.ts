@@ -1,3 +1,4 @@
+import type { Client } from '@temporalio/client';
 import type { Pool } from 'pg';
 import type { HangarConfig } from '../core/config';
 import type { PlatformServices } from '../platform-services/services';
@@ -20,18 +21,20 @@ export interface NodeActivityDeps {
   pg: Pool;
   /** The workloads' platform sockets (thread store, egress); the worker restores them at start. */
   platform: PlatformServices;
+  /** Asks a workload scaled to zero to start for an async request, and keeps it touched meanwhile. */
+  temporal: Client;
   /** Extra folders bound into every job sandbox (tests observe tasks through one). */
   jobMounts?: RuntimeVolumeMount[];
 }
 
 /** Every activity a node's runtime worker runs: what touches this machine's sandboxes and volumes. */
-export function createNodeActivities({ config, runtime, volumes, pg, platform, jobMounts }: NodeActivityDeps) {
+export function createNodeActivities({ config, runtime, volumes, pg, platform, temporal, jobMounts }: NodeActivityDeps) {
   return {
     ...createSandboxNodeActivities({ runtime, volumes, pg }),
     ...createVolumeNodeActivities({ volumes }),
-    ...createDeploymentNodeActivities({ runtime, dataDir: config.dataDir, builtins: new BuiltinWorkloads(config), platform }),
+    ...createDeploymentNodeActivities({ runtime, dataDir: config.dataDir, builtins: new BuiltinWorkloads(config), pg, platform }),
     ...createJobNodeActivities({ runtime, pg, volumes: jobMounts }),
     ...createCallbackActivities({ recordFailure: fileFailureRecorder(config.dataDir) }),
-    ...createAgentRequestNodeActivities({ config, pg }),
+    ...createAgentRequestNodeActivities({ config, pg, temporal }),
   };
 }

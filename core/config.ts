@@ -40,6 +40,10 @@ export interface HangarConfig {
   sandboxIdleSeconds: number;
   /** Sandboxes kept started ahead of demand on each node, so creating one takes a started one. */
   sandboxWarmPool: number;
+  /** Seconds without gateway requests before a workload with `minScale: 0` stops (scales to zero). */
+  workloadIdleSeconds: number;
+  /** Longest a gateway request holds while its workload starts again from zero, in seconds. */
+  workloadWakeTimeoutSeconds: number;
   /** Lifetime of issued access tokens, in seconds. */
   tokenTtlSeconds: number;
   /** How long callbacks (async agent results, detected ports) are retried before being given up. */
@@ -107,6 +111,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HangarConfig {
     nodeId: env.HANGAR_NODE_ID || 'local',
     sandboxIdleSeconds: intFrom(env, 'HANGAR_SANDBOX_IDLE_SECONDS', 15),
     sandboxWarmPool: intFrom(env, 'HANGAR_SANDBOX_WARM_POOL', 2),
+    workloadIdleSeconds: intFrom(env, 'HANGAR_WORKLOAD_IDLE_SECONDS', 300),
+    workloadWakeTimeoutSeconds: intFrom(env, 'HANGAR_WORKLOAD_WAKE_TIMEOUT_SECONDS', 30),
     tokenTtlSeconds: intFrom(env, 'HANGAR_TOKEN_TTL_SECONDS', 3600),
     callbackGiveUpSeconds: intFrom(env, 'HANGAR_CALLBACK_GIVE_UP_SECONDS', 3600),
     bodyLimitBytes: intFrom(env, 'HANGAR_BODY_LIMIT_BYTES', 10 * 1024 * 1024),

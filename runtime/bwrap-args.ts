@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { ResolvedImage } from './image';
-import { SANDBOX_AGENT_CONFIG, SANDBOX_API_DIR, SANDBOX_HOME, SANDBOX_PLATFORM_DIR, SANDBOX_RUN_DIR, type WritableFolder } from './layout';
+import { SANDBOX_AGENT_CONFIG, SANDBOX_API_DIR, SANDBOX_CODE_DIR, SANDBOX_HOME, SANDBOX_PLATFORM_DIR, SANDBOX_RUN_DIR, type WritableFolder } from './layout';
 import type { RuntimeVolumeMount } from './types';
 
 /** Where the agent's own files appear inside every sandbox (read-only). */
@@ -23,6 +23,7 @@ export interface LaunchPlan {
   runDir: string;
   apiDir: string;
   platformDir: string;
+  codeDir: string;
   volumes: RuntimeVolumeMount[];
   agent: { nodeBinary: string; agentDir: string; nodeModulesDir: string; nodeFlags: string[] };
   /** The agent's own environment (never the user's variables). */
@@ -89,6 +90,7 @@ export function bwrapArguments(plan: LaunchPlan): string[] {
   mountAt(`${AGENT_ROOT}/node_modules`, '--ro-bind', plan.agent.nodeModulesDir, `${AGENT_ROOT}/node_modules`);
   mountAt(AGENT_NODE, '--ro-bind', plan.agent.nodeBinary, AGENT_NODE);
 
+  mountAt(SANDBOX_CODE_DIR, '--ro-bind', plan.codeDir, SANDBOX_CODE_DIR);
   for (const volume of plan.volumes) {
     mountAt(volume.mountPath, volume.readOnly ? '--ro-bind' : '--bind', volume.hostPath, volume.mountPath);
   }

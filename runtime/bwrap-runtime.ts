@@ -9,7 +9,7 @@ import { SANDBOX_ETC_FILE_NAMES } from './etc-files';
 import { isSameProcess, processStartTicks } from './host-process';
 import { DEFAULT_IMAGE, ImageCatalog, imageDefinition } from './image';
 import { SANDBOX_AGENT_CONFIG, assertSandboxId, sandboxLayout, type SandboxLayout } from './layout';
-import { SANDBOX_ENV, prepareSandboxFolders, writeIdentityFiles, type SandboxUser } from './sandbox-files';
+import { SANDBOX_ENV, installCode, prepareSandboxFolders, writeIdentityFiles, type SandboxUser } from './sandbox-files';
 import { validateSpec } from './spec-validation';
 import { StateStore, type SandboxRecord } from './state-store';
 import { WarmPool, isWarmId, setHostname } from './warm-pool';
@@ -138,7 +138,7 @@ export class BwrapRuntime implements SandboxRuntime {
 
   /**
    * Gives a warm sandbox the identity of `spec`: its folder and files are renamed and
-   * rewritten (its mounts follow), its hostname set, its limits applied, and its agent reloads
+   * rewritten (its mounts follow, the code appears at /app), its hostname set, its limits applied, and its agent reloads
    * its configuration. Undefined when no warm sandbox fits; a failed take-over is cleaned up.
    */
   private async takeOverWarm(spec: RuntimeSandboxSpec): Promise<SandboxHandle | undefined> {
@@ -156,6 +156,7 @@ export class BwrapRuntime implements SandboxRuntime {
       await Promise.all([
         this.cgroups.open(record.cgroupDirs).setLimits(this.limits(spec)),
         writeIdentityFiles(spec, layout, this.identity()),
+        installCode(spec.code, layout.codeDir),
         this.cgroups.open(record.cgroupDirs).pids().then((pids) => setHostname(pids, spec.id)),
       ]);
       const reload = await agentRequest(layout.socketPath, 'POST', '/internal/reload');
@@ -190,6 +191,7 @@ export class BwrapRuntime implements SandboxRuntime {
         runDir: layout.runDir,
         apiDir: layout.apiDir,
         platformDir: layout.platformDir,
+        codeDir: layout.codeDir,
         volumes: spec.volumes,
         agent: {
           nodeBinary: this.options.nodeBinary ?? process.execPath,

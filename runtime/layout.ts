@@ -34,6 +34,8 @@ export interface SandboxLayout {
   relayCursor: string;
   /** The writable layer: one host folder per writable folder of the sandbox's tree. */
   writable: WritableFolder[];
+  /** Seen read-only at /app: the code the spec names, linked in at each start (empty without). */
+  codeDir: string;
 }
 
 export interface WritableFolder {
@@ -53,6 +55,7 @@ export const SANDBOX_EVENT_LOG = `${SANDBOX_RUN_DIR}/port-events.jsonl`;
 export const SANDBOX_AGENT_CONFIG = '/etc/hangar/agent.json';
 export const SANDBOX_HOME = '/home/user';
 export const SANDBOX_WORKSPACE = '/workspace';
+export const SANDBOX_CODE_DIR = '/app';
 
 const WRITABLE_FOLDERS: { name: string; sandboxPath: string; shared: boolean }[] = [
   { name: 'home', sandboxPath: SANDBOX_HOME, shared: false },
@@ -94,6 +97,7 @@ export function sandboxLayout(dataDir: string, id: string): SandboxLayout {
     platformDir,
     platformSocket: path.join(platformDir, path.basename(SANDBOX_PLATFORM_SOCKET)),
     relayCursor: path.join(root, 'relay-cursor'),
+    codeDir: path.join(root, 'code'),
     writable: WRITABLE_FOLDERS.map((folder) => ({
       hostPath: path.join(root, 'fs', folder.name),
       sandboxPath: folder.sandboxPath,

@@ -40,7 +40,41 @@ export async function prepareSandboxFolders(spec: RuntimeSandboxSpec, layout: Sa
     fsp.rm(layout.socketPath, { force: true }),
     fsp.mkdir(layout.platformDir, { recursive: true, mode: 0o755 }),
     fsp.mkdir(layout.etcDir, { recursive: true }).then(() => writeIdentityFiles(spec, layout, user)),
+    installCode(spec.code, layout.codeDir),
   ]);
+}
+
+/**
+ * Puts the code a spec names into the sandbox's code folder (seen read-only at /app), replacing
+ * what a previous start left there. Files are hard links to the node's copy (owned by root and
+ * read-only inside, so the sandbox cannot change them), copies across file systems; the folder
+ * itself stays, so a running sandbox's mount of it sees the new content.
+ */
+export async function installCode(source: string | undefined, codeDir: string): Promise<void> {
+  await fsp.mkdir(codeDir, { recursive: true, mode: 0o755 });
+  await Promise.all((await fsp.readdir(codeDir)).map((name) => fsp.rm(path.join(codeDir, name), { recursive: true, force: true })));
+  if (source) await linkTree(source, codeDir);
+}
+
+async function linkTree(from: string, to: string): Promise<void> {
+  await Promise.all(
+    (await fsp.readdir(from, { withFileTypes: true })).map(async (entry) => {
+      const source = path.join(from, entry.name);
+      const target = path.join(to, entry.name);
+      if (entry.isDirectory()) {
+        await fsp.mkdir(target, { mode: 0o755 });
+        await linkTree(source, target);
+      } else if (entry.isSymbolicLink()) {
+        await fsp.symlink(await fsp.readlink(source), target);
+      } else if (entry.isFile()) {
+        await fsp.link(source, target).catch(async (err: NodeJS.ErrnoException) => {
+          if (err.code !== 'EXDEV' && err.code !== 'EPERM') throw err;
+          await fsp.copyFile(source, target);
+          await fsp.chmod(target, 0o644);
+        });
+      }
+    }),
+  );
 }
 
 /**

@@ -18,6 +18,9 @@ export function validateSpec(spec: RuntimeSandboxSpec): void {
     if (!ENV_NAME.test(env.name)) throw new SandboxSpecError(`envs: '${env.name}' is not a valid variable name`);
     if (typeof env.value !== 'string' || env.value.includes('\0')) throw new SandboxSpecError(`envs: the value of '${env.name}' must be a string without NUL`);
   }
+  if (spec.code !== undefined && (!path.isAbsolute(spec.code) || !fs.statSync(spec.code, { throwIfNoEntry: false })?.isDirectory())) {
+    throw new SandboxSpecError(`code: the host folder ${spec.code} does not exist`);
+  }
   const mountPaths = new Set<string>();
   for (const volume of spec.volumes) {
     const problem = volumeMountError(volume.mountPath);

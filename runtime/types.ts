@@ -9,6 +9,12 @@ export interface RuntimeSandboxSpec {
   memoryMb: number;
   envs: { name: string; value: string }[];
   volumes: RuntimeVolumeMount[];
+  /**
+   * Host folder of code the sandbox sees read-only at /app (a workload's bundle). Linked into
+   * the sandbox's own folder at each start rather than mounted, so a warm sandbox, started
+   * before anyone knew the code, can take it over.
+   */
+  code?: string;
 }
 
 export interface RuntimeVolumeMount {

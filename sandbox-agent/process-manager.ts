@@ -229,12 +229,18 @@ export class ManagedProcess {
     }
   }
 
-  /** Resolves when every port listens (by this process or a descendant), it ends, or the deadline passes. */
+  /**
+   * Resolves when every port listens (by this process or a descendant), it ends or restarts (the
+   * attempt to listen failed), or the deadline passes. Polls often at first (a workload starting
+   * from zero has a request waiting on this), then every 50 ms.
+   */
   async waitForPorts(ports: number[], deadline: number): Promise<void> {
-    while (this.isRunning && Date.now() < deadline) {
+    const began = Date.now();
+    const restarts = this.restartCount;
+    while (this.isRunning && this.restartCount === restarts && Date.now() < deadline) {
       const listening = new Set((await socketsOfProcessTree(this.pid)).filter((s) => s.state === 'LISTEN').map((s) => s.port));
       if (ports.every((port) => listening.has(port))) return;
-      await Promise.race([sleep(50), this.finished]);
+      await Promise.race([sleep(Date.now() - began < 2_000 ? 5 : 50), this.finished]);
     }
   }
 

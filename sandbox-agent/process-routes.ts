@@ -4,7 +4,7 @@ import { LineFramer } from './output-log';
 import { parseProcessRequest, type ManagedProcess, type ProcessManager } from './process-manager';
 
 /** How long POST /process waits for `waitForPorts` when no timeout was given. */
-const DEFAULT_PORT_WAIT_SECONDS = 60;
+export const DEFAULT_PORT_WAIT_SECONDS = 60;
 
 /** POST/GET /process, GET/DELETE /process/{pidOrName}, .../kill, .../logs, .../logs/stream. */
 export function processRoutes(manager: ProcessManager) {

@@ -31,7 +31,7 @@ async function main() {
     connection,
     namespace: config.temporalNamespace,
     taskQueue: nodeTaskQueue(config),
-    activities: createNodeActivities({ config, runtime, volumes, pg, platform }),
+    activities: createNodeActivities({ config, runtime, volumes, pg, platform, temporal }),
   });
   // Delivery workflows run on the control queue; their POSTs run here, on the sandbox's host.
   const relay = new PortEventRelay({

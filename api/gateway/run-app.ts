@@ -1,17 +1,20 @@
+import { WorkflowNotFoundError } from '@temporalio/common';
+import { WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError } from '@temporalio/client';
 import http from 'node:http';
 import { isIP } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { HangarConfig } from '../../core/config';
 import { CUSTOM_DOMAIN_TARGETS, domainUpstreamPath, requestHost } from '../../core/custom-domain/types';
-import { WORKLOAD_ROUTES_CHANNEL, type WorkloadKind } from '../../core/workloads/types';
+import { WORKLOAD_ROUTES_CHANNEL, deploymentWorkflowId, type WorkloadKind } from '../../core/workloads/types';
 import { ApiError, forbidden, notFound } from '../errors';
 import type { AppOptions } from '../fastify';
 import { AgentQuery, asyncAgentRequests } from './async-agent-requests';
 import { ProviderProxy } from './provider-proxy';
 import { proxyRequest } from './proxy';
 import { PrincipalCache } from './principal-cache';
-import { WorkloadRouteCache, type DomainRoute, type GatewayCaller, type WorkloadTarget } from './run-routes';
+import { WorkloadRouteCache, type DomainRoute, type GatewayCaller, type ServingRoute, type WorkloadTarget } from './run-routes';
 import { buildGatewayBase } from './shared';
+import { WorkflowTouches, touchIntervalMs } from './workflow-touches';
 
 const ALL_METHODS: ('GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS')[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
 const CLOSE_GRACE_MS = 2_000;
@@ -28,6 +31,10 @@ const SINGULAR: Record<WorkloadKind, string> = { agents: 'agent', models: 'model
  *
  * A request whose Host is a custom domain goes to the domain's target instead, whatever its path
  * names: an agent's root, a model's paths, a function's `/mcp[/...]`.
+ *
+ * A workload with `minScale: 0` is touched (throttled) while it serves, so its deployment
+ * workflow knows when it is idle; once scaled to zero, a request is held while the workflow
+ * starts it again (one start for every request that arrives meanwhile) and then forwarded.
  */
 export async function buildRunApp(config: HangarConfig, options: AppOptions = {}): Promise<FastifyInstance> {
   const app = await buildGatewayBase(config, options);
@@ -35,6 +42,13 @@ export async function buildRunApp(config: HangarConfig, options: AppOptions = {}
   const providers = new ProviderProxy(config.bodyLimitBytes);
   const agents = new Map<string, http.Agent>();
   const principals = new PrincipalCache((headers) => app.authenticator.authenticate(headers));
+  const touches = new WorkflowTouches(
+    (workflowId, which, at) => app.temporal.workflow.getHandle(workflowId).signal(which, at),
+    (workflowId, which, err) => app.log.warn({ err: err.message, workflowId }, `could not signal ${which}`),
+    touchIntervalMs(config.workloadIdleSeconds),
+  );
+  /** Starts in progress, by resource id: concurrent requests for a sleeping workload share one. */
+  const wakes = new Map<string, Promise<string>>();
   await routes.listen();
   app.addHook('preClose', async () => {
     // Before the pool's own onClose: pool.end() waits for the listener's connection.
@@ -46,6 +60,7 @@ export async function buildRunApp(config: HangarConfig, options: AppOptions = {}
   app.addHook('onClose', async () => {
     for (const agent of agents.values()) agent.destroy();
     providers.close();
+    touches.close();
   });
 
   // Bodies stream through untouched: no parsing here.
@@ -78,26 +93,34 @@ export async function buildRunApp(config: HangarConfig, options: AppOptions = {}
     const route = await routes.lookup(caller.grant.id, kind, name);
     if (!route) throw notFound(`${SINGULAR[kind]} '${name}' not found in workspace '${caller.grant.name}'`);
     if (route.status !== 'DELETING') {
-      const { resourceId, status, provider, socketPath } = route;
+      const { resourceId, status, provider, socketPath, scale } = route;
       if (provider) return { ...caller, name, route: { resourceId, status, provider } };
-      if (socketPath) return { ...caller, name, route: { resourceId, status, socketPath } };
+      if (socketPath) return { ...caller, name, route: { resourceId, status, socketPath, scale } };
     }
     throw new ApiError(503, 'workload_unavailable', `${SINGULAR[kind]} '${name}' is ${route.status}; it serves once a revision is DEPLOYED`);
   }
 
-  function proxyTo(request: FastifyRequest, reply: FastifyReply, kind: WorkloadKind, { name, route }: WorkloadTarget, upstreamPath: string) {
+  async function proxyTo(request: FastifyRequest, reply: FastifyReply, kind: WorkloadKind, { name, grant, route }: WorkloadTarget, upstreamPath: string) {
     if (route.provider) return providers.forward(request, reply, route.provider, name, upstreamPath);
+    let socketPath = route.socketPath;
+    let release: (() => void) | undefined;
+    if (route.scale) {
+      const workflowId = deploymentWorkflowId(grant.name, kind, name);
+      if (route.scale === 'SCALED_TO_ZERO') socketPath = await wake(route, { workspaceId: grant.id, kind, name }, workflowId, `${SINGULAR[kind]} '${name}'`);
+      release = touches.hold(workflowId);
+    }
     const query = request.url.indexOf('?');
     reply.hijack();
+    if (release) reply.raw.once('close', release);
     proxyRequest(request.raw, reply.raw, {
-      upstream: { socketPath: route.socketPath },
+      upstream: { socketPath },
       path: upstreamPath + (query < 0 ? '' : request.url.slice(query)),
-      agent: agentFor(route.socketPath),
+      agent: agentFor(socketPath),
       onUnreachable: (err) => {
-        // The revision may have been replaced since the route was cached: look again next time.
+        // The revision may have been replaced (or scaled to zero) since the route was cached: look again next time.
         routes.forget(route.resourceId);
-        agents.get(route.socketPath)?.destroy();
-        agents.delete(route.socketPath);
+        agents.get(socketPath)?.destroy();
+        agents.delete(socketPath);
         reply.raw.writeHead(502, { 'content-type': 'application/json' });
         reply.raw.end(JSON.stringify({ error: 'workload_unreachable', message: `${SINGULAR[kind]} '${name}' did not answer: ${err.message}` }));
       },
@@ -135,6 +158,47 @@ export async function buildRunApp(config: HangarConfig, options: AppOptions = {}
     await forwardForDomain(request, reply, domain);
   });
 
+  /**
+   * Asks the deployment workflow to start a workload scaled to zero and waits, at most the wake
+   * timeout, for the socket to forward to. The workflow owns the state, so a start survives a
+   * gateway or worker restart; a request that outwaits the timeout gets 504, a failed start 503.
+   * The node announces the start itself (NOTIFY) a workflow task before the update answers:
+   * whichever comes first lets the requests through.
+   */
+  function wake(route: ServingRoute, key: { workspaceId: string; kind: WorkloadKind; name: string }, workflowId: string, what: string): Promise<string> {
+    let waking = wakes.get(route.resourceId);
+    if (!waking) {
+      const deadline = Date.now() + config.workloadWakeTimeoutSeconds * 1000;
+      const settled = new AbortController();
+      const announced = async (): Promise<string> => {
+        for (;;) {
+          await routes.nextChange(route.resourceId, settled.signal);
+          if (settled.signal.aborted) return new Promise<string>(() => undefined);
+          // A failed look leaves the update to answer.
+          const now = await routes.lookup(key.workspaceId, key.kind, key.name).catch(() => undefined);
+          if (now?.scale === 'RUNNING' && now.socketPath) return now.socketPath;
+        }
+      };
+      const answered = app.temporal.withDeadline(deadline, () => app.temporal.workflow.getHandle(workflowId).executeUpdate<string, []>('wake'));
+      // The update's outcome is always observed: a late failure after an announced start is moot.
+      answered.catch(() => undefined);
+      waking = Promise.race([answered, announced()])
+        .then((socketPath) => {
+          routes.markRunning(route.resourceId, socketPath);
+          touches.noted(workflowId);
+          return socketPath;
+        })
+        .finally(() => {
+          settled.abort();
+          wakes.delete(route.resourceId);
+        });
+      wakes.set(route.resourceId, waking);
+    }
+    return waking.catch((err: Error) => {
+      throw wakeError(err, what, config.workloadWakeTimeoutSeconds);
+    });
+  }
+
   const tail = (request: FastifyRequest) => (request.params as { '*'?: string })['*'] ?? '';
   const asyncRequests = asyncAgentRequests(app, callerOf);
   app.route({
@@ -155,4 +219,16 @@ export async function buildRunApp(config: HangarConfig, options: AppOptions = {}
   app.route({ method: ALL_METHODS, exposeHeadRoute: false, url: '/:workspace/functions/:name/mcp', handler: (req, reply) => forward(req, reply, 'functions', '/mcp') });
   app.route({ method: ALL_METHODS, exposeHeadRoute: false, url: '/:workspace/functions/:name/mcp/*', handler: (req, reply) => forward(req, reply, 'functions', `/mcp/${tail(req)}`) });
   return app;
+}
+
+/** Why a held request could not be served after all, as the JSON error the client gets. */
+function wakeError(err: Error, what: string, timeoutSeconds: number): ApiError {
+  if (err instanceof WorkflowUpdateFailedError) {
+    return new ApiError(503, 'workload_start_failed', `${what} was scaled to zero and could not start: ${err.cause?.message ?? err.message}`);
+  }
+  if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError) {
+    return new ApiError(504, 'workload_start_timeout', `${what} was scaled to zero and did not start within ${timeoutSeconds} s; retry later`);
+  }
+  if (err instanceof WorkflowNotFoundError) return new ApiError(503, 'workload_unavailable', `${what} has no deployment running`);
+  return new ApiError(503, 'workload_unavailable', `${what} was scaled to zero and could not be started: ${err.message}`);
 }

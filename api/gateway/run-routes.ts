@@ -4,7 +4,7 @@ import type { Principal, WorkspaceGrant } from '../../core/principal';
 import type { ResourceStatus } from '../../core/resource';
 import type { SecretBox } from '../../core/secret-box';
 import { PROVIDER_API_KEY_SECRET, PROVIDER_INTEGRATION, type ProviderTarget } from '../../core/workloads/provider-model';
-import { workloadRouteKey, type WorkloadKind } from '../../core/workloads/types';
+import { workloadRouteKey, type WorkloadKind, type WorkloadScaleState } from '../../core/workloads/types';
 
 /** A provider model's upstream, with the API key of its connection. */
 export interface ProviderRoute extends ProviderTarget {
@@ -22,6 +22,8 @@ export interface WorkloadRoute {
   socketPath?: string;
   /** Set instead of socketPath for a provider model: requests go to its upstream. */
   provider?: ProviderRoute;
+  /** Set for a revision that may scale to zero: whether it runs now or must be woken first. */
+  scale?: WorkloadScaleState;
 }
 
 /** The authenticated caller of a gateway request and its grant on the workspace in the path. */
@@ -62,6 +64,7 @@ interface RouteRow {
   provider: ProviderTarget | null;
   connection_id: string | null;
   sealed_secret: string | null;
+  scale: WorkloadScaleState | null;
 }
 
 /**
@@ -73,6 +76,8 @@ interface RouteRow {
  */
 export class WorkloadRouteCache {
   private readonly routes = new Map<string, { route: WorkloadRoute | DomainRoute | undefined; at: number }>();
+  /** Callers waiting for news of one resource (a wake), by resource id. */
+  private readonly waiters = new Map<string, (() => void)[]>();
   private listener?: PoolClient;
 
   constructor(
@@ -84,7 +89,13 @@ export class WorkloadRouteCache {
 
   async listen(): Promise<void> {
     const client = await this.pg.connect();
-    client.on('notification', (message) => this.forget(message.payload ?? ''));
+    client.on('notification', (message) => {
+      const id = message.payload ?? '';
+      this.forget(id);
+      const waiting = this.waiters.get(id);
+      this.waiters.delete(id);
+      for (const resolve of waiting ?? []) resolve();
+    });
     // A lost listener means missed invalidations: fall back to the TTL alone, and say nothing more.
     client.on('error', () => this.routes.clear());
     await client.query(`LISTEN ${this.channel}`);
@@ -101,7 +112,7 @@ export class WorkloadRouteCache {
       // A provider model's connection comes along: one query either way.
       const { rows } = await this.pg.query<RouteRow>(
         `SELECT r.id, r.status, r.state #>> '{serving,socketPath}' AS socket_path, r.state #> '{serving,provider}' AS provider,
-                c.id AS connection_id, c.sealed_secret
+                r.state ->> 'scale' AS scale, c.id AS connection_id, c.sealed_secret
            FROM resources r
            LEFT JOIN integration_connections c
              ON c.workspace_id = r.workspace_id AND c.name = r.state #>> '{serving,provider,connection}' AND c.integration = $4
@@ -115,6 +126,7 @@ export class WorkloadRouteCache {
           status: row.status,
           socketPath: row.socket_path ?? undefined,
           provider: row.provider ? this.providerRoute(row.provider, row) : undefined,
+          scale: row.scale ?? undefined,
         }
       );
     });
@@ -142,6 +154,36 @@ export class WorkloadRouteCache {
     if (this.routes.size >= MAX_ROUTES) this.routes.clear();
     this.routes.set(key, { route, at: Date.now() });
     return route;
+  }
+
+  /**
+   * This gateway woke the workload: its cached route says RUNNING at once, before the
+   * deployment's own notice arrives, so the requests that follow go straight through.
+   */
+  markRunning(resourceId: string, socketPath: string): void {
+    for (const entry of this.routes.values()) {
+      const route = entry.route;
+      if (route && !('target' in route) && route.resourceId === resourceId) entry.route = { ...route, socketPath, scale: 'RUNNING' };
+    }
+  }
+
+  /**
+   * Resolves at the next notice about the resource (its route changed), or when `signal` aborts;
+   * a wake watches for the node's own notice that the workload runs again.
+   */
+  nextChange(resourceId: string, signal: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      if (signal.aborted) return resolve();
+      const waiting = this.waiters.get(resourceId) ?? [];
+      waiting.push(resolve);
+      this.waiters.set(resourceId, waiting);
+      signal.addEventListener('abort', () => {
+        const left = (this.waiters.get(resourceId) ?? []).filter((w) => w !== resolve);
+        if (left.length > 0) this.waiters.set(resourceId, left);
+        else this.waiters.delete(resourceId);
+        resolve();
+      }, { once: true });
+    });
   }
 
   /** Drops the routes of one resource or connection, named by its id, or by its route key (after a deletion, or a host newly claimed). */

@@ -9,6 +9,7 @@ import { ResourceStore } from '../management/resources/store';
 import { PrincipalCache } from './principal-cache';
 import { proxyRequest } from './proxy';
 import { buildGatewayBase } from './shared';
+import { WorkflowTouches } from './workflow-touches';
 
 /** What the gateway needs from the sandboxes of its node. */
 export interface SandboxNodeAccess {
@@ -17,8 +18,6 @@ export interface SandboxNodeAccess {
   thaw(sandboxId: string): Promise<void>;
 }
 
-/** A busy sandbox tells its lifecycle workflow it is in use at most this often. */
-const TOUCH_INTERVAL_MS = 2_000;
 const FREEZE_RECHECK_MS = 100;
 
 /**
@@ -37,18 +36,14 @@ export async function buildSandboxGatewayApp(
   const matcher = sandboxAddressMatcher(config.sandboxUrlTemplate);
   const agents = new SandboxAgents();
   const principals = new PrincipalCache((headers) => app.authenticator.authenticate(headers));
-  const lastTouch = new Map<string, number>();
+  const touches = new WorkflowTouches(
+    (workflowId, which, at) => app.temporal.workflow.getHandle(workflowId).signal(which, at),
+    (workflowId, which, err) => app.log.warn({ err: err.message, workflowId }, `could not signal ${which}`),
+  );
 
   // Bodies stream through untouched: no parsing here.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_request, _payload, done) => done(null));
-
-  function signal(workspace: string, name: string, which: 'touch' | 'resumed') {
-    app.temporal.workflow
-      .getHandle(sandboxWorkflowId(workspace, name))
-      .signal(which, Date.now())
-      .catch((err) => app.log.warn({ err: (err as Error).message, sandbox: name }, `could not signal ${which}`));
-  }
 
   async function handle(request: FastifyRequest, reply: FastifyReply) {
     const [pathOnly, query] = splitQuery(request.url);
@@ -66,15 +61,14 @@ export async function buildSandboxGatewayApp(
       throw new ApiError(503, 'sandbox_unavailable', `sandbox '${name}' is ${row.status}`);
     }
 
+    const workflowId = sandboxWorkflowId(workspace, name);
     if (await node.isFrozen(row.id)) {
       await node.thaw(row.id);
       // Idle connections kept across the freeze are closed by the sandbox as soon as it thaws.
       agents.reset(row.id);
-      signal(workspace, name, 'resumed');
-      lastTouch.set(row.id, Date.now());
-    } else if (Date.now() - (lastTouch.get(row.id) ?? 0) > TOUCH_INTERVAL_MS) {
-      lastTouch.set(row.id, Date.now());
-      signal(workspace, name, 'touch');
+      touches.signal(workflowId, 'resumed');
+    } else {
+      touches.touch(workflowId);
     }
 
     reply.hijack();
@@ -88,7 +82,7 @@ export async function buildSandboxGatewayApp(
         .then(async (frozen) => {
           if (!frozen) return;
           await node.thaw(row.id);
-          signal(workspace, name, 'resumed');
+          touches.signal(workflowId, 'resumed');
         })
         .catch(() => undefined);
     }, FREEZE_RECHECK_MS);
@@ -105,7 +99,10 @@ export async function buildSandboxGatewayApp(
   }
 
   app.route({ method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'], url: '/*', exposeHeadRoute: false, handler: handle });
-  app.addHook('onClose', async () => agents.close());
+  app.addHook('onClose', async () => {
+    agents.close();
+    touches.close();
+  });
   return app;
 }
 

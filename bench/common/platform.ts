@@ -56,7 +56,7 @@ export async function startBenchPlatform(config: HangarConfig, log: (line: strin
       connection: await NativeConnection.connect({ address: full.temporalAddress }),
       namespace: full.temporalNamespace,
       taskQueue: nodeTaskQueue(full),
-      activities: createNodeActivities({ config: full, runtime, volumes: new VolumeStore({ dataDir: full.dataDir }), pg, platform }),
+      activities: createNodeActivities({ config: full, runtime, volumes: new VolumeStore({ dataDir: full.dataDir }), pg, platform, temporal }),
     }),
   ]);
   const running = workers.map((w) => w.run());

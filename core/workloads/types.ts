@@ -28,6 +28,8 @@ export interface WorkloadRuntimeSpec {
   ports?: { name?: string; target: number; protocol?: string }[];
   /** How long a new revision may take to listen on its port before the deployment fails. */
   readinessTimeoutSeconds?: number;
+  /** 0: stop after an idle period and start again on the next request; otherwise always on (default 1). */
+  minScale?: number;
 }
 
 export interface WorkloadSpec {
@@ -56,6 +58,26 @@ export interface ServingRevision {
 export interface ProviderServingRevision {
   revision: number;
   provider: ProviderTarget;
+}
+
+/**
+ * Whether a serving workload's process runs now (`RUNNING`) or was stopped for being idle
+ * (`SCALED_TO_ZERO`, with `minScale: 0`); the next gateway request starts it again.
+ */
+export type WorkloadScaleState = 'RUNNING' | 'SCALED_TO_ZERO';
+
+/**
+ * What a workload's `state` field shows: whether the serving revision's process runs, from the
+ * runtime facts its deployment records; null while nothing serves (and for jobs, which run per execution).
+ */
+export function workloadState(status: string, state: { serving?: { socketPath?: string }; scale?: WorkloadScaleState | null }): WorkloadScaleState | null {
+  if (status === 'DELETING' || !state.serving?.socketPath) return null;
+  return state.scale ?? 'RUNNING';
+}
+
+/** Workloads scale to zero only when their spec asks for it: the default minScale is 1 (always on). */
+export function scalesToZero(spec: WorkloadSpec): boolean {
+  return spec.runtime?.minScale === 0;
 }
 
 export const DEFAULT_WORKLOAD_IMAGE = 'base';

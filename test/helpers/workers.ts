@@ -58,6 +58,7 @@ export async function startNodeWorker(
   options: { pg?: Pool; jobMounts?: RuntimeVolumeMount[] } = {},
 ): Promise<RunningWorker> {
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
+  const temporal = new Client({ connection: await Connection.connect({ address: config.temporalAddress }), namespace: config.temporalNamespace });
   const pg = options.pg ?? createPool(config.databaseUrl);
   // As the node worker does: a new worker serves the platform sockets of running workloads again.
   const platform = new PlatformServices({ dataDir: config.dataDir, masterKey: loadMasterKey(config), pg });
@@ -66,13 +67,14 @@ export async function startNodeWorker(
     connection,
     namespace: config.temporalNamespace,
     taskQueue: nodeTaskQueue(config),
-    activities: createNodeActivities({ config, runtime, volumes: new VolumeStore({ dataDir: config.dataDir }), pg, platform, jobMounts: options.jobMounts }),
+    activities: createNodeActivities({ config, runtime, volumes: new VolumeStore({ dataDir: config.dataDir }), pg, platform, temporal, jobMounts: options.jobMounts }),
   });
   const running = await run(worker, connection);
   return {
     async stop() {
       await running.stop();
       await platform.closeAll();
+      await temporal.connection.close();
       if (!options.pg) await pg.end();
     },
   };

@@ -39,7 +39,7 @@ describe('host files', () => {
     }
     const listing = await exec(a.socketPath, 'ls -a /');
     expect(listing.stdout.split('\n').filter(Boolean).sort()).toEqual(
-      ['.', '..', 'bin', 'dev', 'etc', 'home', 'lib', 'lib64', 'opt', 'proc', 'run', 'sbin', 'tmp', 'usr', 'var', 'workspace'].filter(
+      ['.', '..', 'app', 'bin', 'dev', 'etc', 'home', 'lib', 'lib64', 'opt', 'proc', 'run', 'sbin', 'tmp', 'usr', 'var', 'workspace'].filter(
         (name) => name !== 'lib64' || fs.existsSync('/lib64'),
       ),
     );
@@ -54,6 +54,11 @@ describe('host files', () => {
   });
 
   test('the image is read-only and the user is unprivileged', async () => {
+    // /app, where a workload's code appears (empty here), is read-only too.
+    expect((await exec(a.socketPath, 'ls -A /app')).stdout).toBe('');
+    const code = await exec(a.socketPath, 'touch /app/evil');
+    expect(code.exitCode).not.toBe(0);
+    expect(code.stderr).toMatch(/Read-only file system/);
     const write = await exec(a.socketPath, 'touch /usr/bin/evil; echo > /etc/passwd');
     expect(write.exitCode).not.toBe(0);
     expect(write.stderr).toMatch(/Read-only file system/);

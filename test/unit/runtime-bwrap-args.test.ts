@@ -14,6 +14,7 @@ const plan: LaunchPlan = {
   runDir: '/data/sb-1/run',
   apiDir: '/data/sb-1/api',
   platformDir: '/data/sb-1/platform',
+  codeDir: '/data/sb-1/code',
   volumes: [{ hostPath: '/vols/v1', mountPath: '/mnt/data/v1', readOnly: true }],
   agent: { nodeBinary: '/usr/bin/node', agentDir: '/repo/dist/sandbox-agent', nodeModulesDir: '/repo/node_modules', nodeFlags: [] },
   agentEnv: { PATH: '/usr/bin', HANGAR_AGENT_CONFIG: '/etc/hangar/agent.json' },
@@ -48,6 +49,9 @@ test('the image read-only, writable folders and volumes bound, missing parents c
   }
   // Parents come before what is mounted inside them.
   expect(indexOfPair('--dir', '/mnt/data')).toBeLessThan(indexOfPair('--ro-bind', '/vols/v1'));
+  // The sandbox's code folder read-only at /app, before volumes (one mounted at /app goes over it).
+  expect(args.slice(indexOfPair('--ro-bind', '/data/sb-1/code'), indexOfPair('--ro-bind', '/data/sb-1/code') + 3)).toEqual(['--ro-bind', '/data/sb-1/code', '/app']);
+  expect(indexOfPair('--ro-bind', '/data/sb-1/code')).toBeLessThan(indexOfPair('--ro-bind', '/vols/v1'));
   // Per-sandbox /etc files go over the image's /etc, after it.
   expect(indexOfPair('--ro-bind', '/data/sb-1/etc/hosts')).toBeGreaterThan(indexOfPair('--ro-bind', '/data/images/base/etc-1'));
 });

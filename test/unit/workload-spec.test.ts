@@ -5,11 +5,13 @@ import {
   bundleFilesNamedBy,
   reportedExitCode,
   revisionSandboxId,
+  scalesToZero,
   shellLine,
   supervisedCommandLine,
   workloadCommand,
   workloadEnvironment,
   workloadPort,
+  workloadState,
 } from '../../core/workloads/types';
 
 const sh = (line: string) => execFileSync('sh', ['-c', line], { encoding: 'utf8' });
@@ -88,5 +90,27 @@ describe('the runtime contract', () => {
   test('revision sandbox ids are valid hostnames of at most 63 characters', () => {
     const id = revisionSandboxId('0b7f4c1e-93a2-4c7e-8f00-1234567890ab', 123456);
     expect(id).toMatch(/^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/);
+  });
+});
+
+describe('scale to zero', () => {
+  test('only minScale 0 scales to zero; absent or 1 and above is always on', () => {
+    expect(scalesToZero({ runtime: { minScale: 0 } })).toBe(true);
+    expect(scalesToZero({})).toBe(false);
+    expect(scalesToZero({ runtime: { minScale: 1 } })).toBe(false);
+    expect(scalesToZero({ runtime: { minScale: 3 } })).toBe(false);
+  });
+
+  test('the state a workload shows: RUNNING or SCALED_TO_ZERO while a revision serves, null otherwise', () => {
+    const serving = { revision: 1, sandboxId: 'wl-x-r1', socketPath: '/data/workload-sockets/wl-x-r1-8000.sock' };
+    expect(workloadState('DEPLOYED', { serving })).toBe('RUNNING');
+    expect(workloadState('DEPLOYED', { serving, scale: null })).toBe('RUNNING');
+    expect(workloadState('DEPLOYED', { serving, scale: 'SCALED_TO_ZERO' })).toBe('SCALED_TO_ZERO');
+    // A new revision deploying while the old one serves still shows the old one's state.
+    expect(workloadState('DEPLOYING', { serving, scale: 'RUNNING' })).toBe('RUNNING');
+    expect(workloadState('UPLOADING', {})).toBeNull();
+    expect(workloadState('DELETING', { serving })).toBeNull();
+    // Jobs keep code, not a process.
+    expect(workloadState('DEPLOYED', { serving: { codeDir: '/data/bundles/x' } as never })).toBeNull();
   });
 });

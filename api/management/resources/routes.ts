@@ -1,6 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
+import { workloadState } from '../../../core/workloads/types';
 import { conflict } from '../../errors';
 import { DisplayName, Labels, NameParam, ResourceName, commonErrors } from '../common-schemas';
 import { requestWorkspace } from '../workspace-context';
@@ -20,7 +21,11 @@ const MetadataInput = Type.Object(
  * Lists are JSON arrays (version 2026-04-16).
  */
 export function resourceRoutes(kind: ResourceKind) {
-  const Envelope = envelopeSchema({});
+  const Envelope = envelopeSchema({
+    state: Type.Union([Type.Literal('RUNNING'), Type.Literal('SCALED_TO_ZERO'), Type.Null()], {
+      description: "Whether the serving revision's process runs, or was stopped for being idle (`spec.runtime.minScale: 0`) and starts again on the next request; null while nothing serves.",
+    }),
+  });
   const Input = Type.Object({ metadata: MetadataInput, spec: Type.Optional(kind.spec) }, { additionalProperties: true });
   const tags = [kind.path];
 
@@ -28,7 +33,7 @@ export function resourceRoutes(kind: ResourceKind) {
     const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
     const store = new ResourceStore(app.pg);
 
-    const envelope = (row: ResourceRow) => toEnvelope(row, kind.url(app.config, row.workspace, row.name));
+    const envelope = (row: ResourceRow) => ({ ...toEnvelope(row, kind.url(app.config, row.workspace, row.name)), state: workloadState(row.status, row.state) });
     const missing = (name: string, workspace: string) => missingResource(kind.singular, name, workspace);
 
     app.get(

@@ -114,6 +114,20 @@ export class ResourceStore {
     return rowCount === 1;
   }
 
+  /** Records an event under the current status and merges runtime facts: news that changes no status. */
+  async note(id: string, event: Omit<ResourceEvent, 'status' | 'time'>, state: Record<string, unknown>): Promise<boolean> {
+    const { rowCount } = await this.pg.query(
+      `UPDATE resources
+          SET events = (CASE WHEN jsonb_array_length(events) >= $5 THEN events - 0 ELSE events END)
+                       || jsonb_build_array(jsonb_build_object('type', $2::text, 'status', status, 'message', $3::text, 'time', $4::text)),
+              state = state || $6::jsonb,
+              updated_at = now()
+        WHERE id = $1`,
+      [id, event.type, event.message, new Date().toISOString(), MAX_RESOURCE_EVENTS, JSON.stringify(state)],
+    );
+    return rowCount === 1;
+  }
+
   /** Merges runtime facts (e.g. a sandbox's RUNNING/STANDBY state) without touching status or history. */
   async mergeState(id: string, state: Record<string, unknown>): Promise<void> {
     await this.pg.query('UPDATE resources SET state = state || $2::jsonb WHERE id = $1', [id, JSON.stringify(state)]);

@@ -15,7 +15,7 @@ export async function requestDeployment(temporal: TemporalClient, config: Hangar
   await temporal.workflow.signalWithStart<typeof deployment, [number]>('deployment', {
     taskQueue: config.taskQueue,
     workflowId: deploymentWorkflowId(key.workspace, key.kind, key.name),
-    args: [{ key, nodeQueue: nodeTaskQueue(config) }],
+    args: [{ key, nodeQueue: nodeTaskQueue(config), idleTimeoutMs: config.workloadIdleSeconds * 1000 }],
     signal: 'revision',
     signalArgs: [revision],
   });
