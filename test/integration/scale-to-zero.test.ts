@@ -186,6 +186,22 @@ describe('minScale 0', () => {
     await inState('sleepy', 'RUNNING');
   }, 90_000);
 
+  test('an async request wakes it too: the request workflow starts it and gets the answer', async () => {
+    await scaledToZero('sleepy');
+    const before = startedAgain(await get('sleepy'));
+    const headers = { 'content-type': 'application/json', authorization: `Bearer ${tenant.admin.apiKey}` };
+    const accepted = await fetch(`${runUrl}/${tenant.workspace}/agents/sleepy?async=true`, { method: 'POST', headers, body: JSON.stringify({ inputs: 'later' }) });
+    expect(accepted.status).toBe(202);
+    const { id } = (await accepted.json()) as { id: string };
+    const done = await eventually('the async request done', async () => {
+      const view = (await (await fetch(`${runUrl}/${tenant.workspace}/agents/sleepy/requests/${id}`, { headers })).json()) as { status: string; result?: { body: string } };
+      return view.status === 'succeeded' || view.status === 'failed' ? view : undefined;
+    }, 60_000);
+    // This agent answers without a JSON content type: its body comes back as text.
+    expect(done).toMatchObject({ status: 'succeeded', result: { body: expect.stringContaining('"output":"got later"') } });
+    expect(startedAgain(await inState('sleepy', 'RUNNING'))).toBe(before + 1);
+  }, 90_000);
+
   test('a start that fails answers 503 with the reason as JSON, records a warning and leaves nothing running', async () => {
     const flaky = await deploy('flaky', { minScale: 0 });
     expect((await ask('flaky', 'first')).status).toBe(200);
