@@ -34,7 +34,11 @@ export class LoadProcess {
   private readonly pending: ((reply: Reply) => void)[] = [];
   private readonly exited: Promise<void>;
 
-  private constructor(private readonly child: ChildProcess, readonly label: string) {
+  private constructor(
+    private readonly child: ChildProcess,
+    readonly label: string,
+    readonly concurrency: number,
+  ) {
     readline.createInterface({ input: child.stdout! }).on('line', (line) => this.pending.shift()?.(JSON.parse(line) as Reply));
     this.exited = new Promise((resolve) =>
       child.once('exit', (code, signal) => {
@@ -49,7 +53,7 @@ export class LoadProcess {
     const argv = [...wrapper, process.execPath, __filename];
     const child = spawn(argv[0], argv.slice(1), { stdio: ['pipe', 'pipe', 'inherit'] });
     child.stdin!.write(`${JSON.stringify(target)}\n`);
-    return new LoadProcess(child, label);
+    return new LoadProcess(child, label, target.concurrency);
   }
 
   /** Keeps `concurrency` requests in flight for `durationMs`; fails on the first answer other than 2xx. */
@@ -60,6 +64,10 @@ export class LoadProcess {
     });
     if ('error' in reply) throw new Error(`${this.label}: ${reply.error}`);
     return reply;
+  }
+
+  get pid(): number {
+    return this.child.pid!;
   }
 
   async close(): Promise<void> {
@@ -80,21 +88,33 @@ export interface PhasedLoadOptions {
   rounds: number;
 }
 
-/** Runs the generators one at a time, in interleaved rounds; their summaries by label. */
-export async function measureLoads(loads: LoadProcess[], target: { concurrency: number }, options: PhasedLoadOptions): Promise<Map<string, LatencySummary>> {
+export interface LoadFigures extends LatencySummary {
+  /** CPU time per request (ms) of each part the meter reads, over the timed slices. */
+  cpuMsPerRequest: Record<string, number>;
+}
+
+/** Cumulative CPU time (ms) of the parts of interest, read before and after each slice of `load`. */
+export type CpuMeter = (load: LoadProcess) => Record<string, number>;
+
+/** Runs the generators one at a time, in interleaved rounds; their figures by label. */
+export async function measureLoads(loads: LoadProcess[], options: PhasedLoadOptions, meter: CpuMeter = () => ({})): Promise<Map<string, LoadFigures>> {
   for (const load of loads) await load.run(options.warmupMs);
   const rounds = loads.map(() => [] as LoadRound[]);
+  const cpuMs = loads.map(() => new Map<string, number>());
   for (let round = 0; round < options.rounds; round++) {
     for (let turn = 0; turn < loads.length; turn++) {
       const i = (turn + round) % loads.length;
+      const before = meter(loads[i]);
       rounds[i].push(await loads[i].run(options.durationMs / options.rounds));
+      for (const [part, ms] of Object.entries(meter(loads[i]))) cpuMs[i].set(part, (cpuMs[i].get(part) ?? 0) + ms - before[part]);
     }
   }
   return new Map(
     loads.map((load, i) => {
       const samples = Float64Array.from(rounds[i].flatMap((r) => r.samples));
       const wallMs = rounds[i].reduce((sum, r) => sum + r.wallMs, 0);
-      return [load.label, summarize(samples, wallMs, target.concurrency)];
+      const summary = summarize(samples, wallMs, load.concurrency);
+      return [load.label, { ...summary, cpuMsPerRequest: Object.fromEntries([...cpuMs[i]].map(([part, ms]) => [part, ms / samples.length])) }];
     }),
   );
 }

@@ -13,10 +13,10 @@ import type { Stack } from '../../scripts/stack';
 import { repoRoot } from '../../scripts/stack/binaries';
 import { waitUntilReady } from '../../scripts/stack/readiness';
 import { superviseChild, type SupervisedChild } from '../../scripts/supervised-child';
-import { LoadProcess, measureLoads, type LoadTarget } from '../common/load-process';
+import { machineBusyMs, processCpuMs } from '../common/cpu';
+import { LoadProcess, measureLoads, type CpuMeter, type LoadFigures, type LoadTarget } from '../common/load-process';
 import { benchEnv } from '../common/platform';
 import { configOnStack } from '../common/stack';
-import type { LatencySummary } from '../common/stats';
 import { formatTable } from '../common/table';
 
 /**
@@ -100,15 +100,21 @@ async function pidInSandboxNetwork(runtime: BwrapRuntime, sandboxId: string): Pr
 
 const ms = (value: number) => value.toFixed(2);
 
-function report(concurrency: number, figures: Map<string, LatencySummary>) {
+const CPU_PARTS = ['load generator', 'API process', 'sandbox'] as const;
+
+function report(concurrency: number, figures: Map<string, LoadFigures>) {
   const gateway = figures.get('gateway')!;
   const direct = figures.get('direct')!;
   log('');
-  log(`concurrency ${concurrency}:`);
+  log(`concurrency ${concurrency} (CPU: ms per request; cores: machine busy during the path's slices, of ${os.cpus().length}):`);
   log(
     formatTable(
-      ['path', 'req/s', 'p50 ms', 'p99 ms', 'requests'],
-      [...figures].map(([label, s]) => [label, s.throughputPerSecond.toFixed(0), ms(s.p50Ms), ms(s.p99Ms), s.count]),
+      ['path', 'req/s', 'p50 ms', 'p99 ms', ...CPU_PARTS.map((part) => `CPU ${part}`), 'CPU rest', 'cores'],
+      [...figures].map(([label, f]) => {
+        const cpu = f.cpuMsPerRequest;
+        const rest = cpu.machine - CPU_PARTS.reduce((sum, part) => sum + cpu[part], 0);
+        return [label, f.throughputPerSecond.toFixed(0), ms(f.p50Ms), ms(f.p99Ms), ...CPU_PARTS.map((part) => cpu[part].toFixed(3)), rest.toFixed(3), ((cpu.machine * f.throughputPerSecond) / 1000).toFixed(2)];
+      }),
     ),
   );
   const comparison = {
@@ -145,6 +151,15 @@ async function main(run: Run) {
   );
   const { spec, socket_path: socketPath, sandbox_id: sandboxId } = rows[0];
   const sandboxPid = await pidInSandboxNetwork(run.runtime, sandboxId);
+  // The sandbox's processes (its API with the port forwarder, the agent) live as long as the run.
+  const sandboxPids = await run.runtime.pids(sandboxId);
+  const apiProcess = run.processes.find((child) => child.name === 'api')!;
+  const meter: CpuMeter = (load) => ({
+    'load generator': processCpuMs([load.pid]),
+    'API process': processCpuMs([apiProcess.pid()!]),
+    sandbox: processCpuMs(sandboxPids),
+    machine: machineBusyMs(),
+  });
 
   const results = [];
   for (const concurrency of POINTS) {
@@ -159,7 +174,7 @@ async function main(run: Run) {
     ];
     const loads = targets.map(([label, target, wrapper]) => LoadProcess.start(label, target, wrapper));
     run.loads.push(...loads);
-    const figures = await measureLoads(loads, { concurrency }, { warmupMs: WARMUP_SECONDS * 1000, durationMs: SECONDS * 1000, rounds: ROUNDS });
+    const figures = await measureLoads(loads, { warmupMs: WARMUP_SECONDS * 1000, durationMs: SECONDS * 1000, rounds: ROUNDS }, meter);
     results.push(report(concurrency, figures));
     await Promise.all(loads.map((load) => load.close()));
   }
