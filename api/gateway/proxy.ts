@@ -49,10 +49,14 @@ export function proxyRequest(req: IncomingMessage, res: ServerResponse, options:
     headers: { ...forwardableHeaders(req.headers), ...options.headers },
   });
   upstreamRequest.on('response', (upstream) => {
-    const headers = forwardableHeaders(upstream.headers);
-    res.writeHead(upstream.statusCode ?? 502, upstream.statusMessage, headers);
-    res.flushHeaders();
+    res.writeHead(upstream.statusCode ?? 502, upstream.statusMessage, forwardableHeaders(upstream.headers));
     upstream.pipe(res);
+    // Headers leave with the first bytes of the body when those came with them (one write and one
+    // wake-up of the client per answer, not two); an answer still without a body after this turn
+    // of the event loop (SSE, MCP streams, logs) shows its headers at once.
+    setImmediate(() => {
+      if (!upstream.readableDidRead && !upstream.readableEnded && !res.writableEnded && !res.destroyed) res.flushHeaders();
+    });
     upstream.on('error', () => res.destroy());
   });
   upstreamRequest.on('error', (err) => {

@@ -8,7 +8,7 @@ import type { AppOptions } from '../fastify';
 import { proxyRequest } from './proxy';
 import { PrincipalCache } from './principal-cache';
 import { WorkloadRouteCache } from './run-routes';
-import { buildGatewayBase } from './shared';
+import { buildGatewayBase, proxiedRouteLogLevel } from './shared';
 
 const ALL_METHODS: ('GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS')[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
 const CLOSE_GRACE_MS = 2_000;
@@ -79,10 +79,11 @@ export async function buildRunApp(config: HangarConfig, options: AppOptions = {}
   }
 
   const tail = (request: FastifyRequest) => (request.params as { '*'?: string })['*'] ?? '';
-  app.route({ method: ALL_METHODS, exposeHeadRoute: false, url: '/:workspace/agents/:name', handler: (req, reply) => forward(req, reply, 'agents', '/') });
-  app.route({ method: ALL_METHODS, exposeHeadRoute: false, url: '/:workspace/models/:name', handler: (req, reply) => forward(req, reply, 'models', '/') });
-  app.route({ method: ALL_METHODS, exposeHeadRoute: false, url: '/:workspace/models/:name/*', handler: (req, reply) => forward(req, reply, 'models', `/${tail(req)}`) });
-  app.route({ method: ALL_METHODS, exposeHeadRoute: false, url: '/:workspace/functions/:name/mcp', handler: (req, reply) => forward(req, reply, 'functions', '/mcp') });
-  app.route({ method: ALL_METHODS, exposeHeadRoute: false, url: '/:workspace/functions/:name/mcp/*', handler: (req, reply) => forward(req, reply, 'functions', `/mcp/${tail(req)}`) });
+  const proxied = { method: ALL_METHODS, exposeHeadRoute: false, logLevel: proxiedRouteLogLevel(options) };
+  app.route({ ...proxied, url: '/:workspace/agents/:name', handler: (req, reply) => forward(req, reply, 'agents', '/') });
+  app.route({ ...proxied, url: '/:workspace/models/:name', handler: (req, reply) => forward(req, reply, 'models', '/') });
+  app.route({ ...proxied, url: '/:workspace/models/:name/*', handler: (req, reply) => forward(req, reply, 'models', `/${tail(req)}`) });
+  app.route({ ...proxied, url: '/:workspace/functions/:name/mcp', handler: (req, reply) => forward(req, reply, 'functions', '/mcp') });
+  app.route({ ...proxied, url: '/:workspace/functions/:name/mcp/*', handler: (req, reply) => forward(req, reply, 'functions', `/mcp/${tail(req)}`) });
   return app;
 }

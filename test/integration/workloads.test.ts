@@ -10,6 +10,7 @@ import zlib from 'node:zlib';
 import { buildRunApp } from '../../api/gateway/run-app';
 import { deployFolder, packFolder, type DeployTarget } from '../../cli/deploy';
 import { deploymentWorkflowId, revisionSandboxId } from '../../core/workloads/types';
+import { captureLogs } from '../helpers/log-capture';
 import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../helpers/platform';
 import { testRuntime } from '../helpers/sandbox-runtime';
 import { eventually, startControlWorker, startNodeWorker, type RunningWorker } from '../helpers/workers';
@@ -130,6 +131,28 @@ describe('the example agent', () => {
     expect(second).toMatchObject({ output: 'echo: what is my name?', turns: 2, history: ['my name is Ada'] });
     // Without the thread id nothing of the thread shows.
     expect(await (await run(`/${tenant.workspace}/agents/echo`, { body: { inputs: 'again' } })).json()).toEqual({ output: 'echo: again' });
+  });
+
+  test('a proxied request writes no log line at info, and its line at debug (never the credential)', async () => {
+    for (const level of ['info', 'debug']) {
+      const logs = captureLogs();
+      const logged = await buildRunApp(t.config, { logLevel: level, logStream: logs.stream });
+      await logged.listen({ host: '127.0.0.1', port: 0 });
+      try {
+        const response = await fetch(`http://127.0.0.1:${(logged.server.address() as AddressInfo).port}/${tenant.workspace}/agents/echo?q=1`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${tenant.admin.apiKey}` },
+          body: JSON.stringify({ inputs: 'logged?' }),
+        });
+        expect(await response.json()).toEqual({ output: 'echo: logged?' });
+      } finally {
+        await logged.close();
+      }
+      const lines = logs.lines.filter((line) => line.includes(`/${tenant.workspace}/agents/echo`));
+      if (level === 'info') expect(lines).toEqual([]);
+      else expect(lines.length).toBeGreaterThan(0);
+      expect(logs.lines.join('')).not.toContain(tenant.admin.apiKey);
+    }
   });
 
   test('the gateway: 401 without a credential, 403 for another tenant, 404 unknown, 503 not deployed, all JSON', async () => {
