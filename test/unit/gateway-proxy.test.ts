@@ -82,11 +82,11 @@ test('sized and chunked answers arrive whole, with status and headers, over one 
   const before = upstreamConnections;
   const sized = await fetch(`${proxyUrl}/sized`);
   expect(sized.status).toBe(200);
-  expect((await sized.json()).url).toBe('/sized');
+  expect(((await sized.json()) as { url: string }).url).toBe('/sized');
   const chunked = await fetch(`${proxyUrl}/chunked?x=1`, { method: 'POST', body: 'hello', headers: { 'content-type': 'text/plain' } });
   expect(chunked.status).toBe(201);
   expect(chunked.headers.get('x-from')).toBe('upstream');
-  expect((await chunked.json()).url).toBe('/chunked?x=1');
+  expect(((await chunked.json()) as { url: string }).url).toBe('/chunked?x=1');
   expect(upstreamConnections - before).toBeLessThanOrEqual(1);
 });
 
