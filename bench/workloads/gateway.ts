@@ -1,3 +1,4 @@
+import { fork, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -29,14 +30,21 @@ import { formatTable } from '../common/table';
  *
  * - gateway: run_url, `/{workspace}/agents/{name}` (credential check, route lookup, streaming
  *   proxy to the revision's socket);
+ * - node:http proxy: a bare Node HTTP server that streams to the revision's socket with the
+ *   gateway's proxy code (bare-proxy.ts, no framework, credential or route), the floor of one
+ *   HTTP hop in Node;
  * - direct: the revision's socket itself, what the gateway sends to upstream (the sandbox
  *   agent's port forwarder, then the agent's port), so the ratio is the gateway's own cost;
  * - agent port: the agent's TCP port from inside the sandbox's network namespace (`nsenter`),
  *   no forwarder: the floor under both.
  *
  * Each concurrency point runs the three in interleaved rounds (warm-up excluded) and prints
- * throughput, p50, p99 and the gateway/direct ratios. Targets: gateway throughput >= 0.8 of
- * direct, p50 overhead <= 1 ms. Options: BENCH_CONCURRENCY (comma-separated points, "1,16"),
+ * throughput, p50, p99, the gateway/direct ratios, and the CPU time per request of the load
+ * generator, the API process, the bare proxy, the sandbox (forwarder and agent) and the rest of
+ * the machine (the
+ * other platform processes, the kernel, whatever else runs): on a CPU-bound machine, throughput
+ * follows the CPU time of the whole chain. Targets: gateway throughput >= 0.8 of direct, p50
+ * overhead <= 1 ms. Options: BENCH_CONCURRENCY (comma-separated points, "1,16"),
  * BENCH_SECONDS (timed seconds per path and point, 3), BENCH_WARMUP_SECONDS (1), BENCH_ROUNDS (3),
  * BENCH_LOG_LEVEL (the platform's log level, 'info' as `npm start`; lines go to a file),
  * BENCH_PROFILE=<dir> (CPU profile of the API process), BENCH_PORT_BASE (41000), BENCH_DATA_DIR.
@@ -62,6 +70,7 @@ const log = (line: string) => process.stdout.write(`${line}\n`);
 interface Run {
   stack?: Stack;
   processes: SupervisedChild[];
+  bareProxy?: ChildProcess;
   loads: LoadProcess[];
   pg?: Pool;
   runtime?: BwrapRuntime;
@@ -100,7 +109,17 @@ async function pidInSandboxNetwork(runtime: BwrapRuntime, sandboxId: string): Pr
 
 const ms = (value: number) => value.toFixed(2);
 
-const CPU_PARTS = ['load generator', 'API process', 'sandbox'] as const;
+const CPU_PARTS = ['load generator', 'API process', 'bare proxy', 'sandbox'] as const;
+
+/** bare-proxy.ts in its own process, streaming to `socketPath`; resolves with it and its port. */
+function startBareProxy(run: Run, socketPath: string): Promise<number> {
+  const child = fork(path.join(__dirname, 'bare-proxy.js'), [socketPath], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  run.bareProxy = child;
+  return new Promise((resolve, reject) => {
+    child.once('message', (message) => resolve((message as { port: number }).port));
+    child.once('exit', (code, signal) => reject(new Error(`the bare proxy exited (${signal ?? code}) before it listened`)));
+  });
+}
 
 function report(concurrency: number, figures: Map<string, LoadFigures>) {
   const gateway = figures.get('gateway')!;
@@ -117,15 +136,18 @@ function report(concurrency: number, figures: Map<string, LoadFigures>) {
       }),
     ),
   );
-  const comparison = {
-    throughputRatio: gateway.throughputPerSecond / direct.throughputPerSecond,
-    p50OverheadMs: gateway.p50Ms - direct.p50Ms,
-    p99OverheadMs: gateway.p99Ms - direct.p99Ms,
-  };
+  const versus = (figure: LoadFigures) => ({
+    throughputRatio: figure.throughputPerSecond / direct.throughputPerSecond,
+    p50OverheadMs: figure.p50Ms - direct.p50Ms,
+    p99OverheadMs: figure.p99Ms - direct.p99Ms,
+  });
+  const comparison = versus(gateway);
+  const floor = versus(figures.get('node:http proxy')!);
   log(
     `gateway/direct: throughput ${comparison.throughputRatio.toFixed(2)} (target >= 0.8), p50 +${ms(comparison.p50OverheadMs)} ms (target <= 1 ms), p99 +${ms(comparison.p99OverheadMs)} ms`,
   );
-  return { concurrency, paths: Object.fromEntries(figures), ...comparison };
+  log(`node:http proxy/direct (one bare hop): throughput ${floor.throughputRatio.toFixed(2)}, p50 +${ms(floor.p50OverheadMs)} ms, p99 +${ms(floor.p99OverheadMs)} ms`);
+  return { concurrency, paths: Object.fromEntries(figures), ...comparison, bareProxy: floor };
 }
 
 async function main(run: Run) {
@@ -154,9 +176,11 @@ async function main(run: Run) {
   // The sandbox's processes (its API with the port forwarder, the agent) live as long as the run.
   const sandboxPids = await run.runtime.pids(sandboxId);
   const apiProcess = run.processes.find((child) => child.name === 'api')!;
+  const bareProxyPort = await startBareProxy(run, socketPath);
   const meter: CpuMeter = (load) => ({
     'load generator': processCpuMs([load.pid]),
     'API process': processCpuMs([apiProcess.pid()!]),
+    'bare proxy': processCpuMs([run.bareProxy!.pid!]),
     sandbox: processCpuMs(sandboxPids),
     machine: machineBusyMs(),
   });
@@ -169,6 +193,7 @@ async function main(run: Run) {
         'gateway',
         { ...request, address: { host: '127.0.0.1', port: full.runPort }, path: `/${credentials.workspace}/agents/${name}`, headers: { ...request.headers, authorization: `Bearer ${credentials.apiKey}` } },
       ],
+      ['node:http proxy', { ...request, address: { host: '127.0.0.1', port: bareProxyPort }, path: '/' }],
       ['direct', { ...request, address: { socketPath }, path: '/' }],
       ['agent port', { ...request, address: { host: '127.0.0.1', port: workloadPort(spec) }, path: '/' }, ['nsenter', `--net=/proc/${sandboxPid}/ns/net`, '--']],
     ];
@@ -189,6 +214,7 @@ async function main(run: Run) {
 /** Stops what the run started, in order: load, platform processes, sandboxes, services. */
 async function stop(run: Run): Promise<void> {
   await Promise.allSettled(run.loads.map((load) => load.close()));
+  run.bareProxy?.kill();
   await Promise.allSettled(run.processes.map((child) => child.stop()));
   const runtime = run.runtime;
   for (const sandbox of (await runtime?.list().catch(() => [])) ?? []) await runtime!.remove(sandbox.id).catch(() => undefined);
