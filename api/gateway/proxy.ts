@@ -15,12 +15,14 @@ const HOP_HEADERS = new Set([
   'host',
 ]);
 
-export function forwardableHeaders(headers: IncomingHttpHeaders): IncomingHttpHeaders {
+/** `headers` without those of HOP_HEADERS, with `extra` over them: one copy per message. */
+export function forwardableHeaders(headers: IncomingHttpHeaders, extra?: Record<string, string>): IncomingHttpHeaders {
   const out: IncomingHttpHeaders = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (!HOP_HEADERS.has(name) && value !== undefined) out[name] = value;
+  for (const name in headers) {
+    const value = headers[name];
+    if (value !== undefined && !HOP_HEADERS.has(name)) out[name] = value;
   }
-  return out;
+  return extra ? Object.assign(out, extra) : out;
 }
 
 export type Upstream = { socketPath: string } | { host: string; port: number };
@@ -46,7 +48,7 @@ export function proxyRequest(req: IncomingMessage, res: ServerResponse, options:
     agent: options.agent,
     method: req.method,
     path: options.path,
-    headers: { ...forwardableHeaders(req.headers), ...options.headers },
+    headers: forwardableHeaders(req.headers, options.headers),
   });
   upstreamRequest.on('response', (upstream) => {
     res.writeHead(upstream.statusCode ?? 502, upstream.statusMessage, forwardableHeaders(upstream.headers));
