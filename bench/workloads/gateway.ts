@@ -33,17 +33,16 @@ import { formatTable } from '../common/table';
  * - node:http proxy: a bare Node HTTP server that streams to the revision's socket with the
  *   gateway's proxy code (bare-proxy.ts, no framework, credential or route), the floor of one
  *   HTTP hop in Node;
- * - direct: the revision's socket itself, what the gateway sends to upstream (the sandbox
- *   agent's port forwarder, then the agent's port), so the ratio is the gateway's own cost;
+ * - direct: the revision's socket itself, where the gateway sends upstream (the sandbox agent's
+ *   port forwarder, then the agent's port), so the ratio is the gateway's own cost;
  * - agent port: the agent's TCP port from inside the sandbox's network namespace (`nsenter`),
  *   no forwarder: the floor under both.
  *
- * Each concurrency point runs the three in interleaved rounds (warm-up excluded) and prints
- * throughput, p50, p99, the gateway/direct ratios, and the CPU time per request of the load
- * generator, the API process, the bare proxy, the sandbox (forwarder and agent) and the rest of
- * the machine (the
- * other platform processes, the kernel, whatever else runs): on a CPU-bound machine, throughput
- * follows the CPU time of the whole chain. Targets: gateway throughput >= 0.8 of direct, p50
+ * Each concurrency point runs the four in interleaved rounds (warm-up excluded) and prints
+ * throughput, p50, p99, the ratios to direct, and the CPU time per request of the load generator,
+ * the API process, the bare proxy, the sandbox (forwarder and agent) and the rest of the machine
+ * (the other platform processes, the kernel, whatever else runs): on a CPU-bound machine,
+ * throughput follows the CPU time of the whole chain. Targets: gateway throughput >= 0.8 of direct, p50
  * overhead <= 1 ms. Options: BENCH_CONCURRENCY (comma-separated points, "1,16"),
  * BENCH_SECONDS (timed seconds per path and point, 3), BENCH_WARMUP_SECONDS (1), BENCH_ROUNDS (3),
  * BENCH_LOG_LEVEL (the platform's log level, 'info' as `npm start`; lines go to a file),
@@ -111,7 +110,7 @@ const ms = (value: number) => value.toFixed(2);
 
 const CPU_PARTS = ['load generator', 'API process', 'bare proxy', 'sandbox'] as const;
 
-/** bare-proxy.ts in its own process, streaming to `socketPath`; resolves with it and its port. */
+/** bare-proxy.ts in its own process, streaming to `socketPath`; resolves with its port. */
 function startBareProxy(run: Run, socketPath: string): Promise<number> {
   const child = fork(path.join(__dirname, 'bare-proxy.js'), [socketPath], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   run.bareProxy = child;
