@@ -31,7 +31,7 @@ function fail(res: ServerResponse, status: number, error: string, message: strin
 }
 
 /** Only one hop's headers stay behind: the workload's own credentials for the provider go out. */
-const hopHeaders = (headers: IncomingHttpHeaders) => forwardableHeaders(headers, HOP_BY_HOP_HEADERS);
+const hopHeaders = (headers: IncomingHttpHeaders) => forwardableHeaders(headers, undefined, HOP_BY_HOP_HEADERS);
 
 /** Streams one allow-listed request out and its answer back. */
 export function forwardEgress(req: IncomingMessage, res: ServerResponse, allowedOrigins: readonly string[]): void {

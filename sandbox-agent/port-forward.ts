@@ -24,7 +24,9 @@ export class PortForwards {
     if (this.servers.has(port)) return socketPath;
     fs.rmSync(socketPath, { force: true });
     const server = net.createServer((client) => {
-      const target = net.connect({ host: '127.0.0.1', port });
+      // No Nagle delay on the relayed bytes: a request written in two parts must not wait for
+      // the first part's acknowledgement (the client side is a Unix socket, which has none).
+      const target = net.connect({ host: '127.0.0.1', port, noDelay: true });
       client.pipe(target);
       target.pipe(client);
       const end = () => {

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { credentialsPath, type BootstrapCredentials } from '../api/bootstrap';
 import { loadConfig, type HangarConfig } from '../core/config';
+import { apiHealthy, platformEnv, PLATFORM_PROCESSES } from './platform-processes';
 import { prepare } from './prepare';
 import type { Stack } from './stack';
 import { repoRoot } from './stack/binaries';
@@ -18,30 +19,7 @@ const began = Date.now();
 const elapsed = () => `${((Date.now() - began) / 1000).toFixed(1).padStart(5)}s`;
 const step = (line: string) => console.log(`[${elapsed()}] ${line}`);
 
-/** The platform processes, as compiled by tsc (install-deps.sh builds them). */
-const PLATFORM_PROCESSES = [
-  { name: 'api', script: path.join('dist', 'api', 'server.js') },
-  { name: 'control-worker', script: path.join('dist', 'workers', 'control.js') },
-  { name: 'node-worker', script: path.join('dist', 'workers', 'node.js') },
-];
 const HEALTH_TIMEOUT_MS = 90_000;
-
-function platformEnv(config: HangarConfig, stack: Stack): NodeJS.ProcessEnv {
-  return {
-    ...process.env,
-    HANGAR_DATA_DIR: config.dataDir,
-    DATABASE_URL: stack.databaseUrl,
-    CLICKHOUSE_URL: stack.clickhouseUrl,
-    CLICKHOUSE_DATABASE: stack.clickhouseDatabase,
-    TEMPORAL_ADDRESS: stack.temporalAddress,
-    TEMPORAL_NAMESPACE: config.temporalNamespace,
-  };
-}
-
-async function apiHealthy(baseUrl: string): Promise<void> {
-  const response = await fetch(new URL('/health', baseUrl), { signal: AbortSignal.timeout(5_000) });
-  if (response.status !== 200) throw new Error(`GET /health answered ${response.status}: ${(await response.text()).slice(0, 200)}`);
-}
 
 function printSummary(config: HangarConfig, stack: Stack, credentials: BootstrapCredentials): void {
   const credentialsFile = credentialsPath(config);

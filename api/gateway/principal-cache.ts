@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Principal } from '../../core/principal';
 
@@ -19,7 +19,8 @@ export class PrincipalCache {
   async principal(headers: IncomingHttpHeaders): Promise<Principal> {
     const credential = headers['x-service-authorization'] ?? headers.authorization;
     if (typeof credential !== 'string') return this.authenticate(headers);
-    const key = createHash('sha256').update(credential).digest('base64');
+    // One-shot digest: no Hash object per request.
+    const key = hash('sha256', credential, 'base64');
     const cached = this.entries.get(key);
     if (cached && Date.now() - cached.at < PRINCIPAL_TTL_MS) return cached.principal;
     const principal = await this.authenticate(headers);

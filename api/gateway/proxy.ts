@@ -17,12 +17,14 @@ export const HOP_BY_HOP_HEADERS: ReadonlySet<string> = new Set([
 /** What the gateways never forward: one hop's headers and the platform's own credentials. */
 const GATEWAY_DROPPED_HEADERS: ReadonlySet<string> = new Set([...HOP_BY_HOP_HEADERS, 'authorization', 'x-service-authorization']);
 
-export function forwardableHeaders(headers: IncomingHttpHeaders, dropped: ReadonlySet<string> = GATEWAY_DROPPED_HEADERS): IncomingHttpHeaders {
+/** `headers` without the `dropped` ones, with `extra` over them: one copy per message. */
+export function forwardableHeaders(headers: IncomingHttpHeaders, extra?: Record<string, string>, dropped: ReadonlySet<string> = GATEWAY_DROPPED_HEADERS): IncomingHttpHeaders {
   const out: IncomingHttpHeaders = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (!dropped.has(name) && value !== undefined) out[name] = value;
+  for (const name in headers) {
+    const value = headers[name];
+    if (value !== undefined && !dropped.has(name)) out[name] = value;
   }
-  return out;
+  return extra ? Object.assign(out, extra) : out;
 }
 
 export type Upstream = { socketPath: string } | { host: string; port: number; tls?: boolean };
@@ -53,18 +55,17 @@ export interface ProxyOptions {
  * long-running and streamed responses (logs, SSE, MCP) flow as they are produced.
  */
 export function proxyRequest(req: IncomingMessage, res: ServerResponse, options: ProxyOptions): void {
-  const { requestHeaders = forwardableHeaders, responseHeaders = forwardableHeaders } = options;
   const { tls, ...target } = options.upstream as { tls?: boolean };
   const upstreamRequest = (tls ? https : http).request({
     ...target,
     agent: options.agent,
     method: req.method,
     path: options.path,
-    headers: { ...requestHeaders(req.headers), ...options.headers },
+    headers: options.requestHeaders ? { ...options.requestHeaders(req.headers), ...options.headers } : forwardableHeaders(req.headers, options.headers),
   });
   upstreamRequest.on('response', (upstream) => {
     const status = upstream.statusCode ?? 502;
-    const headers = responseHeaders(upstream.headers);
+    const headers = options.responseHeaders ? options.responseHeaders(upstream.headers) : forwardableHeaders(upstream.headers);
     upstream.on('error', () => res.destroy());
     if (status >= 400 && options.rewriteErrorBody) {
       const rewrite = options.rewriteErrorBody;
@@ -77,8 +78,13 @@ export function proxyRequest(req: IncomingMessage, res: ServerResponse, options:
       return;
     }
     res.writeHead(status, upstream.statusMessage, headers);
-    res.flushHeaders();
     upstream.pipe(res);
+    // Headers leave with the first bytes of the body when those came with them (one write and one
+    // wake-up of the client per answer, not two); an answer still without a body after this turn
+    // of the event loop (SSE, MCP streams, logs) shows its headers at once.
+    setImmediate(() => {
+      if (!upstream.readableDidRead && !upstream.readableEnded && !res.writableEnded && !res.destroyed) res.flushHeaders();
+    });
   });
   upstreamRequest.on('error', (err) => {
     if (!res.headersSent) options.onUnreachable(err);

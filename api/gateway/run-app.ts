@@ -13,7 +13,7 @@ import { ProviderProxy } from './provider-proxy';
 import { proxyRequest } from './proxy';
 import { PrincipalCache } from './principal-cache';
 import { WorkloadRouteCache, type DomainRoute, type GatewayCaller, type ServingRoute, type WorkloadTarget } from './run-routes';
-import { buildGatewayBase } from './shared';
+import { buildGatewayBase, proxiedRouteLogLevel } from './shared';
 import { WorkflowTouches, touchIntervalMs } from './workflow-touches';
 
 const ALL_METHODS: ('GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS')[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
@@ -200,10 +200,10 @@ export async function buildRunApp(config: HangarConfig, options: AppOptions = {}
   }
 
   const tail = (request: FastifyRequest) => (request.params as { '*'?: string })['*'] ?? '';
+  const proxied = { method: ALL_METHODS, exposeHeadRoute: false, logLevel: proxiedRouteLogLevel(options) };
   const asyncRequests = asyncAgentRequests(app, callerOf);
   app.route({
-    method: ALL_METHODS,
-    exposeHeadRoute: false,
+    ...proxied,
     url: '/:workspace/agents/:name',
     schema: { querystring: AgentQuery },
     handler: async (req, reply) => {
@@ -214,10 +214,10 @@ export async function buildRunApp(config: HangarConfig, options: AppOptions = {}
       return proxyTo(req, reply, 'agents', target, '/');
     },
   });
-  app.route({ method: ALL_METHODS, exposeHeadRoute: false, url: '/:workspace/models/:name', handler: (req, reply) => forward(req, reply, 'models', '/') });
-  app.route({ method: ALL_METHODS, exposeHeadRoute: false, url: '/:workspace/models/:name/*', handler: (req, reply) => forward(req, reply, 'models', `/${tail(req)}`) });
-  app.route({ method: ALL_METHODS, exposeHeadRoute: false, url: '/:workspace/functions/:name/mcp', handler: (req, reply) => forward(req, reply, 'functions', '/mcp') });
-  app.route({ method: ALL_METHODS, exposeHeadRoute: false, url: '/:workspace/functions/:name/mcp/*', handler: (req, reply) => forward(req, reply, 'functions', `/mcp/${tail(req)}`) });
+  app.route({ ...proxied, url: '/:workspace/models/:name', handler: (req, reply) => forward(req, reply, 'models', '/') });
+  app.route({ ...proxied, url: '/:workspace/models/:name/*', handler: (req, reply) => forward(req, reply, 'models', `/${tail(req)}`) });
+  app.route({ ...proxied, url: '/:workspace/functions/:name/mcp', handler: (req, reply) => forward(req, reply, 'functions', '/mcp') });
+  app.route({ ...proxied, url: '/:workspace/functions/:name/mcp/*', handler: (req, reply) => forward(req, reply, 'functions', `/mcp/${tail(req)}`) });
   return app;
 }
 

@@ -8,7 +8,7 @@ import type { AppOptions } from '../fastify';
 import { ResourceStore } from '../management/resources/store';
 import { PrincipalCache } from './principal-cache';
 import { proxyRequest } from './proxy';
-import { buildGatewayBase } from './shared';
+import { buildGatewayBase, proxiedRouteLogLevel } from './shared';
 import { WorkflowTouches } from './workflow-touches';
 
 /** What the gateway needs from the sandboxes of its node. */
@@ -98,7 +98,7 @@ export async function buildSandboxGatewayApp(
     });
   }
 
-  app.route({ method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'], url: '/*', exposeHeadRoute: false, handler: handle });
+  app.route({ method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'], url: '/*', exposeHeadRoute: false, logLevel: proxiedRouteLogLevel(options), handler: handle });
   app.addHook('onClose', async () => {
     agents.close();
     touches.close();

@@ -81,11 +81,12 @@ export async function startBenchPlatform(config: HangarConfig, log: (line: strin
 }
 
 /**
- * A benchmark's configuration: its own data folder (`.data-bench/<name>`, or BENCH_DATA_DIR), its
- * own task queue, and eight consecutive ports from `portBase` so benchmarks never share services
- * with each other, the tests or `npm start`.
+ * The environment that configures a benchmark: its own data folder (`.data-bench/<name>`, or
+ * BENCH_DATA_DIR), its own task queue, and eight consecutive ports from `portBase` so benchmarks
+ * never share services with each other, the tests or `npm start`. Built from scratch, not from
+ * process.env: a developer's HANGAR_* settings must not move a benchmark onto a live installation.
  */
-export function benchConfig(name: string, portBase: number, env: Record<string, string> = {}): HangarConfig {
+export function benchEnv(name: string, portBase: number, env: Record<string, string> = {}): Record<string, string> {
   const names = [
     'HANGAR_POSTGRES_PORT',
     'HANGAR_CLICKHOUSE_HTTP_PORT',
@@ -96,11 +97,15 @@ export function benchConfig(name: string, portBase: number, env: Record<string, 
     'HANGAR_RUN_PORT',
     'HANGAR_SANDBOX_PORT',
   ];
-  const config = loadConfig({
+  return {
     ...Object.fromEntries(names.map((variable, i) => [variable, String(portBase + i)])),
     HANGAR_DATA_DIR: path.resolve(repoRoot(), process.env.BENCH_DATA_DIR || path.join('.data-bench', name)),
     HANGAR_TASK_QUEUE: `bench-${name}-${process.pid}`,
     ...env,
-  });
-  return { ...config, logLevel: '' };
+  };
+}
+
+/** A benchmark's configuration (see benchEnv), without request logging. */
+export function benchConfig(name: string, portBase: number, env: Record<string, string> = {}): HangarConfig {
+  return { ...loadConfig(benchEnv(name, portBase, env)), logLevel: '' };
 }

@@ -14,6 +14,7 @@ import { loadMasterKey } from '../../core/master-key';
 import { workloadPlatformToken } from '../../core/workloads/platform-credential';
 import { deploymentWorkflowId, revisionSandboxId } from '../../core/workloads/types';
 import { sandboxLayout } from '../../runtime/layout';
+import { captureLogs } from '../helpers/log-capture';
 import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../helpers/platform';
 import { testRuntime } from '../helpers/sandbox-runtime';
 import { eventually, startControlWorker, startNodeWorker, type RunningWorker } from '../helpers/workers';
@@ -181,6 +182,27 @@ describe('the example agent', () => {
       return rowCount === 0 ? true : undefined;
     });
   }, 120_000);
+  test('a proxied request writes no log line at info, and its line at debug (never the credential)', async () => {
+    for (const level of ['info', 'debug']) {
+      const logs = captureLogs();
+      const logged = await buildRunApp(t.config, { logLevel: level, logStream: logs.stream });
+      await logged.listen({ host: '127.0.0.1', port: 0 });
+      try {
+        const response = await fetch(`http://127.0.0.1:${(logged.server.address() as AddressInfo).port}/${tenant.workspace}/agents/echo?q=1`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${tenant.admin.apiKey}` },
+          body: JSON.stringify({ inputs: 'logged?' }),
+        });
+        expect(await response.json()).toEqual({ output: 'echo: logged?' });
+      } finally {
+        await logged.close();
+      }
+      const lines = logs.lines.filter((line) => line.includes(`/${tenant.workspace}/agents/echo`));
+      if (level === 'info') expect(lines).toEqual([]);
+      else expect(lines.length).toBeGreaterThan(0);
+      expect(logs.lines.join('')).not.toContain(tenant.admin.apiKey);
+    }
+  });
 
   test('the gateway: 401 without a credential, 403 for another tenant, 404 unknown, 503 not deployed, all JSON', async () => {
     const path0 = `/${tenant.workspace}/agents/echo`;

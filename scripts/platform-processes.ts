@@ -1,0 +1,29 @@
+import path from 'node:path';
+import type { HangarConfig } from '../core/config';
+import type { Stack } from './stack';
+
+/** The platform processes, as compiled by tsc (install-deps.sh builds them). */
+export const PLATFORM_PROCESSES = [
+  { name: 'api', script: path.join('dist', 'api', 'server.js') },
+  { name: 'control-worker', script: path.join('dist', 'workers', 'control.js') },
+  { name: 'node-worker', script: path.join('dist', 'workers', 'node.js') },
+] as const;
+
+/** The environment of a platform process: `base` pointed at the stack's services. */
+export function platformEnv(config: HangarConfig, stack: Stack, base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  return {
+    ...base,
+    HANGAR_DATA_DIR: config.dataDir,
+    DATABASE_URL: stack.databaseUrl,
+    CLICKHOUSE_URL: stack.clickhouseUrl,
+    CLICKHOUSE_DATABASE: stack.clickhouseDatabase,
+    TEMPORAL_ADDRESS: stack.temporalAddress,
+    TEMPORAL_NAMESPACE: config.temporalNamespace,
+  };
+}
+
+/** Resolves when `GET {baseUrl}/health` answers 200 (a listener of the API process is up). */
+export async function apiHealthy(baseUrl: string): Promise<void> {
+  const response = await fetch(new URL('/health', baseUrl), { signal: AbortSignal.timeout(5_000) });
+  if (response.status !== 200) throw new Error(`GET /health answered ${response.status}: ${(await response.text()).slice(0, 200)}`);
+}
