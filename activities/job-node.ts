@@ -34,6 +34,13 @@ export interface RunTaskInput {
   settings: JobRuntimeSettings;
 }
 
+export interface RunTasksInput {
+  key: ExecutionKey;
+  /** Task indices, run one after the other. */
+  indices: number[];
+  settings: JobRuntimeSettings;
+}
+
 type AttemptEnd = { kind: 'succeeded' | 'failed' | 'timeout'; view: AgentProcessView } | { kind: 'cancelled' };
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -113,6 +120,44 @@ export function createJobNodeActivities({ runtime, pg, volumes = [] }: JobNodeDe
     }
   }
 
+  /** Runs one task to its end across its retries; returns what its row records. */
+  async function runTask(input: RunTaskInput): Promise<TaskOutcome> {
+    const { key, index, settings } = input;
+    const record = await claimTask(pg, key.id, index);
+    if (!record) throw ApplicationFailure.nonRetryable(`task ${index} of execution ${key.executionId} has no row`, 'MissingTask');
+    if (TERMINAL_TASK_STATUSES.includes(record.status)) {
+      return { index, status: record.status, retries: record.retries, reason: record.reason ?? 'exit', seconds: record.seconds };
+    }
+    const socketPath = runtime.socketPath(jobSandboxId(key.id));
+    let seconds = record.seconds;
+    for (let attempt = record.attempt; ; attempt++) {
+      if (attempt > record.attempt) await startRetry(pg, key.id, index, attempt);
+      const end = await runAttempt(socketPath, input, attempt, record.arguments);
+      const now = new Date().toISOString();
+      if (end.kind === 'cancelled') {
+        const condition = { type: 'Cancelled', status: 'True' as const, message: 'the execution was cancelled; the process was killed', lastTransitionTime: now };
+        await recordAttempt(pg, key.id, index, condition, 0, { status: 'cancelled', reason: 'cancelled' });
+        throw new CancelledFailure('task cancelled');
+      }
+      const used = attemptSeconds(end.view);
+      seconds += used;
+      if (end.kind === 'succeeded') {
+        const condition = { type: 'Succeeded', status: 'True' as const, reason: 'Exited', message: `attempt ${attempt + 1} exited with code 0`, lastTransitionTime: now };
+        await recordAttempt(pg, key.id, index, condition, used, { status: 'succeeded', reason: 'exit' });
+        return { index, status: 'succeeded', retries: attempt, reason: 'exit', seconds };
+      }
+      const reason = end.kind === 'timeout' ? 'timeout' : 'exit';
+      const message =
+        end.kind === 'timeout'
+          ? `attempt ${attempt + 1} ran out of its ${settings.timeoutSeconds} s and was killed`
+          : `attempt ${attempt + 1} exited with code ${end.view.exitCode}${end.view.stderr ? `: ${tail(end.view.stderr)}` : ''}`;
+      const condition = { type: 'Failed', status: 'True' as const, reason: end.kind === 'timeout' ? 'Timeout' : 'NonZeroExit', message, lastTransitionTime: now };
+      const last = attempt >= settings.maxRetries;
+      await recordAttempt(pg, key.id, index, condition, used, last ? { status: 'failed', reason } : undefined);
+      if (last) return { index, status: 'failed', retries: attempt, reason, seconds };
+    }
+  }
+
   return {
     async startJobSandbox(key: ExecutionKey, settings: JobRuntimeSettings, codeDir: string): Promise<void> {
       try {
@@ -135,42 +180,16 @@ export function createJobNodeActivities({ runtime, pg, volumes = [] }: JobNodeDe
       await runtime.remove(jobSandboxId(key.id));
     },
 
-    /** Runs one task to its end across its retries; returns what its row records. */
-    async runJobTask(input: RunTaskInput): Promise<TaskOutcome> {
-      const { key, index, settings } = input;
-      const record = await claimTask(pg, key.id, index);
-      if (!record) throw ApplicationFailure.nonRetryable(`task ${index} of execution ${key.executionId} has no row`, 'MissingTask');
-      if (TERMINAL_TASK_STATUSES.includes(record.status)) {
-        return { index, status: record.status, retries: record.retries, reason: record.reason ?? 'exit', seconds: record.seconds };
-      }
-      const socketPath = runtime.socketPath(jobSandboxId(key.id));
-      let seconds = record.seconds;
-      for (let attempt = record.attempt; ; attempt++) {
-        if (attempt > record.attempt) await startRetry(pg, key.id, index, attempt);
-        const end = await runAttempt(socketPath, input, attempt, record.arguments);
-        const now = new Date().toISOString();
-        if (end.kind === 'cancelled') {
-          const condition = { type: 'Cancelled', status: 'True' as const, message: 'the execution was cancelled; the process was killed', lastTransitionTime: now };
-          await recordAttempt(pg, key.id, index, condition, 0, { status: 'cancelled', reason: 'cancelled' });
-          throw new CancelledFailure('task cancelled');
-        }
-        const used = attemptSeconds(end.view);
-        seconds += used;
-        if (end.kind === 'succeeded') {
-          const condition = { type: 'Succeeded', status: 'True' as const, reason: 'Exited', message: `attempt ${attempt + 1} exited with code 0`, lastTransitionTime: now };
-          await recordAttempt(pg, key.id, index, condition, used, { status: 'succeeded', reason: 'exit' });
-          return { index, status: 'succeeded', retries: attempt, reason: 'exit', seconds };
-        }
-        const reason = end.kind === 'timeout' ? 'timeout' : 'exit';
-        const message =
-          end.kind === 'timeout'
-            ? `attempt ${attempt + 1} ran out of its ${settings.timeoutSeconds} s and was killed`
-            : `attempt ${attempt + 1} exited with code ${end.view.exitCode}${end.view.stderr ? `: ${tail(end.view.stderr)}` : ''}`;
-        const condition = { type: 'Failed', status: 'True' as const, reason: end.kind === 'timeout' ? 'Timeout' : 'NonZeroExit', message, lastTransitionTime: now };
-        const last = attempt >= settings.maxRetries;
-        await recordAttempt(pg, key.id, index, condition, used, last ? { status: 'failed', reason } : undefined);
-        if (last) return { index, status: 'failed', retries: attempt, reason, seconds };
-      }
+    /**
+     * Runs a chunk of tasks, one after the other, each to its end across its retries; answers
+     * what their rows record. A chunk rather than a task per activity keeps the execution's
+     * history short (a thousand tasks are dozens of activities); a retried chunk skips the
+     * tasks its rows say ended and re-attaches to the one that was running.
+     */
+    async runJobTasks({ key, indices, settings }: RunTasksInput): Promise<TaskOutcome[]> {
+      const outcomes: TaskOutcome[] = [];
+      for (const index of indices) outcomes.push(await runTask({ key, index, settings }));
+      return outcomes;
     },
   };
 }

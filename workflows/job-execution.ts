@@ -7,7 +7,7 @@ import {
 } from '@temporalio/workflow';
 import type { JobControlActivities } from '../activities/job-control';
 import type { JobNodeActivities } from '../activities/job-node';
-import { finalExecutionStatus, type ExecutionKey, type ExecutionStatus, type JobRuntimeSettings, type TaskOutcome } from '../core/jobs/execution';
+import { finalExecutionStatus, taskChunks, type ExecutionKey, type ExecutionStatus, type JobRuntimeSettings, type TaskOutcome } from '../core/jobs/execution';
 
 export interface JobExecutionInput {
   key: ExecutionKey;
@@ -27,11 +27,12 @@ export interface JobExecutionResult {
 
 /**
  * One job execution, `job/<workspace>/<job>/<executionId>`: a sandbox for its tasks, then the
- * tasks with at most maxConcurrentTasks in flight, each an activity on the node that runs the
- * job's command to its end (retries and timeout included), then the sandbox's removal, the final
- * status and the meter. A task whose activity completed is in this history and never runs
- * again; one in flight when a worker died is resumed by its activity from its row. Cancelling
- * the workflow cancels the running task activities, which kill their processes.
+ * tasks with at most maxConcurrentTasks in flight: that many lanes, each taking the next chunk
+ * of tasks and running it as one activity on the node (each task to its end, retries and
+ * timeout included), then the sandbox's removal, the final status and the meter. A chunk whose
+ * activity completed is in this history and never runs again; one in flight when a worker died
+ * is run again by its activity, which skips the tasks its rows say ended and re-attaches to the
+ * one running. Cancelling the workflow cancels the running activities, which kill their processes.
  */
 export async function jobExecution(input: JobExecutionInput): Promise<JobExecutionResult> {
   const { key, settings } = input;
@@ -45,10 +46,12 @@ export async function jobExecution(input: JobExecutionInput): Promise<JobExecuti
     startToCloseTimeout: '60s',
     retry: { initialInterval: '200ms', maximumInterval: '5s', maximumAttempts: 10 },
   });
+  const lanes = Math.min(settings.maxConcurrentTasks, input.taskCount);
+  const chunks = taskChunks(input.taskCount, lanes);
   const tasks = proxyActivities<JobNodeActivities>({
     taskQueue: input.nodeQueue,
-    // Every attempt may use its whole timeout; the margin covers the agent's round trips.
-    startToCloseTimeout: `${settings.timeoutSeconds * (settings.maxRetries + 1) + 60}s`,
+    // Every attempt of every task of a chunk may use its whole timeout; the margin covers the agent's round trips.
+    startToCloseTimeout: `${(settings.timeoutSeconds * (settings.maxRetries + 1) + 60) * (chunks[0]?.length ?? 1)}s`,
     // A dead worker is noticed by the missing heartbeat; the retry resumes from the task's row.
     heartbeatTimeout: '5s',
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
@@ -64,12 +67,12 @@ export async function jobExecution(input: JobExecutionInput): Promise<JobExecuti
     await control.markJobExecution(key.id, 'running');
     let next = 0;
     const lane = async () => {
-      while (next < input.taskCount) {
-        const index = next++;
-        outcomes[index] = await tasks.runJobTask({ key, index, settings });
+      while (next < chunks.length) {
+        const indices = chunks[next++];
+        for (const outcome of await tasks.runJobTasks({ key, indices, settings })) outcomes[outcome.index] = outcome;
       }
     };
-    await Promise.all(Array.from({ length: Math.min(settings.maxConcurrentTasks, input.taskCount) }, lane));
+    await Promise.all(Array.from({ length: lanes }, lane));
     status = finalExecutionStatus(outcomes);
   } catch (err) {
     if (isCancellation(err)) status = 'cancelled';

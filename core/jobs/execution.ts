@@ -144,6 +144,20 @@ export const jobSandboxId = (executionRowId: string) => `job-${executionRowId}`;
 /** The agent's process name of one attempt of one task; a restarted activity finds it again. */
 export const taskProcessName = (index: number, attempt: number) => `task-${index}-a${attempt}`;
 
+/** A chunk holds at most this many tasks: a retried chunk re-checks its finished ones cheaply. */
+export const MAX_TASK_CHUNK = 25;
+
+/**
+ * The tasks of an execution in the chunks its lanes take one at a time: about four chunks per
+ * lane, so lanes finish together, and never more than MAX_TASK_CHUNK tasks in one.
+ */
+export function taskChunks(taskCount: number, lanes: number): number[][] {
+  const size = Math.max(1, Math.min(MAX_TASK_CHUNK, Math.ceil(taskCount / (Math.max(1, lanes) * 4))));
+  const chunks: number[][] = [];
+  for (let start = 0; start < taskCount; start += size) chunks.push(Array.from({ length: Math.min(size, taskCount - start) }, (_, i) => start + i));
+  return chunks;
+}
+
 export interface TaskOutcome {
   index: number;
   status: TaskStatus;

@@ -1,6 +1,8 @@
 import {
   ExecutionRequestError,
   finalExecutionStatus,
+  MAX_TASK_CHUNK,
+  taskChunks,
   jobRuntimeSettings,
   jobUsageTick,
   parseExecutionRequest,
@@ -102,4 +104,24 @@ test('maxOverlap counts intervals open at once; touching ones do not overlap', (
   expect(maxOverlap([[0, 10], [10, 20]])).toBe(1);
   expect(maxOverlap([[0, 10], [1, 9], [2, 8]])).toBe(3);
   expect(maxOverlap([])).toBe(0);
+});
+
+describe('taskChunks', () => {
+  test.each([
+    [1, 1, [[0]]],
+    [5, 2, [[0], [1], [2], [3], [4]]],
+    [10, 1, [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9]]],
+  ])('%i tasks over %i lanes', (count, lanes, chunks) => {
+    expect(taskChunks(count, lanes)).toEqual(chunks);
+  });
+
+  test('every task exactly once, in order, about four chunks per lane, none over the cap', () => {
+    for (const [count, lanes] of [[1000, 20], [10_000, 3], [7, 20], [100, 100]]) {
+      const chunks = taskChunks(count, lanes);
+      expect(chunks.flat()).toEqual(Array.from({ length: count }, (_, i) => i));
+      expect(Math.max(...chunks.map((c) => c.length))).toBeLessThanOrEqual(MAX_TASK_CHUNK);
+      // Rounding the size up leaves a little under four per lane, never too few to keep every lane busy.
+      expect(chunks.length).toBeGreaterThanOrEqual(Math.min(count, lanes * 3));
+    }
+  });
 });
