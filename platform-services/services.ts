@@ -43,7 +43,9 @@ class PlatformRequestError extends Error {
  * sandbox's folder, so a restarted worker serves the sandboxes that kept running.
  */
 export class PlatformServices {
-  private readonly servers = new Map<string, http.Server>();
+  private readonly servers = new Map<string, { server: http.Server; folder: number }>();
+  /** The last open or close of each sandbox's socket: one at a time per sandbox, in call order. */
+  private readonly changes = new Map<string, Promise<void>>();
   private readonly threads: ThreadStore;
 
   constructor(private readonly deps: { dataDir: string; masterKey: Buffer; pg: Pool }) {
@@ -56,16 +58,31 @@ export class PlatformServices {
   }
 
   /** Serves the platform socket of a started sandbox under `policy` (again, if it already does). */
-  async open(policy: PlatformPolicy): Promise<void> {
-    const layout = sandboxLayout(this.deps.dataDir, policy.sandboxId);
-    await fsp.writeFile(path.join(layout.root, POLICY_FILE), JSON.stringify(policy), { mode: 0o600 });
-    await this.listen(policy);
+  open(policy: PlatformPolicy): Promise<void> {
+    return this.oneAtATime(policy.sandboxId, async () => {
+      const layout = sandboxLayout(this.deps.dataDir, policy.sandboxId);
+      await fsp.writeFile(path.join(layout.root, POLICY_FILE), JSON.stringify(policy), { mode: 0o600 });
+      await this.listen(policy);
+    });
   }
 
-  async close(sandboxId: string): Promise<void> {
-    await this.stopListening(sandboxId);
-    const layout = sandboxLayout(this.deps.dataDir, sandboxId);
-    await fsp.rm(path.join(layout.root, POLICY_FILE), { force: true });
+  close(sandboxId: string): Promise<void> {
+    return this.oneAtATime(sandboxId, async () => {
+      await this.stopListening(sandboxId);
+      const layout = sandboxLayout(this.deps.dataDir, sandboxId);
+      await fsp.rm(path.join(layout.root, POLICY_FILE), { force: true });
+    });
+  }
+
+  /** Two starts of one revision (a retried activity beside the first) must not race for its socket path. */
+  private oneAtATime(sandboxId: string, change: () => Promise<void>): Promise<void> {
+    const next = (this.changes.get(sandboxId) ?? Promise.resolve()).catch(() => undefined).then(change);
+    this.changes.set(sandboxId, next);
+    const forget = () => {
+      if (this.changes.get(sandboxId) === next) this.changes.delete(sandboxId);
+    };
+    next.then(forget, forget);
+    return next;
   }
 
   /** Serves every sandbox on this node that has a policy (after a worker restart). */
@@ -78,7 +95,7 @@ export class PlatformServices {
       } catch {
         continue;
       }
-      await this.listen(policy).catch((err: Error) => console.error(`platform socket of ${id}: ${err.message}`));
+      await this.oneAtATime(id, () => this.listen(policy)).catch((err: Error) => console.error(`platform socket of ${id}: ${err.message}`));
     }
   }
 
@@ -94,23 +111,35 @@ export class PlatformServices {
     await fsp.rm(layout.platformSocket, { force: true });
     const server = http.createServer((req, res) => this.handle(policy, req, res));
     server.keepAliveTimeout = 30_000;
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(layout.platformSocket, () => resolve());
-    });
-    // The sandbox user connects; the folder stays root's, so it cannot replace the socket.
-    fs.chmodSync(layout.platformSocket, 0o666);
-    this.servers.set(policy.sandboxId, server);
+    // A socket path holds at most 107 bytes, and a data folder may be deep: the socket is bound
+    // through an open descriptor of its folder instead (the kernel resolves the short path to
+    // the folder). The descriptor stays open while the server listens, as its close unlinks it.
+    const folder = fs.openSync(layout.platformDir, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY);
+    const shortPath = `/proc/self/fd/${folder}/${path.basename(layout.platformSocket)}`;
+    try {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(shortPath, () => resolve());
+      });
+      // The sandbox user connects; the folder stays root's, so it cannot replace the socket.
+      fs.chmodSync(shortPath, 0o666);
+    } catch (err) {
+      server.close();
+      fs.closeSync(folder);
+      throw err;
+    }
+    this.servers.set(policy.sandboxId, { server, folder });
   }
 
   private async stopListening(sandboxId: string): Promise<void> {
-    const server = this.servers.get(sandboxId);
-    if (!server) return;
+    const listening = this.servers.get(sandboxId);
+    if (!listening) return;
     this.servers.delete(sandboxId);
     await new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
+      listening.server.close(() => resolve());
+      listening.server.closeAllConnections();
     });
+    fs.closeSync(listening.folder);
   }
 
   private handle(policy: PlatformPolicy, req: IncomingMessage, res: ServerResponse): void {

@@ -72,6 +72,8 @@ export async function startBenchPlatform(config: HangarConfig, log: (line: strin
       await Promise.allSettled(running);
       await platform.closeAll();
       for (const sandbox of await runtime.list()) await runtime.remove(sandbox.id).catch(() => undefined);
+      // The warm pool's sandboxes too: a benchmark leaves nothing running.
+      await runtime.close();
       await app.close();
       await temporal.connection.close();
       await pg.end();
