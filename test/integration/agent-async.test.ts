@@ -4,7 +4,6 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { buildRunApp } from '../../api/gateway/run-app';
 import { deployFolder, type DeployTarget } from '../../cli/deploy';
 import { agentRequestWorkflowId, asyncRequestUsageTick } from '../../core/agents/async-requests';
 import { meterEventId } from '../../core/billing/metering';
@@ -13,6 +12,7 @@ import { captureLogs } from '../helpers/log-capture';
 import { addIdentity, createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../helpers/platform';
 import { testRuntime } from '../helpers/sandbox-runtime';
 import { eventually, startControlWorker, startNodeWorker, type RunningWorker } from '../helpers/workers';
+import { startRunGateway, stopWorkloadTest } from '../helpers/workload-platform';
 
 // Async agent requests end to end: the example echo agent and a slow agent deployed from code
 // bundles, the run gateway, the control and node workers, and callback targets on this host.
@@ -59,9 +59,7 @@ beforeAll(async () => {
   tenant = await createTenant(t.app.pg, 'async');
   other = await createTenant(t.app.pg, 'async-other');
   runtime = testRuntime(t.config.dataDir);
-  gateway = await buildRunApp(t.config, { logLevel: 'debug', logStream: logs.stream });
-  await gateway.listen({ host: '127.0.0.1', port: 0 });
-  runUrl = `http://127.0.0.1:${(gateway.server.address() as AddressInfo).port}`;
+  ({ gateway, runUrl } = await startRunGateway(t.config, { logLevel: 'debug', logStream: logs.stream }));
   control = await startControlWorker(t.config, t.app.pg);
   node = await startNodeWorker(t.config, runtime);
   const target: DeployTarget = { baseUrl: `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`, apiKey: tenant.admin.apiKey, workspace: tenant.workspace };
@@ -72,14 +70,7 @@ beforeAll(async () => {
   expect((await deployFolder(slow, target)).status).toBe('DEPLOYED');
 }, 120_000);
 
-afterAll(async () => {
-  for (const sandbox of (await runtime?.list()) ?? []) await runtime.remove(sandbox.id).catch(() => undefined);
-  await node?.stop();
-  await control?.stop();
-  await gateway?.close();
-  await t?.close();
-  fs.rmSync(scratch, { recursive: true, force: true });
-}, 60_000);
+afterAll(() => stopWorkloadTest({ runtime, node, control, gateway, t, scratch }), 60_000);
 
 /** A callback target: answers each request with the next scripted status (the last one repeats). */
 class Target {

@@ -3,7 +3,6 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { createCustomDomainControlActivities } from '../../activities/custom-domain-control';
-import { buildRunApp } from '../../api/gateway/run-app';
 import { deployFolder } from '../../cli/deploy';
 import { meterEventId } from '../../core/billing/metering';
 import { customDomainUsageTicks, customDomainWorkflowId } from '../../core/custom-domain/types';
@@ -11,6 +10,7 @@ import { addIdentity, createTenant, startTestApp, unique, type TestApp, type Tes
 import { tenantResources } from '../helpers/resources';
 import { testRuntime } from '../helpers/sandbox-runtime';
 import { startControlWorker, startNodeWorker, type RunningWorker } from '../helpers/workers';
+import { startRunGateway, stopWorkloadTest } from '../helpers/workload-platform';
 
 // Custom domains: CRUD on base_url, Host routing on a real run_url listener to deployed examples,
 // metering by the domain's workflow.
@@ -33,9 +33,9 @@ beforeAll(async () => {
   other = await createTenant(t.app.pg, 'dom-other');
   member = await addIdentity(t.app.pg, { accountId: tenant.accountId, workspaceId: tenant.workspaceId, role: 'member' });
   runtime = testRuntime(t.config.dataDir);
-  gateway = await buildRunApp(t.config);
-  await gateway.listen({ host: '127.0.0.1', port: 0 });
-  runPort = (gateway.server.address() as AddressInfo).port;
+  let runUrl: string;
+  ({ gateway, runUrl } = await startRunGateway(t.config));
+  runPort = Number(new URL(runUrl).port);
   control = await startControlWorker(t.config, t.app.pg);
   node = await startNodeWorker(t.config, runtime);
   const target = { baseUrl: `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`, apiKey: tenant.admin.apiKey, workspace: tenant.workspace };
@@ -43,13 +43,7 @@ beforeAll(async () => {
   expect((await deployFolder(path.join(EXAMPLES, 'model'), target)).status).toBe('DEPLOYED');
 }, 120_000);
 
-afterAll(async () => {
-  for (const sandbox of (await runtime?.list()) ?? []) await runtime.remove(sandbox.id).catch(() => undefined);
-  await node?.stop();
-  await control?.stop();
-  await gateway?.close();
-  await t?.close();
-}, 60_000);
+afterAll(() => stopWorkloadTest({ runtime, node, control, gateway, t }), 60_000);
 
 const resources = () => tenantResources(t, tenant);
 const api: ReturnType<typeof tenantResources>['api'] = (...args) => resources().api(...args);

@@ -3,7 +3,6 @@ import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { buildRunApp } from '../../api/gateway/run-app';
 import { deployFolder, type DeployTarget } from '../../cli/deploy';
 import { bundlePaths } from '../../core/workloads/bundles';
 import { revisionSandboxId } from '../../core/workloads/types';
@@ -11,6 +10,7 @@ import { createTenant, startTestApp, unique, type TestApp, type TestTenant } fro
 import { tenantResources } from '../helpers/resources';
 import { testRuntime } from '../helpers/sandbox-runtime';
 import { eventually, startControlWorker, startNodeWorker, type RunningWorker } from '../helpers/workers';
+import { startRunGateway, stopWorkloadTest } from '../helpers/workload-platform';
 
 // Workloads with `minScale: 0`: stopped after an idle period, started again by the next request.
 const IDLE_SECONDS = 2;
@@ -33,23 +33,13 @@ beforeAll(async () => {
   resources = tenantResources(t, tenant);
   // A warm sandbox waiting, as on a node: starts from zero take it over.
   runtime = testRuntime(t.config.dataDir, { warmPool: 1 });
-  gateway = await buildRunApp(t.config);
-  await gateway.listen({ host: '127.0.0.1', port: 0 });
-  runUrl = `http://127.0.0.1:${(gateway.server.address() as AddressInfo).port}`;
+  ({ gateway, runUrl } = await startRunGateway(t.config));
   target = { baseUrl: `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`, apiKey: tenant.admin.apiKey, workspace: tenant.workspace };
   control = await startControlWorker(t.config, t.app.pg);
   node = await startNodeWorker(t.config, runtime);
 }, 60_000);
 
-afterAll(async () => {
-  for (const sandbox of (await runtime?.list()) ?? []) await runtime.remove(sandbox.id).catch(() => undefined);
-  await node?.stop();
-  await runtime?.close();
-  await control?.stop();
-  await gateway?.close();
-  await t?.close();
-  fs.rmSync(scratch, { recursive: true, force: true });
-}, 60_000);
+afterAll(() => stopWorkloadTest({ runtime, node, control, gateway, t, scratch }), 60_000);
 
 /** An agent that answers its input and its pid. */
 const SERVER = `

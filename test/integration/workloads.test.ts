@@ -18,6 +18,7 @@ import { captureLogs } from '../helpers/log-capture';
 import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../helpers/platform';
 import { testRuntime } from '../helpers/sandbox-runtime';
 import { eventually, startControlWorker, startNodeWorker, type RunningWorker } from '../helpers/workers';
+import { startRunGateway, stopWorkloadTest } from '../helpers/workload-platform';
 
 // Deploying the examples from code bundles and calling them through the inference gateway.
 const EXAMPLES = path.resolve(__dirname, '..', '..', 'examples');
@@ -42,22 +43,13 @@ beforeAll(async () => {
   tenant = await createTenant(t.app.pg, 'wl');
   other = await createTenant(t.app.pg, 'wl-other');
   runtime = testRuntime(t.config.dataDir);
-  gateway = await buildRunApp(t.config);
-  await gateway.listen({ host: '127.0.0.1', port: 0 });
-  runUrl = `http://127.0.0.1:${(gateway.server.address() as AddressInfo).port}`;
+  ({ gateway, runUrl } = await startRunGateway(t.config));
   target = { baseUrl: `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`, apiKey: tenant.admin.apiKey, workspace: tenant.workspace };
   control = await startControlWorker(t.config, t.app.pg);
   node = await startNodeWorker(t.config, runtime);
 }, 60_000);
 
-afterAll(async () => {
-  for (const sandbox of (await runtime?.list()) ?? []) await runtime.remove(sandbox.id).catch(() => undefined);
-  await node?.stop();
-  await control?.stop();
-  await gateway?.close();
-  await t?.close();
-  fs.rmSync(scratch, { recursive: true, force: true });
-}, 60_000);
+afterAll(() => stopWorkloadTest({ runtime, node, control, gateway, t, scratch }), 60_000);
 
 const api = (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payload?: object) => t.call(tenant.admin.apiKey, { method, url, payload, workspace: tenant.workspace });
 
