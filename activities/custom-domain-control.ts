@@ -1,7 +1,7 @@
 import type { Pool } from 'pg';
 import { ResourceStore } from '../api/management/resources/store';
 import { customDomainUsageTicks, type CustomDomainKey, type CustomDomainMeterPeriod } from '../core/custom-domain/types';
-import { WORKLOAD_ROUTES_CHANNEL } from '../core/workloads/types';
+import { ROUTES_CHANNEL } from '../core/resource';
 import { recordWorkspaceUsage } from './usage-metering';
 
 /** The control-plane side of a custom domain's life: its record, the gateways' routes, its usage. */
@@ -9,7 +9,7 @@ export function createCustomDomainControlActivities({ pg }: { pg: Pool }) {
   const store = new ResourceStore(pg);
 
   async function routeChanged(key: CustomDomainKey): Promise<void> {
-    await pg.query('SELECT pg_notify($1, $2)', [WORKLOAD_ROUTES_CHANNEL, key.id]);
+    await pg.query('SELECT pg_notify($1, $2)', [ROUTES_CHANNEL, key.id]);
   }
 
   return {

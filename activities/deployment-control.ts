@@ -4,11 +4,10 @@ import { ApiError } from '../api/errors';
 import { validateModelSpec } from '../api/management/integrations/connection-bindings';
 import { ResourceStore } from '../api/management/resources/store';
 import { RevisionStore } from '../api/management/workloads/revision-store';
-import type { ResourceStatus } from '../core/resource';
+import { ROUTES_CHANNEL, type ResourceStatus } from '../core/resource';
 import { workloadUsageTicks, type WorkloadMeterPeriod } from '../core/workloads/metering';
 import { providerTarget, type ProviderTarget } from '../core/workloads/provider-model';
 import {
-  WORKLOAD_ROUTES_CHANNEL,
   type ProviderServingRevision,
   type RevisionRecord,
   type ServingRevision,
@@ -20,7 +19,7 @@ import { recordWorkspaceUsage } from './usage-metering';
 
 /** Tells every gateway that a workload's route changed (after the change is committed). */
 export async function notifyRouteChanged(pg: Pool, resourceId: string): Promise<void> {
-  await pg.query('SELECT pg_notify($1, $2)', [WORKLOAD_ROUTES_CHANNEL, resourceId]);
+  await pg.query('SELECT pg_notify($1, $2)', [ROUTES_CHANNEL, resourceId]);
 }
 
 /** The control-plane side of deployments: the resource's status and history, and its revisions. */

@@ -23,3 +23,11 @@ export interface ResourceEvent {
 
 /** Events kept per resource; older ones fall off. */
 export const MAX_RESOURCE_EVENTS = 20;
+
+/**
+ * Gateways LISTEN here and drop their cached routes of what is sent: a resource id (its status or
+ * serving revision changed: every ResourceStore.transition announces it), a route key (it was
+ * deleted, or a host newly claimed) or an integration connection id (its secrets changed or it was
+ * deleted).
+ */
+export const ROUTES_CHANNEL = 'hangar_routes';

@@ -16,7 +16,7 @@ import { newUuid } from '../../core/ids';
 import type { AgentRequestInput, agentRequest } from '../../workflows/agent-request';
 import { ApiError, badRequest, notFound } from '../errors';
 import { AgentRequestStore, agentRequestView } from './agent-request-store';
-import type { GatewayCaller, WorkloadTarget } from './run-routes';
+import type { GatewayCaller, WorkloadTarget } from './route-cache';
 
 /** `?async=true` on `POST {run_url}/{workspace}/agents/{agent}`; other parameters go to the agent. */
 export const AgentQuery = Type.Object(

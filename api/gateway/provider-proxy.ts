@@ -5,7 +5,7 @@ import { redactSecrets } from '../../core/integrations/secrets';
 import { PROVIDER_CHAT_PATH, upstreamChatBody } from '../../core/workloads/provider-model';
 import { ApiError, badRequest, notFound } from '../errors';
 import { forwardableHeaders, proxyRequest, readUpTo } from './proxy';
-import type { ProviderRoute } from './run-routes';
+import type { ProviderRoute } from './route-cache';
 
 /** The client's headers a provider sees: what describes the body and the answer wanted, nothing of who calls. */
 const CLIENT_HEADERS_FOR_PROVIDER = new Set(['accept', 'user-agent', 'idempotency-key', 'x-request-id']);

@@ -5,14 +5,15 @@ import { isIP } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { HangarConfig } from '../../core/config';
 import { CUSTOM_DOMAIN_TARGETS, domainUpstreamPath, requestHost } from '../../core/custom-domain/types';
-import { WORKLOAD_ROUTES_CHANNEL, deploymentWorkflowId, type WorkloadKind } from '../../core/workloads/types';
+import { ROUTES_CHANNEL } from '../../core/resource';
+import { deploymentWorkflowId, type WorkloadKind } from '../../core/workloads/types';
 import { ApiError, forbidden, notFound } from '../errors';
 import type { AppOptions } from '../fastify';
 import { AgentQuery, asyncAgentRequests } from './async-agent-requests';
 import { ProviderProxy } from './provider-proxy';
 import { proxyRequest } from './proxy';
 import { PrincipalCache } from './principal-cache';
-import { WorkloadRouteCache, type DomainRoute, type GatewayCaller, type ServingRoute, type WorkloadTarget } from './run-routes';
+import { RouteCache, type DomainRoute, type GatewayCaller, type ServingRoute, type WorkloadTarget } from './route-cache';
 import { buildGatewayBase, proxiedRouteLogLevel } from './shared';
 import { WorkflowTouches, touchIntervalMs } from './workflow-touches';
 
@@ -38,7 +39,7 @@ const SINGULAR: Record<WorkloadKind, string> = { agents: 'agent', models: 'model
  */
 export async function buildRunApp(config: HangarConfig, options: AppOptions = {}): Promise<FastifyInstance> {
   const app = await buildGatewayBase(config, options);
-  const routes = new WorkloadRouteCache(app.pg, WORKLOAD_ROUTES_CHANNEL, app.secrets);
+  const routes = new RouteCache(app.pg, ROUTES_CHANNEL, app.secrets);
   const providers = new ProviderProxy(config.bodyLimitBytes);
   const agents = new Map<string, http.Agent>();
   const principals = new PrincipalCache((headers) => app.authenticator.authenticate(headers));

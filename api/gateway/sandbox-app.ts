@@ -1,13 +1,14 @@
 import http from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { HangarConfig } from '../../core/config';
+import { ROUTES_CHANNEL } from '../../core/resource';
 import { sandboxAddressMatcher } from '../../core/sandbox/url-template';
 import { sandboxWorkflowId } from '../../core/sandbox/types';
 import { ApiError, forbidden, notFound } from '../errors';
 import type { AppOptions } from '../fastify';
-import { ResourceStore } from '../management/resources/store';
 import { PrincipalCache } from './principal-cache';
 import { proxyRequest } from './proxy';
+import { RouteCache } from './route-cache';
 import { buildGatewayBase, proxiedRouteLogLevel } from './shared';
 import { WorkflowTouches } from './workflow-touches';
 
@@ -32,7 +33,10 @@ export async function buildSandboxGatewayApp(
   options: AppOptions = {},
 ): Promise<FastifyInstance> {
   const app = await buildGatewayBase(config, options);
-  const store = new ResourceStore(app.pg);
+  const routes = new RouteCache(app.pg, ROUTES_CHANNEL, app.secrets);
+  await routes.listen();
+  // Before the pool's own onClose: pool.end() waits for the listener's connection.
+  app.addHook('preClose', () => routes.close());
   const matcher = sandboxAddressMatcher(config.sandboxUrlTemplate);
   const agents = new SandboxAgents();
   const principals = new PrincipalCache((headers) => app.authenticator.authenticate(headers));
@@ -55,17 +59,17 @@ export async function buildSandboxGatewayApp(
     const principal = await principals.principal(request.headers);
     const grant = principal.workspaces.get(workspace);
     if (!grant) throw forbidden(`workspace '${workspace}' does not exist or you are not a member of it`);
-    const row = await store.get({ workspaceId: grant.id, kind: 'sandboxes', name });
-    if (!row) throw notFound(`sandbox '${name}' not found in workspace '${workspace}'`);
-    if (row.status !== 'DEPLOYED') {
-      throw new ApiError(503, 'sandbox_unavailable', `sandbox '${name}' is ${row.status}`);
+    const route = await routes.sandbox(grant.id, name);
+    if (!route) throw notFound(`sandbox '${name}' not found in workspace '${workspace}'`);
+    if (route.status !== 'DEPLOYED') {
+      throw new ApiError(503, 'sandbox_unavailable', `sandbox '${name}' is ${route.status}`);
     }
 
     const workflowId = sandboxWorkflowId(workspace, name);
-    if (await node.isFrozen(row.id)) {
-      await node.thaw(row.id);
+    if (await node.isFrozen(route.resourceId)) {
+      await node.thaw(route.resourceId);
       // Idle connections kept across the freeze are closed by the sandbox as soon as it thaws.
-      agents.reset(row.id);
+      agents.reset(route.resourceId);
       touches.signal(workflowId, 'resumed');
     } else {
       touches.touch(workflowId);
@@ -78,20 +82,22 @@ export async function buildSandboxGatewayApp(
     const recheck = setTimeout(() => {
       if (reply.raw.headersSent) return;
       node
-        .isFrozen(row.id)
+        .isFrozen(route.resourceId)
         .then(async (frozen) => {
           if (!frozen) return;
-          await node.thaw(row.id);
+          await node.thaw(route.resourceId);
           touches.signal(workflowId, 'resumed');
         })
         .catch(() => undefined);
     }, FREEZE_RECHECK_MS);
     reply.raw.once('close', () => clearTimeout(recheck));
     proxyRequest(request.raw, reply.raw, {
-      upstream: { socketPath: node.socketPath(row.id) },
+      upstream: { socketPath: node.socketPath(route.resourceId) },
       path: address.rest + (query ? `?${query}` : ''),
-      agent: agents.for(row.id),
+      agent: agents.for(route.resourceId),
       onUnreachable: (err) => {
+        // It may have been removed since its route was cached: look again next time.
+        routes.forget(route.resourceId);
         reply.raw.writeHead(502, { 'content-type': 'application/json' });
         reply.raw.end(JSON.stringify({ error: 'sandbox_unreachable', message: `the sandbox did not answer: ${err.message}` }));
       },

@@ -87,13 +87,6 @@ export const DEFAULT_WORKLOAD_COMMAND = ['node', 'main.js'];
 /** Where the bundle appears inside the workload's environment (read-only). */
 export const WORKLOAD_APP_DIR = '/app';
 
-/**
- * Gateways LISTEN here and drop their cached routes of what is sent: a resource id (its serving
- * revision changed), a route key (it was deleted) or an integration connection id (its secrets
- * changed or it was deleted).
- */
-export const WORKLOAD_ROUTES_CHANNEL = 'hangar_workload_routes';
-
 /** How gateways name a workload's route (and how a deletion names the route to drop). */
 export function workloadRouteKey(workspaceId: string, kind: string, name: string): string {
   return `${workspaceId}/${kind}/${name}`;

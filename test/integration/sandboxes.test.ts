@@ -143,6 +143,14 @@ test('a node worker that is down during create: the sandbox deploys once it is b
   const run = await sandboxCall('patient', 'POST', '/process', { command: 'true', waitForCompletion: true });
   expect(run.json().exitCode).toBe(0);
   await api('DELETE', '/v0/sandboxes/patient');
+  // The gateway routed to it a moment ago (its route is cached): the first request once it is
+  // DELETING is refused all the same, as the status change is announced to the gateways.
+  await eventually('DELETING', async () => {
+    const res = await api('GET', '/v0/sandboxes/patient');
+    return res.statusCode === 404 || res.json().status === 'DELETING' ? true : undefined;
+  });
+  const afterDelete = await sandboxCall('patient', 'GET', '/health');
+  expect([503, 404]).toContain(afterDelete.statusCode);
   await gone('patient');
 }, 120_000);
 

@@ -2,7 +2,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { WorkflowIdConflictPolicy } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { WORKLOAD_ROUTES_CHANNEL } from '../../../core/workloads/types';
+import { ROUTES_CHANNEL } from '../../../core/resource';
 import type { HangarConfig } from '../../../core/config';
 import {
   customDomainRouteKey,
@@ -57,7 +57,7 @@ export default async function customDomainRoutes(fastify: FastifyInstance) {
 
   /** Gateways drop what they cached for these routes (a host looked up before it was claimed is cached as unknown). */
   async function routesChanged(...keys: string[]): Promise<void> {
-    for (const key of keys) await app.pg.query('SELECT pg_notify($1, $2)', [WORKLOAD_ROUTES_CHANNEL, key]);
+    for (const key of keys) await app.pg.query('SELECT pg_notify($1, $2)', [ROUTES_CHANNEL, key]);
   }
 
   /** Runs a write that may claim a host name; another domain holding it anywhere on the platform is a 409. */

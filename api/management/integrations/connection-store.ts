@@ -2,7 +2,7 @@ import type { Pool } from 'pg';
 import { newUuid } from '../../../core/ids';
 import { maskSecrets } from '../../../core/integrations/secrets';
 import type { SecretBox } from '../../../core/secret-box';
-import { WORKLOAD_ROUTES_CHANNEL } from '../../../core/workloads/types';
+import { ROUTES_CHANNEL } from '../../../core/resource';
 
 /** A connection as stored; the secrets themselves only come out through `openSecrets`. */
 export interface ConnectionRow {
@@ -160,7 +160,7 @@ export class ConnectionStore {
 
   /** Gateways holding the connection's opened secrets (provider models' keys) drop them. */
   private async secretsChanged(row: Pick<ConnectionRow, 'id'>): Promise<void> {
-    await this.pg.query('SELECT pg_notify($1, $2)', [WORKLOAD_ROUTES_CHANNEL, row.id]);
+    await this.pg.query('SELECT pg_notify($1, $2)', [ROUTES_CHANNEL, row.id]);
   }
 
   private seal(secret: Record<string, string>, id: string): string {

@@ -1,6 +1,6 @@
 import type { Pool } from 'pg';
 import { newUuid } from '../../../core/ids';
-import { MAX_RESOURCE_EVENTS, type ResourceEvent, type ResourceStatus } from '../../../core/resource';
+import { MAX_RESOURCE_EVENTS, ROUTES_CHANNEL, type ResourceEvent, type ResourceStatus } from '../../../core/resource';
 
 export interface ResourceRow {
   id: string;
@@ -102,14 +102,19 @@ export class ResourceStore {
     from?: ResourceStatus,
   ): Promise<boolean> {
     const entry = { ...event, status, time: new Date().toISOString() };
+    // Gateways cache routes by status: they hear of every change at once (delivered at commit).
     const { rowCount } = await this.pg.query(
-      `UPDATE resources
-          SET status = $2,
-              events = (CASE WHEN jsonb_array_length(events) >= $4 THEN events - 0 ELSE events END) || jsonb_build_array($3::jsonb),
-              state = state || COALESCE($5::jsonb, '{}'::jsonb),
-              updated_at = now()
-        WHERE id = $1 AND ($6::text IS NULL OR status = $6)`,
-      [id, status, JSON.stringify(entry), MAX_RESOURCE_EVENTS, state ? JSON.stringify(state) : null, from ?? null],
+      `WITH moved AS (
+         UPDATE resources
+            SET status = $2,
+                events = (CASE WHEN jsonb_array_length(events) >= $4 THEN events - 0 ELSE events END) || jsonb_build_array($3::jsonb),
+                state = state || COALESCE($5::jsonb, '{}'::jsonb),
+                updated_at = now()
+          WHERE id = $1 AND ($6::text IS NULL OR status = $6)
+          RETURNING id
+       )
+       SELECT pg_notify($7, id::text) FROM moved`,
+      [id, status, JSON.stringify(entry), MAX_RESOURCE_EVENTS, state ? JSON.stringify(state) : null, from ?? null, ROUTES_CHANNEL],
     );
     return rowCount === 1;
   }

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { WORKLOAD_ROUTES_CHANNEL, isWorkloadKind, workloadRouteKey, type WorkloadKind, type WorkloadSpec } from '../../../core/workloads/types';
+import { ROUTES_CHANNEL } from '../../../core/resource';
+import { isWorkloadKind, workloadRouteKey, type WorkloadKind, type WorkloadSpec } from '../../../core/workloads/types';
 import { ResourceStore } from '../resources/store';
 import { requestWorkspace } from '../workspace-context';
 import { deployWithoutBundle, requestRemoval } from './deployments';
@@ -19,7 +20,7 @@ export default fp(async function workloadHooks(app: FastifyInstance) {
     // The delete succeeded, so the caller's workspace resolves.
     const grant = requestWorkspace(request);
     const name = (request.params as { name: string }).name;
-    await app.pg.query('SELECT pg_notify($1, $2)', [WORKLOAD_ROUTES_CHANNEL, workloadRouteKey(grant.id, kind, name)]);
+    await app.pg.query('SELECT pg_notify($1, $2)', [ROUTES_CHANNEL, workloadRouteKey(grant.id, kind, name)]);
     await requestRemoval(app.temporal, { workspace: grant.name, kind, name });
   }
 

@@ -53,6 +53,12 @@ export interface DomainRoute {
   target: { kind: CustomDomainTargetKind; name: string };
 }
 
+/** A sandbox, as the sandbox gateway routes to it (its socket follows from the id). */
+export interface SandboxRoute {
+  resourceId: string;
+  status: ResourceStatus;
+}
+
 /** A route is trusted this long without news; deployments also invalidate it at once (LISTEN). */
 const ROUTE_TTL_MS = 2_000;
 const MAX_ROUTES = 10_000;
@@ -68,14 +74,15 @@ interface RouteRow {
 }
 
 /**
- * Workspace + kind + name -> workload route, and host -> custom domain, cached briefly so a
- * request costs no query in the steady state (unknown hosts too: most requests name none).
- * Deployment activities and the custom domain routes NOTIFY on `channel` with the resource id, or
- * a route key, whenever a route changes, and connection changes with the connection's id; every
- * gateway drops the routes concerned at once.
+ * What both gateways route by, cached briefly so a request costs no query in the steady state:
+ * workspace + kind + name -> workload route, host -> custom domain (unknown hosts too: most
+ * requests name none), workspace + name -> sandbox. Every status change of a resource, deployment
+ * activities and the custom domain routes NOTIFY on `channel` with the resource id, or a route
+ * key, and connection changes with the connection's id; every gateway drops the routes concerned
+ * at once.
  */
-export class WorkloadRouteCache {
-  private readonly routes = new Map<string, { route: WorkloadRoute | DomainRoute | undefined; at: number }>();
+export class RouteCache {
+  private readonly routes = new Map<string, { route: WorkloadRoute | DomainRoute | SandboxRoute | undefined; at: number }>();
   /** Callers waiting for news of one resource (a wake), by resource id. */
   private readonly waiters = new Map<string, (() => void)[]>();
   private listener?: PoolClient;
@@ -147,12 +154,37 @@ export class WorkloadRouteCache {
     });
   }
 
-  private async cached<T extends WorkloadRoute | DomainRoute>(key: string, load: () => Promise<T | undefined>): Promise<T | undefined> {
+  /**
+   * A sandbox the sandbox gateway may serve. Only a DEPLOYED one is kept: the transitions out of
+   * it are announced (ResourceStore.transition), while one being created or gone is read again
+   * each time, so a sandbox is reachable the moment it runs.
+   */
+  async sandbox(workspaceId: string, name: string): Promise<SandboxRoute | undefined> {
+    return this.cached(
+      `sandboxes:${workspaceId}:${name}`,
+      async () => {
+        const { rows } = await this.pg.query<{ id: string; status: ResourceStatus }>({
+          name: 'sandbox-route',
+          text: "SELECT id, status FROM resources WHERE workspace_id = $1 AND kind = 'sandboxes' AND name = $2",
+          values: [workspaceId, name],
+        });
+        return rows[0] && { resourceId: rows[0].id, status: rows[0].status };
+      },
+      (route) => route?.status === 'DEPLOYED',
+    );
+  }
+
+  private async cached<T extends WorkloadRoute | DomainRoute | SandboxRoute>(
+    key: string,
+    load: () => Promise<T | undefined>,
+    keep: (route: T | undefined) => boolean = () => true,
+  ): Promise<T | undefined> {
     const cached = this.routes.get(key);
     if (cached && Date.now() - cached.at < ROUTE_TTL_MS) return cached.route as T | undefined;
     const route = await load();
     if (this.routes.size >= MAX_ROUTES) this.routes.clear();
-    this.routes.set(key, { route, at: Date.now() });
+    if (keep(route)) this.routes.set(key, { route, at: Date.now() });
+    else this.routes.delete(key);
     return route;
   }
 
