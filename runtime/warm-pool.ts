@@ -17,6 +17,8 @@ export function isWarmId(id: string): boolean {
 export class WarmPool {
   private readonly ready: string[] = [];
   private starting = 0;
+  /** Starts in flight: closing waits for them, as each ends its sandbox once the pool is closed. */
+  private readonly inFlight = new Set<Promise<unknown>>();
   private lastError?: string;
   private closed = false;
 
@@ -45,7 +47,7 @@ export class WarmPool {
     while (!this.closed && this.ready.length + this.starting < this.size) {
       this.starting++;
       const id = `${WARM_PREFIX}${randomBytes(6).toString('hex')}`;
-      this.runtime
+      const started = this.runtime
         .start(id)
         .then(
           () => (this.closed ? this.runtime.remove(id) : void this.ready.push(id)),
@@ -56,7 +58,11 @@ export class WarmPool {
           },
         )
         .catch(() => undefined)
-        .finally(() => this.starting--);
+        .finally(() => {
+          this.starting--;
+          this.inFlight.delete(started);
+        });
+      this.inFlight.add(started);
     }
   }
 
@@ -66,7 +72,7 @@ export class WarmPool {
 
   async close(): Promise<void> {
     this.closed = true;
-    await Promise.all(this.ready.splice(0).map((id) => this.runtime.remove(id)));
+    await Promise.all([...this.ready.splice(0).map((id) => this.runtime.remove(id)), ...this.inFlight]);
   }
 }
 

@@ -31,7 +31,7 @@ test('fills up to its size, hands out ready sandboxes once, and refills', async 
   expect(runtime.pending.size).toBe(3);
 });
 
-test('a failed start is recorded and cleaned up; close ends what is ready and what finishes later', async () => {
+test('a failed start is recorded and cleaned up; close ends what is ready and waits for what is starting, then ends it', async () => {
   const runtime = fakeRuntime();
   const pool = new WarmPool(2, runtime);
   pool.refill();
@@ -43,10 +43,14 @@ test('a failed start is recorded and cleaned up; close ends what is ready and wh
   expect(runtime.removed).toEqual([a]);
   pool.refill();
   const [c] = [...runtime.pending.keys()].slice(2);
-  await pool.close();
-  expect(runtime.removed).toEqual([a, b]);
-  runtime.pending.get(c)!.resolve();
+  let closed = false;
+  const closing = pool.close().then(() => (closed = true));
   await settle();
+  expect(runtime.removed).toEqual([a, b]);
+  // A worker that stops must not leave the sandbox still starting behind.
+  expect(closed).toBe(false);
+  runtime.pending.get(c)!.resolve();
+  await closing;
   expect(runtime.removed).toEqual([a, b, c]);
   pool.refill();
   expect(runtime.pending.size).toBe(3);
