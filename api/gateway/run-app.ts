@@ -1,5 +1,3 @@
-import { WorkflowNotFoundError } from '@temporalio/common';
-import { WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError } from '@temporalio/client';
 import http from 'node:http';
 import { isIP } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -13,9 +11,10 @@ import { AgentQuery, asyncAgentRequests } from './async-agent-requests';
 import { ProviderProxy } from './provider-proxy';
 import { proxyRequest } from './proxy';
 import { PrincipalCache } from './principal-cache';
-import { RouteCache, type DomainRoute, type GatewayCaller, type ServingRoute, type WorkloadTarget } from './route-cache';
+import { RouteCache, type DomainRoute, type GatewayCaller, type WorkloadTarget } from './route-cache';
 import { buildGatewayBase, proxiedRouteLogLevel } from './shared';
 import { WorkflowTouches, touchIntervalMs } from './workflow-touches';
+import { WorkloadWakes } from './workload-wakes';
 
 const ALL_METHODS: ('GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS')[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
 const CLOSE_GRACE_MS = 2_000;
@@ -48,8 +47,7 @@ export async function buildRunApp(config: HangarConfig, options: AppOptions = {}
     (workflowId, which, err) => app.log.warn({ err: err.message, workflowId }, `could not signal ${which}`),
     touchIntervalMs(config.workloadIdleSeconds),
   );
-  /** Starts in progress, by resource id: concurrent requests for a sleeping workload share one. */
-  const wakes = new Map<string, Promise<string>>();
+  const wakes = new WorkloadWakes({ temporal: app.temporal, routes, touches, timeoutSeconds: config.workloadWakeTimeoutSeconds });
   await routes.listen();
   app.addHook('preClose', async () => {
     // Before the pool's own onClose: pool.end() waits for the listener's connection.
@@ -107,7 +105,7 @@ export async function buildRunApp(config: HangarConfig, options: AppOptions = {}
     let release: (() => void) | undefined;
     if (route.scale) {
       const workflowId = deploymentWorkflowId(grant.name, kind, name);
-      if (route.scale === 'SCALED_TO_ZERO') socketPath = await wake(route, { workspaceId: grant.id, kind, name }, workflowId, `${SINGULAR[kind]} '${name}'`);
+      if (route.scale === 'SCALED_TO_ZERO') socketPath = await wakes.wake(route.resourceId, { workspaceId: grant.id, kind, name }, workflowId, `${SINGULAR[kind]} '${name}'`);
       release = touches.hold(workflowId);
     }
     const query = request.url.indexOf('?');
@@ -159,47 +157,6 @@ export async function buildRunApp(config: HangarConfig, options: AppOptions = {}
     await forwardForDomain(request, reply, domain);
   });
 
-  /**
-   * Asks the deployment workflow to start a workload scaled to zero and waits, at most the wake
-   * timeout, for the socket to forward to. The workflow owns the state, so a start survives a
-   * gateway or worker restart; a request that outwaits the timeout gets 504, a failed start 503.
-   * The node announces the start itself (NOTIFY) a workflow task before the update answers:
-   * whichever comes first lets the requests through.
-   */
-  function wake(route: ServingRoute, key: { workspaceId: string; kind: WorkloadKind; name: string }, workflowId: string, what: string): Promise<string> {
-    let waking = wakes.get(route.resourceId);
-    if (!waking) {
-      const deadline = Date.now() + config.workloadWakeTimeoutSeconds * 1000;
-      const settled = new AbortController();
-      const announced = async (): Promise<string> => {
-        for (;;) {
-          await routes.nextChange(route.resourceId, settled.signal);
-          if (settled.signal.aborted) return new Promise<string>(() => undefined);
-          // A failed look leaves the update to answer.
-          const now = await routes.lookup(key.workspaceId, key.kind, key.name).catch(() => undefined);
-          if (now?.scale === 'RUNNING' && now.socketPath) return now.socketPath;
-        }
-      };
-      const answered = app.temporal.withDeadline(deadline, () => app.temporal.workflow.getHandle(workflowId).executeUpdate<string, []>('wake'));
-      // The update's outcome is always observed: a late failure after an announced start is moot.
-      answered.catch(() => undefined);
-      waking = Promise.race([answered, announced()])
-        .then((socketPath) => {
-          routes.markRunning(route.resourceId, socketPath);
-          touches.noted(workflowId);
-          return socketPath;
-        })
-        .finally(() => {
-          settled.abort();
-          wakes.delete(route.resourceId);
-        });
-      wakes.set(route.resourceId, waking);
-    }
-    return waking.catch((err: Error) => {
-      throw wakeError(err, what, config.workloadWakeTimeoutSeconds);
-    });
-  }
-
   const tail = (request: FastifyRequest) => (request.params as { '*'?: string })['*'] ?? '';
   const proxied = { method: ALL_METHODS, exposeHeadRoute: false, logLevel: proxiedRouteLogLevel(options) };
   const asyncRequests = asyncAgentRequests(app, callerOf);
@@ -220,16 +177,4 @@ export async function buildRunApp(config: HangarConfig, options: AppOptions = {}
   app.route({ ...proxied, url: '/:workspace/functions/:name/mcp', handler: (req, reply) => forward(req, reply, 'functions', '/mcp') });
   app.route({ ...proxied, url: '/:workspace/functions/:name/mcp/*', handler: (req, reply) => forward(req, reply, 'functions', `/mcp/${tail(req)}`) });
   return app;
-}
-
-/** Why a held request could not be served after all, as the JSON error the client gets. */
-function wakeError(err: Error, what: string, timeoutSeconds: number): ApiError {
-  if (err instanceof WorkflowUpdateFailedError) {
-    return new ApiError(503, 'workload_start_failed', `${what} was scaled to zero and could not start: ${err.cause?.message ?? err.message}`);
-  }
-  if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError) {
-    return new ApiError(504, 'workload_start_timeout', `${what} was scaled to zero and did not start within ${timeoutSeconds} s; retry later`);
-  }
-  if (err instanceof WorkflowNotFoundError) return new ApiError(503, 'workload_unavailable', `${what} has no deployment running`);
-  return new ApiError(503, 'workload_unavailable', `${what} was scaled to zero and could not be started: ${err.message}`);
 }
