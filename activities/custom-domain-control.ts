@@ -1,16 +1,11 @@
 import type { Pool } from 'pg';
 import { ResourceStore } from '../api/management/resources/store';
 import { customDomainUsageTicks, type CustomDomainKey, type CustomDomainMeterPeriod } from '../core/custom-domain/types';
-import { ROUTES_CHANNEL } from '../core/resource';
 import { recordWorkspaceUsage } from './usage-metering';
 
 /** The control-plane side of a custom domain's life: its record, the gateways' routes, its usage. */
 export function createCustomDomainControlActivities({ pg }: { pg: Pool }) {
   const store = new ResourceStore(pg);
-
-  async function routeChanged(key: CustomDomainKey): Promise<void> {
-    await pg.query('SELECT pg_notify($1, $2)', [ROUTES_CHANNEL, key.id]);
-  }
 
   return {
     /**
@@ -19,12 +14,10 @@ export function createCustomDomainControlActivities({ pg }: { pg: Pool }) {
      */
     async markCustomDomainActive(key: CustomDomainKey): Promise<number> {
       await store.transition(key.id, 'DEPLOYED', { type: 'Normal', message: 'routing requests for the domain' }, undefined, 'DEPLOYING');
-      await routeChanged(key);
       return Date.now();
     },
     async deleteCustomDomainRecord(key: CustomDomainKey): Promise<void> {
       await store.deleteById(key.id);
-      await routeChanged(key);
     },
     /**
      * Idempotent: a retried period produces the same event ids and is counted once. Answers

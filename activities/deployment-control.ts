@@ -4,7 +4,7 @@ import { ApiError } from '../api/errors';
 import { validateModelSpec } from '../api/management/integrations/connection-bindings';
 import { ResourceStore } from '../api/management/resources/store';
 import { RevisionStore } from '../api/management/workloads/revision-store';
-import { ROUTES_CHANNEL, type ResourceStatus } from '../core/resource';
+import type { ResourceStatus } from '../core/resource';
 import { workloadUsageTicks, type WorkloadMeterPeriod } from '../core/workloads/metering';
 import { providerTarget, type ProviderTarget } from '../core/workloads/provider-model';
 import {
@@ -17,17 +17,10 @@ import {
 } from '../core/workloads/types';
 import { recordWorkspaceUsage } from './usage-metering';
 
-/** Tells every gateway that a workload's route changed (after the change is committed). */
-export async function notifyRouteChanged(pg: Pool, resourceId: string): Promise<void> {
-  await pg.query('SELECT pg_notify($1, $2)', [ROUTES_CHANNEL, resourceId]);
-}
-
 /** The control-plane side of deployments: the resource's status and history, and its revisions. */
 export function createDeploymentControlActivities({ pg }: { pg: Pool }) {
   const resources = new ResourceStore(pg);
   const revisions = new RevisionStore(pg);
-
-  const routeChanged = (key: WorkloadKey) => notifyRouteChanged(pg, key.id);
 
   return {
     /** The revision to deploy, or undefined when the workload was deleted meanwhile. */
@@ -52,14 +45,13 @@ export function createDeploymentControlActivities({ pg }: { pg: Pool }) {
       scale: WorkloadScaleState | null = null,
     ): Promise<void> {
       await revisions.setStatus(key.id, revision, 'DEPLOYED', message);
+      // The transition tells the gateways (ResourceStore announces every change).
       await resources.transition(key.id, 'DEPLOYED', { type: 'Normal', message: `revision ${revision}: ${message}` }, { serving, scale });
-      await routeChanged(key);
     },
 
     /** The serving revision stopped for being idle, or could not start again: an event, and the gateways' route. */
     async markScale(key: WorkloadKey, scale: WorkloadScaleState, event: { type: 'Normal' | 'Warning'; message: string }): Promise<void> {
       await resources.note(key.id, event, { scale });
-      await routeChanged(key);
     },
 
     /**

@@ -28,7 +28,6 @@ import { DEFAULT_PORT_WAIT_SECONDS } from '../sandbox-agent/process-routes';
 import { SandboxSpecError } from '../runtime/types';
 import { ResourceStore } from '../api/management/resources/store';
 import type { BuiltinWorkloads } from './deployment-builtin';
-import { notifyRouteChanged } from './deployment-control';
 import { callAgent, type AgentReply } from './job-process';
 import type { NodeRuntime } from './sandbox-node';
 
@@ -224,7 +223,6 @@ export function createDeploymentNodeActivities({
       const began = Date.now();
       const socketPath = await activities.startRevision(input);
       await resources.note(input.key.id, { type: 'Normal', message: `revision ${input.revision}: started again for a request in ${Date.now() - began} ms` }, { scale: 'RUNNING' });
-      await notifyRouteChanged(pg, input.key.id);
       return socketPath;
     },
 

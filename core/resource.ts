@@ -26,8 +26,8 @@ export const MAX_RESOURCE_EVENTS = 20;
 
 /**
  * Gateways LISTEN here and drop their cached routes of what is sent: a resource id (its status or
- * serving revision changed: every ResourceStore.transition announces it), a route key (it was
- * deleted, or a host newly claimed) or an integration connection id (its secrets changed or it was
+ * state changed, or it was deleted: ResourceStore announces each), a route key (a name or host
+ * newly claimed) or an integration connection id (its secrets changed or it was
  * deleted).
  */
 export const ROUTES_CHANNEL = 'hangar_routes';

@@ -76,10 +76,10 @@ interface RouteRow {
 /**
  * What both gateways route by, cached briefly so a request costs no query in the steady state:
  * workspace + kind + name -> workload route, host -> custom domain (unknown hosts too: most
- * requests name none), workspace + name -> sandbox. Every status change of a resource, deployment
- * activities and the custom domain routes NOTIFY on `channel` with the resource id, or a route
- * key, and connection changes with the connection's id; every gateway drops the routes concerned
- * at once.
+ * requests name none), workspace + name -> sandbox. Every change of a resource's status or state
+ * and every deletion is announced on `channel` with its id (ResourceStore), new names and hosts
+ * with their route key, and connection changes with the connection's id; every gateway drops the
+ * routes concerned at once.
  */
 export class RouteCache {
   private readonly routes = new Map<string, { route: WorkloadRoute | DomainRoute | SandboxRoute | undefined; at: number }>();

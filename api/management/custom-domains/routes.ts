@@ -166,7 +166,6 @@ export default async function customDomainRoutes(fastify: FastifyInstance) {
       // Routing stops here, without waiting for the workflow, which records the last period of use and removes the record.
       if (row.status !== 'DELETING') {
         await store.transition(row.id, 'DELETING', { type: 'Normal', message: 'deleted by request' });
-        await routesChanged(row.id);
       }
       await app.temporal.workflow.signalWithStart<typeof customDomainLifecycle, [number]>('customDomainLifecycle', {
         taskQueue: config.taskQueue,

@@ -102,26 +102,21 @@ export class ResourceStore {
     from?: ResourceStatus,
   ): Promise<boolean> {
     const entry = { ...event, status, time: new Date().toISOString() };
-    // Gateways cache routes by status: they hear of every change at once (delivered at commit).
-    const { rowCount } = await this.pg.query(
-      `WITH moved AS (
-         UPDATE resources
-            SET status = $2,
-                events = (CASE WHEN jsonb_array_length(events) >= $4 THEN events - 0 ELSE events END) || jsonb_build_array($3::jsonb),
-                state = state || COALESCE($5::jsonb, '{}'::jsonb),
-                updated_at = now()
-          WHERE id = $1 AND ($6::text IS NULL OR status = $6)
-          RETURNING id
-       )
-       SELECT pg_notify($7, id::text) FROM moved`,
-      [id, status, JSON.stringify(entry), MAX_RESOURCE_EVENTS, state ? JSON.stringify(state) : null, from ?? null, ROUTES_CHANNEL],
+    const moved = await this.announcing(
+      `UPDATE resources
+          SET status = $2,
+              events = (CASE WHEN jsonb_array_length(events) >= $4 THEN events - 0 ELSE events END) || jsonb_build_array($3::jsonb),
+              state = state || COALESCE($5::jsonb, '{}'::jsonb),
+              updated_at = now()
+        WHERE id = $1 AND ($6::text IS NULL OR status = $6)`,
+      [id, status, JSON.stringify(entry), MAX_RESOURCE_EVENTS, state ? JSON.stringify(state) : null, from ?? null],
     );
-    return rowCount === 1;
+    return moved === 1;
   }
 
-  /** Records an event under the current status and merges runtime facts: news that changes no status. */
+  /** Records an event under the current status and merges runtime facts (announced like a transition): news that changes no status. */
   async note(id: string, event: Omit<ResourceEvent, 'status' | 'time'>, state: Record<string, unknown>): Promise<boolean> {
-    const { rowCount } = await this.pg.query(
+    const noted = await this.announcing(
       `UPDATE resources
           SET events = (CASE WHEN jsonb_array_length(events) >= $5 THEN events - 0 ELSE events END)
                        || jsonb_build_array(jsonb_build_object('type', $2::text, 'status', status, 'message', $3::text, 'time', $4::text)),
@@ -130,7 +125,7 @@ export class ResourceStore {
         WHERE id = $1`,
       [id, event.type, event.message, new Date().toISOString(), MAX_RESOURCE_EVENTS, JSON.stringify(state)],
     );
-    return rowCount === 1;
+    return noted === 1;
   }
 
   /** Merges runtime facts (e.g. a sandbox's RUNNING/STANDBY state) without touching status or history. */
@@ -139,13 +134,26 @@ export class ResourceStore {
   }
 
   async deleteById(id: string): Promise<void> {
-    await this.pg.query('DELETE FROM resources WHERE id = $1', [id]);
+    await this.announcing('DELETE FROM resources WHERE id = $1', [id]);
   }
 
   async delete(key: ResourceKey): Promise<ResourceRow | undefined> {
     const current = await this.get(key);
     if (!current) return undefined;
-    await this.pg.query('DELETE FROM resources WHERE id = $1', [current.id]);
+    await this.deleteById(current.id);
     return current;
+  }
+
+  /**
+   * Runs an UPDATE or DELETE of resource rows (a statement without RETURNING) and announces each
+   * row it changed on ROUTES_CHANNEL: gateways cache routes by a resource's status and state and
+   * drop them at once (the notice is delivered at commit). Answers how many rows changed.
+   */
+  private async announcing(statement: string, params: unknown[]): Promise<number> {
+    const { rowCount } = await this.pg.query(
+      `WITH changed AS (${statement} RETURNING id) SELECT pg_notify($${params.length + 1}, id::text) FROM changed`,
+      [...params, ROUTES_CHANNEL],
+    );
+    return rowCount ?? 0;
   }
 }

@@ -1,7 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { ROUTES_CHANNEL } from '../../../core/resource';
-import { isWorkloadKind, workloadRouteKey, type WorkloadKind, type WorkloadSpec } from '../../../core/workloads/types';
+import { isWorkloadKind, type WorkloadKind, type WorkloadSpec } from '../../../core/workloads/types';
 import { ResourceStore } from '../resources/store';
 import { requestWorkspace } from '../workspace-context';
 import { deployWithoutBundle, requestRemoval } from './deployments';
@@ -9,7 +8,7 @@ import { deployWithoutBundle, requestRemoval } from './deployments';
 /**
  * The generic resource routes know nothing of deployments; these hooks, registered before those
  * routes and in their context so that they see them, connect the two:
- * - after a workload is deleted, gateways drop its route and its deployment workflow removes what runs;
+ * - after a workload is deleted, its deployment workflow removes what runs;
  * - after a workload that needs no bundle (a function bound to an integration connection, a
  *   provider model) is created or updated, it deploys its spec (a revision without a bundle).
  */
@@ -17,10 +16,9 @@ export default fp(async function workloadHooks(app: FastifyInstance) {
   const resources = new ResourceStore(app.pg);
 
   async function deleted(request: FastifyRequest, kind: WorkloadKind) {
-    // The delete succeeded, so the caller's workspace resolves.
+    // The delete succeeded, so the caller's workspace resolves; the store told the gateways.
     const grant = requestWorkspace(request);
     const name = (request.params as { name: string }).name;
-    await app.pg.query('SELECT pg_notify($1, $2)', [ROUTES_CHANNEL, workloadRouteKey(grant.id, kind, name)]);
     await requestRemoval(app.temporal, { workspace: grant.name, kind, name });
   }
 
