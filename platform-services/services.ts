@@ -3,6 +3,7 @@ import fsp from 'node:fs/promises';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import path from 'node:path';
 import type { Pool } from 'pg';
+import { readUpTo } from '../api/gateway/proxy';
 import { isPlatformToken, workloadPlatformToken } from '../core/workloads/platform-credential';
 import type { WorkloadKind } from '../core/workloads/types';
 import { sandboxLayout, sandboxesDir } from '../runtime/layout';
@@ -109,7 +110,9 @@ export class PlatformServices {
     const layout = sandboxLayout(this.deps.dataDir, policy.sandboxId);
     // A socket left by a worker that died is in the way of a new listener.
     await fsp.rm(layout.platformSocket, { force: true });
-    const server = http.createServer((req, res) => this.handle(policy, req, res));
+    // Derived once per listener, not per request.
+    const credential = this.credential(policy.sandboxId);
+    const server = http.createServer((req, res) => this.handle(policy, credential, req, res));
     server.keepAliveTimeout = 30_000;
     // A socket path holds at most 107 bytes, and a data folder may be deep: the socket is bound
     // through an open descriptor of its folder instead (the kernel resolves the short path to
@@ -142,19 +145,21 @@ export class PlatformServices {
     fs.closeSync(listening.folder);
   }
 
-  private handle(policy: PlatformPolicy, req: IncomingMessage, res: ServerResponse): void {
+  private handle(policy: PlatformPolicy, credential: string, req: IncomingMessage, res: ServerResponse): void {
     const target = req.url ?? '/';
     // An absolute URL as the request target: a forward-proxy request, i.e. egress.
     if (!target.startsWith('/')) {
       forwardEgress(req, res, policy.egress);
       return;
     }
-    this.serveApi(policy, req, target)
+    this.serveApi(policy, credential, req, target)
       .then(({ status, body }) => {
         if (body === undefined) res.writeHead(status).end();
         else res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
       })
       .catch((err: Error) => {
+        // What the request still sends is not read: drained, so the answer reaches the workload.
+        req.resume();
         const known = err instanceof PlatformRequestError;
         if (!known) console.error(`platform socket of ${policy.sandboxId}: ${err.message}`);
         res.writeHead(known ? err.status : 500, { 'content-type': 'application/json' });
@@ -162,34 +167,30 @@ export class PlatformServices {
       });
   }
 
-  private async serveApi(policy: PlatformPolicy, req: IncomingMessage, target: string): Promise<{ status: number; body?: unknown }> {
+  private async serveApi(policy: PlatformPolicy, credential: string, req: IncomingMessage, target: string): Promise<{ status: number; body?: unknown }> {
+    // Only a POST carries a body that is read.
+    if (req.method !== 'POST') req.resume();
     const bearer = /^Bearer (.+)$/i.exec(req.headers.authorization ?? '')?.[1];
-    if (!isPlatformToken(bearer, this.credential(policy.sandboxId))) {
-      req.resume();
+    if (!isPlatformToken(bearer, credential)) {
       throw new PlatformRequestError(401, 'unauthorized', `send Authorization: Bearer with the deployment credential from $HANGAR_PLATFORM_TOKEN`);
     }
     const messagesRoute = THREAD_MESSAGES.exec(target);
     const threadRoute = THREAD.exec(target);
     if (!messagesRoute && !threadRoute) {
-      req.resume();
       throw new PlatformRequestError(404, 'not_found', `no platform API at ${req.method} ${target.split('?')[0]}`);
     }
     if (policy.kind !== 'agents') {
-      req.resume();
       throw new PlatformRequestError(404, 'not_found', 'the thread store is offered to agents only');
     }
     const threadId = decodeURIComponent((messagesRoute ?? threadRoute)![1]);
     if (!THREAD_ID_PATTERN.test(threadId)) {
-      req.resume();
       throw new PlatformRequestError(400, 'invalid_thread_id', 'a thread id is 1-128 of A-Z a-z 0-9 . _ : -');
     }
     if (threadRoute) {
-      req.resume();
       if (req.method !== 'DELETE') throw new PlatformRequestError(405, 'method_not_allowed', `use GET or POST on /v1/threads/{id}/messages, DELETE on /v1/threads/{id}`);
       return { status: 200, body: { deleted: await this.threads.forget(policy.resourceId, threadId) } };
     }
     if (req.method === 'GET') {
-      req.resume();
       const raw = new URLSearchParams(messagesRoute![2] ?? '').get('limit');
       const limit = raw === null ? DEFAULT_READ_LIMIT : Number(raw);
       if (!Number.isInteger(limit) || limit < 1) throw new PlatformRequestError(400, 'invalid_limit', 'limit must be a positive integer');
@@ -202,21 +203,15 @@ export class PlatformServices {
       const messages = (body as { messages: ThreadMessage[] }).messages.map(({ role, content }) => ({ role, content }));
       return { status: 201, body: { appended: await this.threads.append(policy.resourceId, threadId, messages) } };
     }
-    req.resume();
     throw new PlatformRequestError(405, 'method_not_allowed', 'use GET or POST on /v1/threads/{id}/messages');
   }
 }
 
 async function readJson(req: IncomingMessage): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_BODY_BYTES) throw new PlatformRequestError(413, 'body_too_large', `the body is larger than ${MAX_BODY_BYTES} bytes`);
-    chunks.push(chunk);
-  }
+  const { body, truncated } = await readUpTo(req, MAX_BODY_BYTES);
+  if (truncated) throw new PlatformRequestError(413, 'body_too_large', `the body is larger than ${MAX_BODY_BYTES} bytes`);
   try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    return JSON.parse(body.toString('utf8'));
   } catch {
     throw new PlatformRequestError(400, 'invalid_json', 'the body must be JSON');
   }
