@@ -182,8 +182,8 @@ export class PlatformServices {
     if (policy.kind !== 'agents') {
       throw new PlatformRequestError(404, 'not_found', 'the thread store is offered to agents only');
     }
-    const threadId = decodeURIComponent((messagesRoute ?? threadRoute)![1]);
-    if (!THREAD_ID_PATTERN.test(threadId)) {
+    const threadId = decodedOrUndefined((messagesRoute ?? threadRoute)![1]);
+    if (threadId === undefined || !THREAD_ID_PATTERN.test(threadId)) {
       throw new PlatformRequestError(400, 'invalid_thread_id', 'a thread id is 1-128 of A-Z a-z 0-9 . _ : -');
     }
     if (threadRoute) {
@@ -204,6 +204,15 @@ export class PlatformServices {
       return { status: 201, body: { appended: await this.threads.append(policy.resourceId, threadId, messages) } };
     }
     throw new PlatformRequestError(405, 'method_not_allowed', 'use GET or POST on /v1/threads/{id}/messages');
+  }
+}
+
+/** A path segment decoded, or undefined for a broken %-escape (a client error, not ours). */
+function decodedOrUndefined(segment: string): string | undefined {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined;
   }
 }
 

@@ -3,6 +3,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import type { Pool } from 'pg';
+import { workloadPlatformToken } from '../../core/workloads/platform-credential';
 import { PlatformServices, type PlatformPolicy } from '../../platform-services/services';
 import { sandboxLayout } from '../../runtime/layout';
 
@@ -24,13 +25,13 @@ afterAll(async () => {
 });
 
 /** Status of a request through a short hard link to the socket (the host's own path is too long to connect to). */
-async function statusThrough(socket: string): Promise<number> {
+async function statusThrough(socket: string, requestPath = '/v1/threads/t/messages', headers: Record<string, string> = {}): Promise<number> {
   const short = path.join(os.tmpdir(), `hangar-ps-${process.pid}.sock`);
   fs.rmSync(short, { force: true });
   fs.linkSync(socket, short);
   try {
     return await new Promise((resolve, reject) => {
-      http.get({ socketPath: short, path: '/v1/threads/t/messages' }, (res) => {
+      http.get({ socketPath: short, path: requestPath, headers }, (res) => {
         res.resume();
         resolve(res.statusCode ?? 0);
       }).on('error', reject);
@@ -47,6 +48,9 @@ test('a socket path longer than a socket address holds is served, world-connecta
   expect(fs.statSync(layout.platformSocket).mode & 0o777).toBe(0o666);
   // Without the deployment's credential: refused, by this listener.
   expect(await statusThrough(layout.platformSocket)).toBe(401);
+  // With it, a thread id with a broken %-escape is the caller's mistake.
+  const authorization = `Bearer ${workloadPlatformToken(Buffer.alloc(32, 7), sandboxId)}`;
+  expect(await statusThrough(layout.platformSocket, '/v1/threads/%E0%A4%A/messages', { authorization })).toBe(400);
 });
 
 test('closing removes the socket and the policy; a worker restart restores only open ones', async () => {
