@@ -4,6 +4,8 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import path from 'node:path';
 import type { Pool } from 'pg';
 import { readUpTo } from '../api/gateway/proxy';
+import type { HangarConfig } from '../core/config';
+import { loadMasterKey } from '../core/master-key';
 import { isPlatformToken, workloadPlatformToken } from '../core/workloads/platform-credential';
 import type { WorkloadKind } from '../core/workloads/types';
 import { sandboxLayout, sandboxesDir } from '../runtime/layout';
@@ -51,6 +53,13 @@ export class PlatformServices {
 
   constructor(private readonly deps: { dataDir: string; masterKey: Buffer; pg: Pool }) {
     this.threads = new ThreadStore(deps.pg);
+  }
+
+  /** A node worker's platform sockets: those of the workloads that kept running while no worker served them, served again. */
+  static async forNode(config: HangarConfig, pg: Pool): Promise<PlatformServices> {
+    const services = new PlatformServices({ dataDir: config.dataDir, masterKey: loadMasterKey(config), pg });
+    await services.restore();
+    return services;
   }
 
   /** The credential the workload in `sandboxId` presents (put in its environment). */

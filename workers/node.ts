@@ -4,7 +4,6 @@ import { createNodeActivities } from '../activities/node';
 import { createPool } from '../api/plugins/postgres';
 import { temporalAddress } from '../api/plugins/temporal';
 import { loadConfig, nodeTaskQueue } from '../core/config';
-import { loadMasterKey } from '../core/master-key';
 import { PlatformServices } from '../platform-services/services';
 import { BwrapRuntime } from '../runtime/bwrap-runtime';
 import { PortEventRelay } from '../runtime/port-event-relay';
@@ -24,9 +23,7 @@ async function main() {
   const runtime = new BwrapRuntime({ dataDir: config.dataDir, warmPool: config.sandboxWarmPool });
   const volumes = new VolumeStore({ dataDir: config.dataDir });
   const pg = createPool(config.databaseUrl);
-  // Workloads that kept running while this worker was away get their platform sockets back.
-  const platform = new PlatformServices({ dataDir: config.dataDir, masterKey: loadMasterKey(config), pg });
-  await platform.restore();
+  const platform = await PlatformServices.forNode(config, pg);
   const worker = await Worker.create({
     connection,
     namespace: config.temporalNamespace,

@@ -10,7 +10,6 @@ import { createClickHouse } from '../../api/plugins/clickhouse';
 import { createPool } from '../../api/plugins/postgres';
 import path from 'node:path';
 import { loadConfig, nodeTaskQueue, type HangarConfig } from '../../core/config';
-import { loadMasterKey } from '../../core/master-key';
 import { PlatformServices } from '../../platform-services/services';
 import { BwrapRuntime } from '../../runtime/bwrap-runtime';
 import { VolumeStore } from '../../runtime/volume-store';
@@ -42,7 +41,7 @@ export async function startBenchPlatform(config: HangarConfig, log: (line: strin
   const app = await buildApp(full);
   await app.ready();
   const runtime = new BwrapRuntime({ dataDir: full.dataDir, warmPool: full.sandboxWarmPool });
-  const platform = new PlatformServices({ dataDir: full.dataDir, masterKey: loadMasterKey(full), pg });
+  const platform = await PlatformServices.forNode(full, pg);
   const temporal = new Client({ connection: await Connection.connect({ address: full.temporalAddress }), namespace: full.temporalNamespace });
   const workers = await Promise.all([
     Worker.create({

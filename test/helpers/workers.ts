@@ -6,7 +6,6 @@ import { createNodeActivities } from '../../activities/node';
 import { createClickHouse } from '../../api/plugins/clickhouse';
 import { createPool } from '../../api/plugins/postgres';
 import { nodeTaskQueue, type HangarConfig } from '../../core/config';
-import { loadMasterKey } from '../../core/master-key';
 import { PlatformServices } from '../../platform-services/services';
 import type { NodeRuntime } from '../../activities/sandbox-node';
 import type { RuntimeVolumeMount } from '../../runtime/types';
@@ -60,9 +59,7 @@ export async function startNodeWorker(
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
   const temporal = new Client({ connection: await Connection.connect({ address: config.temporalAddress }), namespace: config.temporalNamespace });
   const pg = options.pg ?? createPool(config.databaseUrl);
-  // As the node worker does: a new worker serves the platform sockets of running workloads again.
-  const platform = new PlatformServices({ dataDir: config.dataDir, masterKey: loadMasterKey(config), pg });
-  await platform.restore();
+  const platform = await PlatformServices.forNode(config, pg);
   const worker = await Worker.create({
     connection,
     namespace: config.temporalNamespace,
