@@ -10,6 +10,7 @@ import { createClickHouse } from '../../api/plugins/clickhouse';
 import { createPool } from '../../api/plugins/postgres';
 import path from 'node:path';
 import { loadConfig, nodeTaskQueue, type HangarConfig } from '../../core/config';
+import { workflowCode } from '../../workers/workflow-bundle';
 import { PlatformServices } from '../../platform-services/services';
 import { BwrapRuntime } from '../../runtime/bwrap-runtime';
 import { VolumeStore } from '../../runtime/volume-store';
@@ -48,7 +49,8 @@ export async function startBenchPlatform(config: HangarConfig, log: (line: strin
       connection: await NativeConnection.connect({ address: full.temporalAddress }),
       namespace: full.temporalNamespace,
       taskQueue: full.taskQueue,
-      workflowsPath: require.resolve('../../workflows'),
+      // The build's bundle, as the control worker uses: no bundling at every benchmark start.
+      ...workflowCode(),
       activities: createActivities({ config: full, pg, clickhouse: createClickHouse(full), temporal }),
     }),
     Worker.create({
