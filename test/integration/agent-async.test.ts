@@ -12,7 +12,7 @@ import { captureLogs } from '../helpers/log-capture';
 import { addIdentity, createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../helpers/platform';
 import { testRuntime } from '../helpers/sandbox-runtime';
 import { eventually, startControlWorker, startNodeWorker, type RunningWorker } from '../helpers/workers';
-import { startRunGateway, stopWorkloadTest } from '../helpers/workload-platform';
+import { startRunGateway, stopRuntimeTest } from '../helpers/runtime-platform';
 
 // Async agent requests end to end: the example echo agent and a slow agent deployed from code
 // bundles, the run gateway, the control and node workers, and callback targets on this host.
@@ -70,7 +70,7 @@ beforeAll(async () => {
   expect((await deployFolder(slow, target)).status).toBe('DEPLOYED');
 }, 120_000);
 
-afterAll(() => stopWorkloadTest({ runtime, node, control, gateway, t, scratch }), 60_000);
+afterAll(() => stopRuntimeTest({ runtime, node, control, gateway, t, scratch }), 60_000);
 
 /** A callback target: answers each request with the next scripted status (the last one repeats). */
 class Target {

@@ -10,7 +10,7 @@ import { addIdentity, createTenant, startTestApp, unique, type TestApp, type Tes
 import { tenantResources } from '../helpers/resources';
 import { testRuntime } from '../helpers/sandbox-runtime';
 import { startControlWorker, startNodeWorker, type RunningWorker } from '../helpers/workers';
-import { startRunGateway, stopWorkloadTest } from '../helpers/workload-platform';
+import { startRunGateway, stopRuntimeTest } from '../helpers/runtime-platform';
 
 // Custom domains: CRUD on base_url, Host routing on a real run_url listener to deployed examples,
 // metering by the domain's workflow.
@@ -43,7 +43,7 @@ beforeAll(async () => {
   expect((await deployFolder(path.join(EXAMPLES, 'model'), target)).status).toBe('DEPLOYED');
 }, 120_000);
 
-afterAll(() => stopWorkloadTest({ runtime, node, control, gateway, t }), 60_000);
+afterAll(() => stopRuntimeTest({ runtime, node, control, gateway, t }), 60_000);
 
 const resources = () => tenantResources(t, tenant);
 const api: ReturnType<typeof tenantResources>['api'] = (...args) => resources().api(...args);

@@ -5,6 +5,7 @@ import { sandboxWorkflowId } from '../../core/sandbox/types';
 import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../helpers/platform';
 import { tenantResources } from '../helpers/resources';
 import { testRuntime } from '../helpers/sandbox-runtime';
+import { stopRuntimeTest } from '../helpers/runtime-platform';
 import { eventually, startControlWorker, startNodeWorker, type RunningWorker } from '../helpers/workers';
 
 let t: TestApp;
@@ -23,13 +24,7 @@ beforeAll(async () => {
   node = await startNodeWorker(t.config, runtime);
 }, 60_000);
 
-afterAll(async () => {
-  for (const sandbox of await runtime.list()) await runtime.remove(sandbox.id).catch(() => undefined);
-  await node?.stop();
-  await control.stop();
-  await gateway.close();
-  await t.close();
-});
+afterAll(() => stopRuntimeTest({ runtime, node, control, gateway, t }), 60_000);
 
 const resources = () => tenantResources(t, tenant);
 const api: ReturnType<typeof tenantResources>['api'] = (...args) => resources().api(...args);

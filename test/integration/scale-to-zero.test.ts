@@ -10,7 +10,7 @@ import { createTenant, startTestApp, unique, type TestApp, type TestTenant } fro
 import { tenantResources } from '../helpers/resources';
 import { testRuntime } from '../helpers/sandbox-runtime';
 import { eventually, startControlWorker, startNodeWorker, type RunningWorker } from '../helpers/workers';
-import { startRunGateway, stopWorkloadTest } from '../helpers/workload-platform';
+import { startRunGateway, stopRuntimeTest } from '../helpers/runtime-platform';
 
 // Workloads with `minScale: 0`: stopped after an idle period, started again by the next request.
 const IDLE_SECONDS = 2;
@@ -39,7 +39,7 @@ beforeAll(async () => {
   node = await startNodeWorker(t.config, runtime);
 }, 60_000);
 
-afterAll(() => stopWorkloadTest({ runtime, node, control, gateway, t, scratch }), 60_000);
+afterAll(() => stopRuntimeTest({ runtime, node, control, gateway, t, scratch }), 60_000);
 
 /** An agent that answers its input and its pid. */
 const SERVER = `

@@ -18,7 +18,7 @@ import { captureLogs } from '../helpers/log-capture';
 import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../helpers/platform';
 import { testRuntime } from '../helpers/sandbox-runtime';
 import { eventually, startControlWorker, startNodeWorker, type RunningWorker } from '../helpers/workers';
-import { startRunGateway, stopWorkloadTest } from '../helpers/workload-platform';
+import { startRunGateway, stopRuntimeTest } from '../helpers/runtime-platform';
 
 // Deploying the examples from code bundles and calling them through the inference gateway.
 const EXAMPLES = path.resolve(__dirname, '..', '..', 'examples');
@@ -49,7 +49,7 @@ beforeAll(async () => {
   node = await startNodeWorker(t.config, runtime);
 }, 60_000);
 
-afterAll(() => stopWorkloadTest({ runtime, node, control, gateway, t, scratch }), 60_000);
+afterAll(() => stopRuntimeTest({ runtime, node, control, gateway, t, scratch }), 60_000);
 
 const api = (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payload?: object) => t.call(tenant.admin.apiKey, { method, url, payload, workspace: tenant.workspace });
 

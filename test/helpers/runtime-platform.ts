@@ -15,11 +15,11 @@ export async function startRunGateway(config: HangarConfig, options: AppOptions 
 }
 
 /**
- * What a workload test started, stopped in order: the sandboxes it left (and the runtime's warm
- * ones), the workers, the gateway, the app and a scratch folder. Any part may be missing (a
- * failed set-up).
+ * What a test of sandboxes or workloads started, stopped in order: the sandboxes it left (and the
+ * runtime's warm ones), the workers, the gateway, the app and a scratch folder. Any part may be
+ * missing (a failed set-up).
  */
-export async function stopWorkloadTest(parts: {
+export async function stopRuntimeTest(parts: {
   runtime?: ReturnType<typeof testRuntime>;
   node?: RunningWorker;
   control?: RunningWorker;
