@@ -1,7 +1,9 @@
 import type { Pool, PoolClient } from 'pg';
-import { costNano, parseScaled, PRICE_SCALE } from '../core/billing/decimal';
+import { from as copyFrom } from 'pg-copy-streams';
+import { parseScaled, PRICE_SCALE } from '../core/billing/decimal';
 import { InvalidInput } from '../core/billing/errors';
-import { clickhouseRow, eventKey, eventSecond, payloadHash, type UsageEvent } from '../core/billing/usage-events';
+import { encodeUsageBatch, eventKeyText, ledgerCopyData, selectRows, type UsageBatch } from '../core/billing/usage-batch';
+import type { UsageEvent } from '../core/billing/usage-events';
 
 /** An event id already accepted with a different payload (or twice with different payloads in one request). */
 export class UsageConflict extends Error {
@@ -21,44 +23,37 @@ export interface AcceptResult {
   duplicates: number;
 }
 
-interface Candidate {
-  index: number;
-  event: UsageEvent;
-  key: string;
-  hash: string;
+/**
+ * Makes a set of validated events durable, priced at the prices in force now. See acceptUsageBatch.
+ */
+export async function acceptUsageEvents(pool: Pool, accountId: string, events: UsageEvent[]): Promise<AcceptResult> {
+  const prices = await loadPrices(pool, accountId);
+  return acceptUsageBatch(pool, encodeUsageBatch(accountId, events, prices));
 }
 
 /**
- * Makes a set of validated events durable: each new id enters the idempotency ledger and the
- * events enter the outbox, in one transaction. Nothing is accepted when any event fails (unknown
- * workspace: InvalidInput; reused id with another payload: UsageConflict). Costs are fixed here,
- * at the prices in force now.
+ * Makes an encoded batch durable: each new id enters the idempotency ledger and the events enter
+ * the outbox, in one transaction. Nothing is accepted when any event fails (unknown workspace:
+ * InvalidInput; reused id with another payload: UsageConflict).
  */
-export async function acceptUsageEvents(pool: Pool, accountId: string, events: UsageEvent[]): Promise<AcceptResult> {
-  const candidates = uniqueCandidates(accountId, events);
-  if (candidates.length === 0) return { accepted: 0, duplicates: events.length };
-  const [prices] = await Promise.all([loadPrices(pool, accountId), checkWorkspaces(pool, accountId, events)]);
-
+export async function acceptUsageBatch(pool: Pool, batch: UsageBatch): Promise<AcceptResult> {
+  if (batch.size === 0) return { accepted: 0, duplicates: 0 };
+  await checkWorkspaces(pool, batch);
   const client = await pool.connect();
   try {
-    await client.query('BEGIN');
-    const fresh = await claimIds(client, candidates);
+    await client.query('BEGIN; SAVEPOINT claim');
+    const fresh = await claimIds(client, batch);
     if (fresh.length > 0) {
-      const hours = new Set<number>();
-      const lines = fresh.map(({ event }) => {
-        const second = eventSecond(event);
-        hours.add(second - (second % 3600));
-        return clickhouseRow(accountId, event, costNano(event.quantityNano, prices.get(event.billingDimension)!));
-      });
-      await client.query('INSERT INTO usage_outbox (account_id, event_count, hours, rows) VALUES ($1, $2, $3, $4)', [
-        accountId,
+      const all = fresh.length === batch.size;
+      await client.query('INSERT INTO usage_outbox (account_id, event_count, hours, tsv) VALUES ($1, $2, $3, $4)', [
+        batch.accountId,
         fresh.length,
-        [...hours],
-        lines.join('\n'),
+        all ? batch.hours : hoursOf(batch, fresh),
+        all ? batch.rows : selectRows(batch, fresh),
       ]);
     }
     await client.query('COMMIT');
-    return { accepted: fresh.length, duplicates: events.length - fresh.length };
+    return { accepted: fresh.length, duplicates: batch.size - fresh.length };
   } catch (err) {
     await client.query('ROLLBACK').catch(() => undefined);
     throw err;
@@ -67,54 +62,60 @@ export async function acceptUsageEvents(pool: Pool, accountId: string, events: U
   }
 }
 
-/** One candidate per id; the same id twice in a request must say the same thing. */
-function uniqueCandidates(accountId: string, events: UsageEvent[]): Candidate[] {
-  const byId = new Map<string, Candidate>();
-  events.forEach((event, index) => {
-    const hash = payloadHash(event);
-    const seen = byId.get(event.id);
-    if (!seen) byId.set(event.id, { index, event, key: eventKey(accountId, event.id), hash });
-    else if (seen.hash !== hash) throw new UsageConflict(index, event.id);
-  });
-  return [...byId.values()];
-}
-
 /**
- * Inserts the ids into the ledger and returns the candidates that are new. An id already there
- * (or being inserted by a concurrent request, which the insert waits for) is a duplicate when
- * its payload digest matches, a conflict otherwise.
+ * Inserts the keys into the ledger and returns the indices of the events that are new, in
+ * order. A key already there (or being inserted by a concurrent request, which the insert waits
+ * for) is a duplicate when its payload digest matches, a conflict otherwise.
  */
-async function claimIds(client: PoolClient, candidates: Candidate[]): Promise<Candidate[]> {
-  const keys = candidates.map((c) => c.key);
-  const hashes = candidates.map((c) => c.hash);
-  // Nearly always every id is new: a plain insert is a third cheaper than ON CONFLICT with
-  // RETURNING. A known id makes it fail as a whole, and the careful path below runs instead.
-  await client.query('SAVEPOINT claim');
+async function claimIds(client: PoolClient, batch: UsageBatch): Promise<number[]> {
+  // Nearly always every id is new: one binary COPY, the cheapest way into PostgreSQL. A known id
+  // (or one twice in the request) makes it fail as a whole, and the careful path below runs.
   try {
-    await client.query(`INSERT INTO usage_event_ledger (event_key, payload_hash) ${LEDGER_ROWS}`, [keys, hashes]);
-    await client.query('RELEASE SAVEPOINT claim');
-    return candidates;
+    await copyInto(client, 'COPY usage_event_ledger (event_key, payload_hash) FROM STDIN (FORMAT binary)', ledgerCopyData(batch));
+    return Array.from({ length: batch.size }, (_, i) => i);
   } catch (err) {
     if ((err as { code?: string }).code !== UNIQUE_VIOLATION) throw err;
     await client.query('ROLLBACK TO SAVEPOINT claim');
   }
+  // One candidate per id; the same id twice in a request must say the same thing.
+  const firstOfKey = new Map<string, number>();
+  for (let i = 0; i < batch.size; i++) {
+    const key = eventKeyText(batch.keys, i);
+    const first = firstOfKey.get(key);
+    if (first === undefined) firstOfKey.set(key, i);
+    else if (batch.hashes[first] !== batch.hashes[i]) throw new UsageConflict(i, batch.ids[i]);
+  }
+  const candidates = [...firstOfKey.values()];
+  const keyOf = (i: number) => eventKeyText(batch.keys, i);
   const inserted = await client.query<{ event_key: string }>(
-    `INSERT INTO usage_event_ledger (event_key, payload_hash) ${LEDGER_ROWS} ON CONFLICT DO NOTHING RETURNING event_key`,
-    [keys, hashes],
+    'INSERT INTO usage_event_ledger (event_key, payload_hash) SELECT * FROM unnest($1::uuid[], $2::bigint[]) ON CONFLICT DO NOTHING RETURNING event_key',
+    [candidates.map(keyOf), candidates.map((i) => String(batch.hashes[i]))],
   );
   const fresh = new Set(inserted.rows.map((row) => row.event_key));
-  const known = candidates.filter((c) => !fresh.has(c.key));
+  const known = candidates.filter((i) => !fresh.has(keyOf(i)));
   const stored = await client.query<{ event_key: string; payload_hash: string }>(
     'SELECT event_key, payload_hash FROM usage_event_ledger WHERE event_key = ANY($1::uuid[])',
-    [known.map((c) => c.key)],
+    [known.map(keyOf)],
   );
-  const storedHash = new Map(stored.rows.map((row) => [row.event_key, row.payload_hash]));
-  const conflict = known.find((c) => storedHash.get(c.key) !== c.hash);
-  if (conflict) throw new UsageConflict(conflict.index, conflict.event.id);
-  return candidates.filter((c) => fresh.has(c.key));
+  const storedHash = new Map(stored.rows.map((row) => [row.event_key, Number(row.payload_hash)]));
+  const conflict = known.find((i) => storedHash.get(keyOf(i)) !== batch.hashes[i]);
+  if (conflict !== undefined) throw new UsageConflict(conflict, batch.ids[conflict]);
+  return candidates.filter((i) => fresh.has(keyOf(i))).sort((a, b) => a - b);
 }
 
-const LEDGER_ROWS = 'SELECT * FROM unnest($1::uuid[], $2::bigint[])';
+async function copyInto(client: PoolClient, sql: string, data: Buffer): Promise<void> {
+  const stream = client.query(copyFrom(sql));
+  // 'finish' comes once the server has confirmed the COPY, 'error' when it refused it.
+  await new Promise<void>((resolve, reject) => {
+    stream.on('finish', resolve).on('error', reject);
+    stream.end(data);
+  });
+}
+
+function hoursOf(batch: UsageBatch, indices: number[]): number[] {
+  return [...new Set(indices.map((i) => batch.seconds[i] - (batch.seconds[i] % 3600)))];
+}
+
 const UNIQUE_VIOLATION = '23505';
 
 /** Price in pico-USD per unit of every dimension, for one account (its overrides, else defaults). */
@@ -129,15 +130,17 @@ export async function loadPrices(pool: Pool, accountId: string): Promise<Map<str
 }
 
 /** Every event must name a workspace of the account: usage is never booked to someone else's. */
-async function checkWorkspaces(pool: Pool, accountId: string, events: UsageEvent[]): Promise<void> {
-  const names = [...new Set(events.map((event) => event.workspace))];
+async function checkWorkspaces(pool: Pool, batch: UsageBatch): Promise<void> {
+  const names = [...batch.workspaces.keys()];
   const found = await pool.query<{ name: string }>('SELECT name FROM workspaces WHERE account_id = $1 AND name = ANY($2::text[])', [
-    accountId,
+    batch.accountId,
     names,
   ]);
   const existing = new Set(found.rows.map((row) => row.name));
-  const index = events.findIndex((event) => !existing.has(event.workspace));
-  if (index >= 0) {
-    throw new InvalidInput('workspace', `events[${index}].workspace '${events[index].workspace}' is not a workspace of this account`, index);
+  const missing = names.filter((name) => !existing.has(name)).map((name) => batch.workspaces.get(name)!);
+  if (missing.length > 0) {
+    const index = Math.min(...missing);
+    const name = names.find((n) => batch.workspaces.get(n) === index);
+    throw new InvalidInput('workspace', `events[${index}].workspace '${name}' is not a workspace of this account`, index);
   }
 }

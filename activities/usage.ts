@@ -5,6 +5,7 @@ import type { Pool } from 'pg';
 import { Readable } from 'node:stream';
 import { REBUILD_SETTINGS, rebuildSql } from '../core/billing/rollup-sql';
 import { usageTables, type UsageTables } from '../core/billing/storage';
+import { RAW_COLUMNS } from '../core/billing/usage-batch';
 import { USAGE_FLUSH_WORKFLOW_ID, usageFlushWorkflow } from '../workflows/usage-flush';
 import type { ActivityDeps } from './deps';
 
@@ -14,6 +15,7 @@ const FLUSH_LOCK = 7_460_023;
 const MAX_EVENTS_PER_INSERT = 100_000;
 const MAX_ROWS_PER_INSERT = 200;
 const LOCK_RETRY_MS = 250;
+const NEWLINE = Buffer.from('\n');
 
 export interface FlushResult {
   /** Events moved to ClickHouse by this call. */
@@ -53,7 +55,7 @@ export async function flushUsageOutbox(pool: Pool, clickhouse: ClickHouseClient,
     for (;;) {
       const batch = await nextBatch(pool);
       if (batch.length === 0) return { events: moved, more: false };
-      await insertRaw(clickhouse, tables, batch.map((row) => row.rows));
+      await insertRaw(pool, clickhouse, tables, batch);
       await rebuildRollups(pool, clickhouse, tables, batch);
       await pool.query('DELETE FROM usage_outbox WHERE seq = ANY($1::bigint[])', [batch.map((row) => row.seq)]);
       moved += batch.reduce((sum, row) => sum + row.event_count, 0);
@@ -71,40 +73,46 @@ interface OutboxRow {
   account_id: string;
   event_count: number;
   hours: string[];
-  rows: string;
 }
 
-/** The oldest outbox rows, as many as fit in one insert (always at least one). */
+/** The oldest outbox rows, as many as fit in one insert (always at least one), without their events. */
 async function nextBatch(pool: Pool): Promise<OutboxRow[]> {
-  const heads = await pool.query<{ seq: string; event_count: number }>(
-    'SELECT seq, event_count FROM usage_outbox ORDER BY seq LIMIT $1',
-    [MAX_ROWS_PER_INSERT],
-  );
-  const chosen: string[] = [];
+  const heads = await pool.query<OutboxRow>('SELECT seq, account_id, event_count, hours FROM usage_outbox ORDER BY seq LIMIT $1', [
+    MAX_ROWS_PER_INSERT,
+  ]);
+  const chosen: OutboxRow[] = [];
   let events = 0;
   for (const head of heads.rows) {
     if (chosen.length > 0 && events + head.event_count > MAX_EVENTS_PER_INSERT) break;
-    chosen.push(head.seq);
+    chosen.push(head);
     events += head.event_count;
   }
-  if (chosen.length === 0) return [];
-  const result = await pool.query<OutboxRow>(
-    'SELECT seq, account_id, event_count, hours, rows FROM usage_outbox WHERE seq = ANY($1::bigint[]) ORDER BY seq',
-    [chosen],
-  );
-  return result.rows;
+  return chosen;
 }
 
-async function insertRaw(clickhouse: ClickHouseClient, tables: UsageTables, chunks: string[]): Promise<void> {
-  const body = Buffer.from(chunks.join('\n'));
-  const result = await clickhouse.exec({
-    query: `INSERT INTO ${tables.raw} (account_id, id, event_time, workspace, resource_type, resource_name, resource_uuid, billing_dimension, quantity, cost) FORMAT JSONEachRow`,
-    values: Readable.from([body]),
-  });
-  // The response carries nothing, but reading it to the end is what confirms the insert.
-  await new Promise<void>((resolve, reject) => {
-    result.stream.on('end', resolve).on('error', reject).resume();
-  });
+/**
+ * Inserts the events of outbox rows into the raw table: TabSeparated bytes as they are, rows
+ * accepted before the outbox held those (JSONEachRow text) in their own insert.
+ */
+async function insertRaw(pool: Pool, clickhouse: ClickHouseClient, tables: UsageTables, batch: OutboxRow[]): Promise<void> {
+  const { rows } = await pool.query<{ tsv: boolean; data: string }>(
+    'SELECT tsv IS NOT NULL AS tsv, COALESCE(tsv, rows) AS data FROM usage_outbox WHERE seq = ANY($1::bigint[]) ORDER BY seq',
+    [batch.map((row) => row.seq)],
+  );
+  for (const format of ['TabSeparated', 'JSONEachRow'] as const) {
+    const chunks = rows.filter((row) => row.tsv === (format === 'TabSeparated')).map((row) => Buffer.from(row.data));
+    if (chunks.length === 0) continue;
+    // Every TabSeparated row ends with a newline; JSONEachRow text has none after its last line.
+    const body = Buffer.concat(format === 'TabSeparated' ? chunks : chunks.flatMap((chunk) => [chunk, NEWLINE]));
+    const result = await clickhouse.exec({
+      query: `INSERT INTO ${tables.raw} (${RAW_COLUMNS}) FORMAT ${format}`,
+      values: Readable.from([body]),
+    });
+    // The response carries nothing, but reading it to the end is what confirms the insert.
+    await new Promise<void>((resolve, reject) => {
+      result.stream.on('end', resolve).on('error', reject).resume();
+    });
+  }
 }
 
 async function rebuildRollups(pool: Pool, clickhouse: ClickHouseClient, tables: UsageTables, batch: OutboxRow[]): Promise<void> {

@@ -6,7 +6,8 @@ import type { MetricsScope } from '../../core/billing/metrics-sql';
 import { usageTables } from '../../core/billing/storage';
 import { parseUsageEvents } from '../../core/billing/usage-events';
 import type { Principal } from '../../core/principal';
-import { acceptUsageEvents, UsageConflict } from '../../activities/usage-outbox';
+import { acceptUsageBatch, loadPrices, UsageConflict } from '../../activities/usage-outbox';
+import { encodeUsageBatch } from '../../core/billing/usage-batch';
 import { ApiError, badRequest, forbidden, notFound } from '../errors';
 import { commonErrors, ErrorBody } from '../management/common-schemas';
 import { MetricsReader } from './metrics-reader';
@@ -96,32 +97,46 @@ export default async function billingRoutes(app: FastifyInstance) {
     },
   );
 
-  app.post(
-    '/v0/accounts/:accountId/usage-events',
-    {
-      bodyLimit: INGEST_BODY_LIMIT,
-      schema: {
-        tags: ['billing'],
-        summary: 'Ingest usage events (account admins)',
-        description: 'At most 10,000 events per request; 202 once they are durably accepted. Idempotent on id.',
-        params: AccountParams,
-        body: UsageEventsBody,
-        response: { 202: UsageEventsAccepted, ...commonErrors, 409: ErrorBody },
+  // Ingestion reads its body itself: kept as bytes until parsed, so that the thousands of event
+  // objects of a request die young (see core/billing/usage-batch.ts).
+  await app.register(async function ingestion(scope) {
+    scope.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit: INGEST_BODY_LIMIT }, (_request, body, done) => done(null, body));
+    scope.post(
+      '/v0/accounts/:accountId/usage-events',
+      {
+        bodyLimit: INGEST_BODY_LIMIT,
+        schema: {
+          tags: ['billing'],
+          summary: 'Ingest usage events (account admins)',
+          description: 'At most 10,000 events per request; 202 once they are durably accepted. Idempotent on id.',
+          params: AccountParams,
+          body: UsageEventsBody,
+          response: { 202: UsageEventsAccepted, ...commonErrors, 409: ErrorBody },
+        },
       },
-    },
-    async (request, reply) => {
-      const accountId = memberAccount(request.principal, request.params);
-      if (!request.principal.accountAdmin) throw forbidden('ingesting usage events is reserved to account admins');
-      const events = await asBadRequest(() => parseUsageEvents(request.body, Date.now()));
-      try {
-        const result = await asBadRequest(() => acceptUsageEvents(app.pg, accountId, events));
-        return reply.status(202).send(result);
-      } catch (err) {
-        if (err instanceof UsageConflict) throw new ApiError(409, 'conflict', err.message, { index: err.index, field: 'id' });
-        throw err;
-      }
-    },
-  );
+      async (request, reply) => {
+        const accountId = memberAccount(request.principal, request.params);
+        if (!request.principal.accountAdmin) throw forbidden('ingesting usage events is reserved to account admins');
+        const prices = await loadPrices(app.pg, accountId);
+        const batch = await asBadRequest(() => encodeUsageBatch(accountId, parseUsageEvents(parseJson(request.body as Buffer), Date.now()), prices));
+        try {
+          const result = await asBadRequest(() => acceptUsageBatch(app.pg, batch));
+          return reply.status(202).send(result);
+        } catch (err) {
+          if (err instanceof UsageConflict) throw new ApiError(409, 'conflict', err.message, { index: err.index, field: 'id' });
+          throw err;
+        }
+      },
+    );
+  });
+}
+
+function parseJson(body: Buffer): unknown {
+  try {
+    return JSON.parse(body.toString());
+  } catch (err) {
+    throw badRequest(`the body is not valid JSON: ${(err as Error).message}`);
+  }
 }
 
 /** The account of the path, when the caller belongs to it; 404 otherwise (nothing is revealed). */

@@ -30,8 +30,9 @@ export function findUnstorableString(value: unknown, path: string): string | und
 
 export default fp(async function inputHygiene(app: FastifyInstance) {
   app.addHook('preValidation', async (request) => {
+    // A body kept as bytes (usage ingestion) is checked by its route, field by field.
     const problem =
-      findUnstorableString(request.body, 'body') ??
+      (Buffer.isBuffer(request.body) ? undefined : findUnstorableString(request.body, 'body')) ??
       findUnstorableString(request.query, 'query') ??
       findUnstorableString(request.params, 'path');
     if (problem) throw badRequest(problem);

@@ -1,6 +1,7 @@
 import { createClient, type ClickHouseClient } from '@clickhouse/client';
 import { Client, Connection } from '@temporalio/client';
 import { fork, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { Pool } from 'pg';
 import { createApiKey, createServiceAccount } from '../../api/management/service-accounts/store';
@@ -9,6 +10,7 @@ import { migrateClickHouse } from '../../db/clickhouse';
 import { loadConfig, type HangarConfig } from '../../core/config';
 import { startStack } from '../../scripts/stack';
 import { applySchemas } from '../../scripts/stack/schema';
+import { CpuMeter, processTreePids } from '../common/cpu';
 import { HttpClient } from '../common/http';
 import { Dataset, DAYS, WORKSPACES } from './dataset';
 import { benchQueries, type BenchQuery } from './queries';
@@ -113,6 +115,30 @@ async function waitForFlush(pool: Pool): Promise<number> {
   }
 }
 
+/** Where the CPU goes: the load generator (this process), the two service processes and each local service. */
+function cpuMeter(config: HangarConfig, children: ChildProcess[]): CpuMeter {
+  const service = (name: string) => () => {
+    try {
+      return processTreePids(Number(fs.readFileSync(path.join(config.dataDir, name, 'service.pid'), 'utf8')));
+    } catch {
+      return []; // external, or not started here
+    }
+  };
+  return new CpuMeter({
+    'load generator': () => [process.pid],
+    api: () => [children[0].pid!],
+    flush: () => [children[1].pid!],
+    postgres: service('postgres'),
+    clickhouse: service('clickhouse'),
+    temporal: service('temporal'),
+  });
+}
+
+function logCpu(title: string, spentMs: Record<string, number>): void {
+  const us = (ms: number) => ((ms * 1000) / TOTAL).toFixed(2);
+  log(`${title} (us): ${Object.entries(spentMs).map(([name, ms]) => `${name} ${us(ms)}`).join(', ')}`);
+}
+
 const jsonHeaders = (apiKey: string) => ({ authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' });
 
 /** Seconds from a 202 to the event showing in the metrics API, for a few single events. */
@@ -206,10 +232,16 @@ async function main() {
         await migrateClickHouse(clickhouse, stack.clickhouseDatabase);
       }
       log('ingesting...');
+      const meter = cpuMeter(config, children);
+      const before = meter.take();
       const seconds = await ingestAll(http, apiKey, dataset);
       log(`ingestion: ${TOTAL.toLocaleString('en')} events accepted in ${seconds.toFixed(1)} s = ${Math.round(TOTAL / seconds).toLocaleString('en')} events/s`);
+      const accepted = meter.since(before);
       const drain = await waitForFlush(pool);
       log(`flush: outbox empty ${drain.toFixed(1)} s after the last request was accepted`);
+      log(`  end to end (accepted and in ClickHouse): ${Math.round(TOTAL / (seconds + drain)).toLocaleString('en')} events/s`);
+      logCpu('CPU per event while accepting', accepted);
+      logCpu('CPU per event, accepting and flushing', meter.since(before));
       loaded = await storedEvents(clickhouse, tables.raw);
       if (loaded !== TOTAL) throw new Error(`ClickHouse holds ${loaded} events, expected ${TOTAL}`);
     } else {

@@ -35,3 +35,62 @@ export function machineBusyMs(): number {
 
 /** USER_HZ: 100 on every Linux architecture Node runs on. */
 const CLOCK_TICKS = 100;
+
+/** `root` and every live process descended from it (a local service and the backends it forked). */
+export function processTreePids(root: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+      // Fields after the command name: state, ppid, ...
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
+    } catch {
+      // The process ended meanwhile.
+    }
+  }
+  const tree = [root];
+  for (let i = 0; i < tree.length; i++) tree.push(...(children.get(tree[i]) ?? []));
+  return tree;
+}
+
+/**
+ * CPU time so far (ms) of the processes `pids`, from the kernel's per-process totals (utime and
+ * stime of /proc/<pid>/stat, 10 ms ticks): unlike processCpuMs, threads that ended meanwhile
+ * still count, which matters for servers with short-lived worker threads (ClickHouse).
+ */
+export function processTotalCpuMs(pids: number[]): number {
+  let ticks = 0;
+  for (const pid of pids) {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      // After the command name: state is field 3, utime field 14, stime field 15.
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      ticks += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      // The process ended meanwhile.
+    }
+  }
+  return (ticks * 1000) / CLOCK_TICKS;
+}
+
+/**
+ * CPU meter over named sets of processes: `take()` snapshots each set's CPU time (and the
+ * machine's), `since(snapshot)` gives what each spent in between. Sets are resolved at every
+ * snapshot, so processes forked meanwhile (database backends) are counted from when first seen.
+ */
+export class CpuMeter {
+  constructor(private readonly sets: Record<string, () => number[]>) {}
+
+  take(): Record<string, number> {
+    const snapshot: Record<string, number> = { machine: machineBusyMs() };
+    for (const [name, pids] of Object.entries(this.sets)) snapshot[name] = processTotalCpuMs(pids());
+    return snapshot;
+  }
+
+  since(before: Record<string, number>): Record<string, number> {
+    const now = this.take();
+    return Object.fromEntries(Object.keys(now).map((name) => [name, now[name] - (before[name] ?? 0)]));
+  }
+}

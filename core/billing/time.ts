@@ -23,6 +23,8 @@ export interface ParsedTime {
 
 /** Parses an RFC 3339 date-time; undefined when the text is not one (including impossible dates). */
 export function parseRfc3339(text: string): ParsedTime | undefined {
+  const canonical = parseCanonicalUtc(text);
+  if (canonical !== undefined) return { ms: canonical, utc: true };
   const m = RFC3339.exec(text);
   if (!m) return undefined;
   const year = Number(m[1]);
@@ -48,6 +50,46 @@ export function parseRfc3339(text: string): ParsedTime | undefined {
   const millis = m[7] ? Number(m[7].slice(0, 3).padEnd(3, '0')) : 0;
   const utcMs = Date.UTC(year, month - 1, day, hour, minute, second, millis);
   return { ms: utcMs - offsetMinutes * 60_000, utc: offsetMinutes === 0 };
+}
+
+/**
+ * The form meters nearly always send, YYYY-MM-DDTHH:MM:SS[.fff]Z, read without a regular
+ * expression (ingestion parses millions of them). Undefined for anything else, valid or not:
+ * the general parser then decides.
+ */
+function parseCanonicalUtc(text: string): number | undefined {
+  const length = text.length;
+  if ((length !== 20 && length !== 24) || text.charCodeAt(length - 1) !== 90 /* Z */) return undefined;
+  if (text.charCodeAt(4) !== 45 || text.charCodeAt(7) !== 45 || text.charCodeAt(10) !== 84 || text.charCodeAt(13) !== 58 || text.charCodeAt(16) !== 58) {
+    return undefined;
+  }
+  const year = digits(text, 0, 4);
+  const month = digits(text, 5, 2);
+  const day = digits(text, 8, 2);
+  const hour = digits(text, 11, 2);
+  const minute = digits(text, 14, 2);
+  const second = digits(text, 17, 2);
+  let millis = 0;
+  if (length === 24) {
+    if (text.charCodeAt(19) !== 46 /* . */) return undefined;
+    millis = digits(text, 20, 3);
+  }
+  if (year < 100 || month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month) || hour > 23 || minute > 59 || second > 59) {
+    return undefined;
+  }
+  if (hour < 0 || minute < 0 || second < 0 || millis < 0) return undefined;
+  return Date.UTC(year, month - 1, day, hour, minute, second, millis);
+}
+
+/** The decimal number of `count` ASCII digits at `at`, or -1 when any is not a digit. */
+function digits(text: string, at: number, count: number): number {
+  let value = 0;
+  for (let i = at; i < at + count; i++) {
+    const d = text.charCodeAt(i) - 48;
+    if (d < 0 || d > 9) return -1;
+    value = value * 10 + d;
+  }
+  return value;
 }
 
 const MONTH_DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];

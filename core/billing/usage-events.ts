@@ -1,6 +1,5 @@
-import { hash } from 'node:crypto';
 import { BILLING_DIMENSIONS, isBillingDimension, isResourceType, type BillingDimension, type ResourceType } from './dimensions';
-import { formatScaled, quantityToNano, QUANTITY_SCALE } from './decimal';
+import { quantityToNano } from './decimal';
 import { InvalidInput } from './errors';
 import { MAX_TIME_MS, MIN_TIME_MS, parseRfc3339 } from './time';
 
@@ -52,49 +51,48 @@ export function parseUsageEvents(body: unknown, nowMs: number): UsageEvent[] {
   if (events.length > MAX_EVENTS_PER_REQUEST) {
     throw new InvalidInput('events', `events holds ${events.length} events; at most ${MAX_EVENTS_PER_REQUEST} are accepted per request`);
   }
-  return events.map((event, index) => parseEvent(event, index, nowMs));
+  // Meters repeat the same quantities (one per tick size): each is converted once per request.
+  const quantities = new Map<number, bigint>();
+  return events.map((event, index) => parseEvent(event, index, nowMs, quantities));
 }
 
-/** Validates one event; `index` names it in errors. */
-export function parseEvent(raw: unknown, index: number, nowMs: number): UsageEvent {
-  const fail = (field: string, message: string) => new InvalidInput(field, `events[${index}].${field} ${message}`, index);
+/** Validates one event; `index` names it in errors. `quantities` memoizes quantity conversions. */
+export function parseEvent(raw: unknown, index: number, nowMs: number, quantities?: Map<number, bigint>): UsageEvent {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
     throw new InvalidInput('events', `events[${index}] must be an object`, index);
   }
   const event = raw as Record<string, unknown>;
-  for (const name of Object.keys(event)) {
-    if (!EVENT_FIELDS.has(name)) throw fail(name, 'is not a supported field (unit and cost follow from the billing dimension)');
+  // for-in over a parsed JSON object sees exactly its own keys, without Object.keys' array.
+  for (const name in event) {
+    if (!EVENT_FIELDS.has(name)) throw fieldError(index, name, 'is not a supported field (unit and cost follow from the billing dimension)');
   }
-  const text = (field: string, min: number, max: number): string => {
-    const value = event[field];
-    if (typeof value !== 'string') throw fail(field, 'must be a string');
-    if (value.length < min || value.length > max) throw fail(field, `must be ${min} to ${max} characters long`);
-    if (!PRINTABLE_ASCII.test(value) && UNSTORABLE.test(value)) throw fail(field, 'must not contain control characters or broken unicode');
-    return value;
-  };
-
-  const id = text('id', 1, MAX_ID_LENGTH);
-  const timestamp = text('timestamp', 1, 64);
+  const id = textField(event, index, 'id', 1, MAX_ID_LENGTH);
+  const timestamp = textField(event, index, 'timestamp', 1, 64);
   const parsed = parseRfc3339(timestamp);
-  if (!parsed) throw fail('timestamp', 'must be an RFC 3339 date-time, e.g. 2026-04-16T12:00:00Z');
-  if (parsed.ms < MIN_TIME_MS || parsed.ms >= MAX_TIME_MS) throw fail('timestamp', 'is outside 1970-2105');
-  if (parsed.ms > nowMs + MAX_FUTURE_MS) throw fail('timestamp', 'is more than 5 minutes in the future');
-  const workspace = text('workspace', 1, MAX_TEXT_LENGTH);
-  const resourceType = text('resourceType', 1, MAX_TEXT_LENGTH);
-  if (!isResourceType(resourceType)) throw fail('resourceType', `'${resourceType}' is not a known resource type`);
-  const resourceName = text('resourceName', 1, MAX_TEXT_LENGTH);
-  const resourceUuid = event.resourceUuid === undefined ? '' : text('resourceUuid', 0, MAX_TEXT_LENGTH);
-  const billingDimension = text('billingDimension', 1, MAX_TEXT_LENGTH);
-  if (!isBillingDimension(billingDimension)) throw fail('billingDimension', `'${billingDimension}' is not a known billing dimension`);
+  if (!parsed) throw fieldError(index, 'timestamp', 'must be an RFC 3339 date-time, e.g. 2026-04-16T12:00:00Z');
+  if (parsed.ms < MIN_TIME_MS || parsed.ms >= MAX_TIME_MS) throw fieldError(index, 'timestamp', 'is outside 1970-2105');
+  if (parsed.ms > nowMs + MAX_FUTURE_MS) throw fieldError(index, 'timestamp', 'is more than 5 minutes in the future');
+  const workspace = textField(event, index, 'workspace', 1, MAX_TEXT_LENGTH);
+  const resourceType = textField(event, index, 'resourceType', 1, MAX_TEXT_LENGTH);
+  if (!isResourceType(resourceType)) throw fieldError(index, 'resourceType', `'${resourceType}' is not a known resource type`);
+  const resourceName = textField(event, index, 'resourceName', 1, MAX_TEXT_LENGTH);
+  const resourceUuid = event.resourceUuid === undefined ? '' : textField(event, index, 'resourceUuid', 0, MAX_TEXT_LENGTH);
+  const billingDimension = textField(event, index, 'billingDimension', 1, MAX_TEXT_LENGTH);
+  if (!isBillingDimension(billingDimension)) throw fieldError(index, 'billingDimension', `'${billingDimension}' is not a known billing dimension`);
   const expectedType = BILLING_DIMENSIONS[billingDimension].resourceType;
   if (resourceType !== expectedType) {
-    throw fail('resourceType', `must be '${expectedType}' for billing dimension ${billingDimension}`);
+    throw fieldError(index, 'resourceType', `must be '${expectedType}' for billing dimension ${billingDimension}`);
   }
   const quantity = event.quantity;
   if (typeof quantity !== 'number' || !Number.isFinite(quantity) || quantity < 0) {
-    throw fail('quantity', 'must be a finite non-negative number');
+    throw fieldError(index, 'quantity', 'must be a finite non-negative number');
   }
-  if (quantity > MAX_QUANTITY) throw fail('quantity', `must be at most ${MAX_QUANTITY}`);
+  if (quantity > MAX_QUANTITY) throw fieldError(index, 'quantity', `must be at most ${MAX_QUANTITY}`);
+  let quantityNano = quantities?.get(quantity);
+  if (quantityNano === undefined) {
+    quantityNano = quantityToNano(quantity);
+    quantities?.set(quantity, quantityNano);
+  }
   return {
     id,
     timeMs: parsed.ms,
@@ -103,43 +101,18 @@ export function parseEvent(raw: unknown, index: number, nowMs: number): UsageEve
     resourceName,
     resourceUuid,
     billingDimension,
-    quantityNano: quantityToNano(quantity),
+    quantityNano,
   };
 }
 
-/**
- * Idempotency key of an event: a UUID-shaped digest of account and event id. Fixed-width keys
- * keep the ledger index small whatever ids meters choose.
- */
-export function eventKey(accountId: string, id: string): string {
-  const hex = hash('sha256', `${accountId.length}:${accountId}${id}`, 'hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
+function fieldError(index: number, field: string, message: string): InvalidInput {
+  return new InvalidInput(field, `events[${index}].${field} ${message}`, index);
 }
 
-/**
- * Digest of what an event says (not its id), as decimal text: 52 bits of SHA-256, plenty to
- * tell a re-sent event from a different one under the same id.
- */
-export function payloadHash(event: UsageEvent): string {
-  const text = `${event.timeMs}\n${event.workspace}\n${event.resourceType}\n${event.resourceName}\n${event.resourceUuid}\n${event.billingDimension}\n${event.quantityNano}`;
-  return String(parseInt(hash('sha256', text, 'hex').slice(0, 13), 16));
-}
-
-/** Epoch second an event is stored and counted at. */
-export function eventSecond(event: UsageEvent): number {
-  return Math.floor(event.timeMs / 1000);
-}
-
-/**
- * The event as one JSONEachRow line of the ClickHouse raw table. Decimals are written as bare
- * numbers at the column's scale, which both 18.16 and current servers read exactly.
- */
-export function clickhouseRow(accountId: string, event: UsageEvent, costNano: bigint): string {
-  return (
-    `{"account_id":${JSON.stringify(accountId)},"id":${JSON.stringify(event.id)},"event_time":${eventSecond(event)},` +
-    `"workspace":${JSON.stringify(event.workspace)},"resource_type":"${event.resourceType}",` +
-    `"resource_name":${JSON.stringify(event.resourceName)},"resource_uuid":${JSON.stringify(event.resourceUuid)},` +
-    `"billing_dimension":"${event.billingDimension}","quantity":${formatScaled(event.quantityNano, QUANTITY_SCALE)},` +
-    `"cost":${formatScaled(costNano, QUANTITY_SCALE)}}`
-  );
+function textField(event: Record<string, unknown>, index: number, field: string, min: number, max: number): string {
+  const value = event[field];
+  if (typeof value !== 'string') throw fieldError(index, field, 'must be a string');
+  if (value.length < min || value.length > max) throw fieldError(index, field, `must be ${min} to ${max} characters long`);
+  if (!PRINTABLE_ASCII.test(value) && UNSTORABLE.test(value)) throw fieldError(index, field, 'must not contain control characters or broken unicode');
+  return value;
 }

@@ -6,6 +6,7 @@ import * as jobs from './005_jobs';
 import * as asyncRequests from './006_async_requests';
 import * as customDomains from './008_custom_domains';
 import * as agentThreads from './010_agent_threads';
+import * as usageOutboxTsv from './011_usage_outbox_tsv';
 
 export interface Migration {
   name: string;
@@ -13,4 +14,4 @@ export interface Migration {
 }
 
 /** Applied in this order; a migration, once released, is never edited: add a new one. */
-export const migrations: Migration[] = [foundation, billing, integrations, workloads, jobs, asyncRequests, customDomains, agentThreads];
+export const migrations: Migration[] = [foundation, billing, integrations, workloads, jobs, asyncRequests, customDomains, agentThreads, usageOutboxTsv];

@@ -46,14 +46,14 @@ describe('a flush retried after ClickHouse already took its rows', () => {
     expect((await ingest(h, t, events)).statusCode).toBe(202);
     // What a crash between the ClickHouse insert and the outbox delete leaves behind: the same
     // outbox rows once more after ClickHouse has their events.
-    const pending = await h.pg.query('SELECT account_id, event_count, hours, rows FROM usage_outbox WHERE account_id = $1', [t.accountId]);
+    const pending = await h.pg.query('SELECT account_id, event_count, hours, tsv FROM usage_outbox WHERE account_id = $1', [t.accountId]);
     await h.flush();
     for (const row of pending.rows) {
-      await h.pg.query('INSERT INTO usage_outbox (account_id, event_count, hours, rows) VALUES ($1, $2, $3, $4)', [
+      await h.pg.query('INSERT INTO usage_outbox (account_id, event_count, hours, tsv) VALUES ($1, $2, $3, $4)', [
         row.account_id,
         row.event_count,
         row.hours,
-        row.rows,
+        row.tsv,
       ]);
     }
     await h.flush();
@@ -76,6 +76,32 @@ describe('a flush retried after ClickHouse already took its rows', () => {
     expect(await cost({ resolution: 'hourly' })).toBe(0.00345);
     expect(await cost({ resolution: 'daily' })).toBe(0.00345);
     expect(await cost({ resolution: 'daily', startTime: iso(base), endTime: iso(base + 2 * 24 * HOUR) })).toBe(0.00345);
+  });
+
+  it('flushes outbox rows written before TabSeparated, as JSONEachRow, beside new ones', async () => {
+    const t = await createBillingTenant(h.pg);
+    const at = base + 5 * HOUR;
+    // As earlier versions wrote them: decimals as bare numbers at the column's scale.
+    const legacy = ['old-1', 'old-2'].map(
+      (id, i) =>
+        `{"account_id":"${t.accountId}","id":"${id}","event_time":${at / 1000 + i},"workspace":"${t.workspace}","resource_type":"job",` +
+        `"resource_name":"job-legacy","resource_uuid":"","billing_dimension":"job_compute_runtime_gbs","quantity":4.000000000,"cost":0.000027600}`,
+    );
+    await h.pg.query('INSERT INTO usage_outbox (account_id, event_count, hours, rows) VALUES ($1, 2, $2, $3)', [t.accountId, [at / 1000], legacy.join('\n')]);
+    const fresh = { id: 'new-1', timestamp: iso(at + 10_000), workspace: t.workspace, resourceType: 'job', resourceName: 'job-legacy', billingDimension: 'job_compute_runtime_gbs', quantity: 4 };
+    expect((await ingest(h, t, [fresh])).statusCode).toBe(202);
+    await h.flush();
+
+    const stored = await h.clickhouse.query({
+      query: `SELECT id, toString(cost) AS cost FROM ${h.tables.raw} FINAL WHERE account_id = '${t.accountId}' ORDER BY id`,
+      format: 'JSONEachRow',
+    });
+    expect(await stored.json()).toEqual([
+      { id: 'new-1', cost: '0.000027600' },
+      { id: 'old-1', cost: '0.000027600' },
+      { id: 'old-2', cost: '0.000027600' },
+    ]);
+    expect((await h.pg.query('SELECT count(*)::int AS n FROM usage_outbox WHERE account_id = $1', [t.accountId])).rows[0].n).toBe(0);
   });
 });
 

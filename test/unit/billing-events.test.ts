@@ -1,7 +1,18 @@
 import { costNano, formatScaled, parseScaled, quantityToNano, scaledToNumber } from '../../core/billing/decimal';
 import { InvalidInput } from '../../core/billing/errors';
 import { meterEventId, tickEvent } from '../../core/billing/metering';
-import { clickhouseRow, eventKey, parseEvent, parseUsageEvents, payloadHash } from '../../core/billing/usage-events';
+import { createHash } from 'node:crypto';
+import {
+  encodeUsageBatch,
+  eventKeyText,
+  ledgerCopyData,
+  payloadDigest,
+  RAW_COLUMNS,
+  selectRows,
+  tsvField,
+  writeEventKey,
+} from '../../core/billing/usage-batch';
+import { parseEvent, parseUsageEvents } from '../../core/billing/usage-events';
 
 const NOW = Date.parse('2026-04-16T12:00:00Z');
 const good = {
@@ -95,42 +106,79 @@ describe('parseUsageEvents', () => {
   });
 });
 
-describe('event identity', () => {
+describe('usage batch', () => {
   const [event] = parseUsageEvents({ events: [good] }, NOW);
+  const prices = new Map([['sandbox_compute_runtime_gbs', 8_300_000n]]);
+  const encode = (...events: Record<string, unknown>[]) => encodeUsageBatch('acc-1', parseUsageEvents({ events }, NOW), prices);
+  const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
-  it('keys an id per account', () => {
-    expect(eventKey('acc-1', 'evt-1')).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
-    expect(eventKey('acc-1', 'evt-1')).toBe(eventKey('acc-1', 'evt-1'));
-    expect(eventKey('acc-1', 'evt-1')).not.toBe(eventKey('acc-2', 'evt-1'));
+  it('keys an id per account with the digest earlier ledgers hold', () => {
+    const key = (accountId: string, id: string) => {
+      const keys = Buffer.alloc(16);
+      writeEventKey(keys, 0, accountId, id);
+      return eventKeyText(keys, 0);
+    };
+    // Written by earlier versions as the uuid of SHA-256 over `length:account` and id.
+    const hex = sha256('5:acc-1evt-1');
+    expect(key('acc-1', 'evt-1')).toBe(`${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`);
+    expect(key('acc-1', 'evt-1')).not.toBe(key('acc-2', 'evt-1'));
     // The length prefix keeps account/id boundaries apart.
-    expect(eventKey('acc-1', '1evt')).not.toBe(eventKey('acc-11', 'evt'));
+    expect(key('acc-1', '1evt')).not.toBe(key('acc-11', 'evt'));
   });
 
-  it('hashes what the event says, not how it was written', () => {
+  it('digests what the event says, not how it was written, as earlier ledgers did', () => {
+    const text = `${Date.parse('2026-04-16T11:00:00Z')}\nprod\nsandbox\nweb\n4f7c\nsandbox_compute_runtime_gbs\n1500000000`;
+    expect(payloadDigest(event)).toBe(parseInt(sha256(text).slice(0, 13), 16));
     const [same] = parseUsageEvents({ events: [{ ...good, timestamp: '2026-04-16T13:00:00+02:00', id: 'other' }] }, NOW);
-    expect(payloadHash(same)).toBe(payloadHash(event));
+    expect(payloadDigest(same)).toBe(payloadDigest(event));
     for (const change of [{ quantity: 1.6 }, { resourceName: 'api' }, { timestamp: '2026-04-16T11:00:01Z' }, { resourceUuid: '' }]) {
       const [changed] = parseUsageEvents({ events: [{ ...good, ...change }] }, NOW);
-      expect(payloadHash(changed)).not.toBe(payloadHash(event));
+      expect(payloadDigest(changed)).not.toBe(payloadDigest(event));
     }
   });
 
-  it('renders a ClickHouse row with exact decimals and the second of the event', () => {
-    const [late] = parseUsageEvents({ events: [{ ...good, timestamp: '2026-04-16T11:00:00.900Z', resourceName: 'we"b' }] }, NOW);
-    const row = JSON.parse(clickhouseRow('acc-1', late, 12_450n));
-    expect(row).toEqual({
-      account_id: 'acc-1',
-      id: 'evt-1',
-      event_time: Date.parse('2026-04-16T11:00:00Z') / 1000,
-      workspace: 'prod',
-      resource_type: 'sandbox',
-      resource_name: 'we"b',
-      resource_uuid: '4f7c',
-      billing_dimension: 'sandbox_compute_runtime_gbs',
-      quantity: 1.5,
-      cost: 0.00001245,
-    });
-    expect(clickhouseRow('acc-1', late, 12_450n)).toContain('"quantity":1.500000000,"cost":0.000012450}');
+  it('renders TabSeparated rows with exact decimals, the second of the event and escaped backslashes', () => {
+    const batch = encode({ ...good, timestamp: '2026-04-16T11:00:00.900Z', resourceName: 'we"b\\x' }, { ...good, id: 'evt-2', timestamp: '2026-04-16T09:59:59Z' });
+    const second = Date.parse('2026-04-16T11:00:00Z') / 1000;
+    expect(batch.rows.toString()).toBe(
+      `acc-1\tevt-1\t${second}\tprod\tsandbox\twe"b\\\\x\t4f7c\tsandbox_compute_runtime_gbs\t1.500000000\t0.000012450\n` +
+        `acc-1\tevt-2\t${second - 3601}\tprod\tsandbox\tweb\t4f7c\tsandbox_compute_runtime_gbs\t1.500000000\t0.000012450\n`,
+    );
+    expect(RAW_COLUMNS.split(', ')).toHaveLength(10);
+    expect(batch.hours.sort()).toEqual([second - 7200, second]);
+    expect([...batch.workspaces]).toEqual([['prod', 0]]);
+    expect(selectRows(batch, [1]).toString()).toBe(batch.rows.toString().split('\n')[1] + '\n');
+  });
+
+  it('prices every event at the price it was given, rounded half up to the nano-dollar', () => {
+    const batch = encode({ ...good, quantity: 0.0000005 }, { ...good, id: 'evt-2', quantity: 3 });
+    // 0.0000005 x 0.0000083 USD = 4.15e-12 USD: below half a nano-dollar, so 0.
+    expect(batch.rows.toString().split('\n').map((row) => row.split('\t').slice(8).join(' '))).toEqual([
+      '0.000000500 0.000000000',
+      '3.000000000 0.000024900',
+      '',
+    ]);
+    expect(() => encodeUsageBatch('acc-1', [event], new Map())).toThrow(/no price/);
+  });
+
+  it('writes the ledger rows as PostgreSQL binary COPY data', () => {
+    const batch = encode(good, { ...good, id: 'evt-2', quantity: 2 });
+    const data = ledgerCopyData(batch, [1]);
+    expect(data.subarray(0, 11).toString('latin1')).toBe('PGCOPY\n\xff\r\n\0');
+    expect(data.length).toBe(19 + 34 + 2);
+    expect(data.readInt16BE(19)).toBe(2);
+    expect(data.readInt32BE(21)).toBe(16);
+    expect(data.subarray(25, 41)).toEqual(batch.keys.subarray(16, 32));
+    expect(data.readInt32BE(41)).toBe(8);
+    expect(Number(data.readBigInt64BE(45))).toBe(batch.hashes[1]);
+    expect(data.readInt16BE(53)).toBe(-1);
+    expect(ledgerCopyData(batch).length).toBe(19 + 2 * 34 + 2);
+  });
+
+  it('escapes backslashes in TabSeparated fields and leaves the rest as it is', () => {
+    expect(tsvField('plain')).toBe('plain');
+    expect(tsvField('a\\N')).toBe('a\\\\N');
+    expect(tsvField('é ü "q"')).toBe('é ü "q"');
   });
 });
 

@@ -173,3 +173,25 @@ describe('planSegments', () => {
     );
   });
 });
+
+describe('parseRfc3339 on the canonical UTC form', () => {
+  it('agrees with the general parser and Date.parse for any instant', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: Date.UTC(100, 0, 1), max: Date.UTC(2105, 11, 31) }), fc.boolean(), (ms, withMillis) => {
+        const iso = new Date(ms).toISOString();
+        const text = withMillis ? iso : iso.replace(/\.\d{3}Z$/, 'Z');
+        const expected = withMillis ? ms : ms - (ms % 1000 + 1000) % 1000;
+        expect(parseRfc3339(text)).toEqual({ ms: expected, utc: true });
+        // The same instant in the long form takes the general path.
+        expect(parseRfc3339(text.replace('Z', '+00:00'))).toEqual({ ms: expected, utc: true });
+      }),
+    );
+  });
+
+  it('leaves impossible or malformed canonical-length text to the general parser, which refuses it', () => {
+    for (const text of ['2026-02-30T00:00:00Z', '2026-13-01T00:00:00Z', '2026-01-01T24:00:00Z', '2026-01-01T00:60:00Z', '2026-01-01T00:00:60Z', '2026-01-01T0a:00:00Z', '2026-01-01T00:00:00.1aZ', '2026-01-01 00:00:00Z', '0099-01-01T00:00:00Z']) {
+      expect(parseRfc3339(text)).toBeUndefined();
+    }
+    expect(parseRfc3339('2026-01-01t00:00:00z')).toEqual({ ms: Date.UTC(2026, 0, 1), utc: true });
+  });
+});
