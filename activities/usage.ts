@@ -12,8 +12,15 @@ import type { ActivityDeps } from './deps';
 // Any fixed number; the same in every process sharing the database.
 const FLUSH_LOCK = 7_460_023;
 /** Events moved per ClickHouse insert: large enough for throughput, small enough for memory. */
-const MAX_EVENTS_PER_INSERT = 100_000;
-const MAX_ROWS_PER_INSERT = 200;
+const MAX_EVENTS_PER_INSERT = 500_000;
+const MAX_ROWS_PER_INSERT = 1_000;
+/**
+ * How long the oldest waiting event may wait for a fuller batch. Each batch rebuilds the rollup
+ * periods it touches from all their data, so under load a few large batches cost ClickHouse far
+ * less than many small ones; at rest an event still shows within about this long.
+ */
+const GATHER_MS = 2_000;
+const GATHER_POLL_MS = 100;
 const LOCK_RETRY_MS = 250;
 const NEWLINE = Buffer.from('\n');
 
@@ -53,7 +60,7 @@ export async function flushUsageOutbox(pool: Pool, clickhouse: ClickHouseClient,
       await new Promise((resolve) => setTimeout(resolve, LOCK_RETRY_MS));
     }
     for (;;) {
-      const batch = await nextBatch(pool);
+      const batch = await nextBatch(pool, deadline, options.progress);
       if (batch.length === 0) return { events: moved, more: false };
       await insertRaw(pool, clickhouse, tables, batch);
       await rebuildRollups(pool, clickhouse, tables, batch);
@@ -75,19 +82,30 @@ interface OutboxRow {
   hours: string[];
 }
 
-/** The oldest outbox rows, as many as fit in one insert (always at least one), without their events. */
-async function nextBatch(pool: Pool): Promise<OutboxRow[]> {
-  const heads = await pool.query<OutboxRow>('SELECT seq, account_id, event_count, hours FROM usage_outbox ORDER BY seq LIMIT $1', [
-    MAX_ROWS_PER_INSERT,
-  ]);
-  const chosen: OutboxRow[] = [];
-  let events = 0;
-  for (const head of heads.rows) {
-    if (chosen.length > 0 && events + head.event_count > MAX_EVENTS_PER_INSERT) break;
-    chosen.push(head);
-    events += head.event_count;
+/**
+ * The oldest outbox rows, as many as fit in one insert, without their events; empty when the
+ * outbox is. While they fill less than an insert, it waits for more until the oldest has waited
+ * GATHER_MS (or the deadline comes).
+ */
+async function nextBatch(pool: Pool, deadline: number, progress?: () => void): Promise<OutboxRow[]> {
+  for (;;) {
+    const heads = await pool.query<OutboxRow & { waited_ms: number }>(
+      `SELECT seq, account_id, event_count, hours, (extract(epoch FROM clock_timestamp() - accepted_at) * 1000)::float8 AS waited_ms
+         FROM usage_outbox ORDER BY seq LIMIT $1`,
+      [MAX_ROWS_PER_INSERT],
+    );
+    const chosen: OutboxRow[] = [];
+    let events = 0;
+    for (const head of heads.rows) {
+      if (chosen.length > 0 && events + head.event_count > MAX_EVENTS_PER_INSERT) break;
+      chosen.push(head);
+      events += head.event_count;
+    }
+    const full = chosen.length < heads.rows.length || heads.rows.length === MAX_ROWS_PER_INSERT;
+    if (chosen.length === 0 || full || heads.rows[0].waited_ms >= GATHER_MS || Date.now() + GATHER_POLL_MS >= deadline) return chosen;
+    progress?.();
+    await new Promise((resolve) => setTimeout(resolve, GATHER_POLL_MS));
   }
-  return chosen;
 }
 
 /**

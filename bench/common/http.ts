@@ -19,7 +19,7 @@ export class HttpClient {
     this.agent = new http.Agent({ keepAlive: true, maxSockets });
   }
 
-  request(method: string, path: string, headers: Record<string, string> = {}, body?: string): Promise<HttpResponse> {
+  request(method: string, path: string, headers: Record<string, string> = {}, body?: string | Buffer): Promise<HttpResponse> {
     return new Promise((resolve, reject) => {
       const req = http.request(
         {
@@ -43,7 +43,7 @@ export class HttpClient {
   }
 
   /** The request, failing unless it answers `status` (the body is in the error, for a clear bench failure). */
-  async expect(status: number, method: string, path: string, headers: Record<string, string> = {}, body?: string): Promise<HttpResponse> {
+  async expect(status: number, method: string, path: string, headers: Record<string, string> = {}, body?: string | Buffer): Promise<HttpResponse> {
     const response = await this.request(method, path, headers, body);
     if (response.status !== status) {
       throw new Error(`${method} ${path} answered ${response.status}, expected ${status}: ${response.body.slice(0, 300)}`);
