@@ -5,6 +5,7 @@ import type { Pool } from 'pg';
 import { Readable } from 'node:stream';
 import { REBUILD_SETTINGS, rebuildSql } from '../core/billing/rollup-sql';
 import { usageTables, type UsageTables } from '../core/billing/storage';
+import { chooseFlushBatch, type OutboxHead, type OutboxRow } from '../core/billing/flush-batch';
 import { RAW_COLUMNS } from '../core/billing/usage-batch';
 import { USAGE_FLUSH_WORKFLOW_ID, usageFlushWorkflow } from '../workflows/usage-flush';
 import type { ActivityDeps } from './deps';
@@ -12,8 +13,7 @@ import type { ActivityDeps } from './deps';
 // Any fixed number; the same in every process sharing the database.
 const FLUSH_LOCK = 7_460_023;
 /** Events moved per ClickHouse insert: large enough for throughput, small enough for memory. */
-const MAX_EVENTS_PER_INSERT = 500_000;
-const MAX_ROWS_PER_INSERT = 1_000;
+const FLUSH_LIMITS = { maxEvents: 500_000, maxRows: 1_000 };
 /**
  * How long the oldest waiting event may wait for a fuller batch. Each batch rebuilds the rollup
  * periods it touches from all their data, so under load a few large batches cost ClickHouse far
@@ -36,6 +36,8 @@ export interface FlushOptions {
   budgetMs?: number;
   /** Called between inserts (the activity heartbeats there). */
   progress?: () => void;
+  /** How long the oldest waiting event may wait for a fuller batch (GATHER_MS); 0 flushes at once. */
+  gatherMs?: number;
 }
 
 /**
@@ -60,7 +62,7 @@ export async function flushUsageOutbox(pool: Pool, clickhouse: ClickHouseClient,
       await new Promise((resolve) => setTimeout(resolve, LOCK_RETRY_MS));
     }
     for (;;) {
-      const batch = await nextBatch(pool, deadline, options.progress);
+      const batch = await nextBatch(pool, { deadline, gatherMs: options.gatherMs ?? GATHER_MS, progress: options.progress });
       if (batch.length === 0) return { events: moved, more: false };
       await insertRaw(pool, clickhouse, tables, batch);
       await rebuildRollups(pool, clickhouse, tables, batch);
@@ -75,35 +77,22 @@ export async function flushUsageOutbox(pool: Pool, clickhouse: ClickHouseClient,
   }
 }
 
-interface OutboxRow {
-  seq: string;
-  account_id: string;
-  event_count: number;
-  hours: string[];
-}
 
 /**
  * The oldest outbox rows, as many as fit in one insert, without their events; empty when the
- * outbox is. While they fill less than an insert, it waits for more until the oldest has waited
- * GATHER_MS (or the deadline comes).
+ * outbox is. While they fill less than an insert, it waits for more (see chooseFlushBatch) until
+ * the deadline comes.
  */
-async function nextBatch(pool: Pool, deadline: number, progress?: () => void): Promise<OutboxRow[]> {
+async function nextBatch(pool: Pool, wait: { deadline: number; gatherMs: number; progress?: () => void }): Promise<OutboxRow[]> {
   for (;;) {
-    const heads = await pool.query<OutboxRow & { waited_ms: number }>(
+    const heads = await pool.query<OutboxHead>(
       `SELECT seq, account_id, event_count, hours, (extract(epoch FROM clock_timestamp() - accepted_at) * 1000)::float8 AS waited_ms
          FROM usage_outbox ORDER BY seq LIMIT $1`,
-      [MAX_ROWS_PER_INSERT],
+      [FLUSH_LIMITS.maxRows],
     );
-    const chosen: OutboxRow[] = [];
-    let events = 0;
-    for (const head of heads.rows) {
-      if (chosen.length > 0 && events + head.event_count > MAX_EVENTS_PER_INSERT) break;
-      chosen.push(head);
-      events += head.event_count;
-    }
-    const full = chosen.length < heads.rows.length || heads.rows.length === MAX_ROWS_PER_INSERT;
-    if (chosen.length === 0 || full || heads.rows[0].waited_ms >= GATHER_MS || Date.now() + GATHER_POLL_MS >= deadline) return chosen;
-    progress?.();
+    const batch = chooseFlushBatch(heads.rows, { ...FLUSH_LIMITS, gatherMs: wait.gatherMs });
+    if (batch.ready || Date.now() + GATHER_POLL_MS >= wait.deadline) return batch.rows;
+    wait.progress?.();
     await new Promise((resolve) => setTimeout(resolve, GATHER_POLL_MS));
   }
 }

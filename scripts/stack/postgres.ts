@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
 import { postgresBinDir } from './binaries';
@@ -56,6 +57,11 @@ function removeStaleLockFiles(pgdata: string, lockFiles: string[]): void {
   }
 }
 
+/** An eighth of the machine's memory, between PostgreSQL's default 128 MB and 1 GB. */
+function sharedBuffersMb(): number {
+  return Math.max(128, Math.min(1024, Math.floor(os.totalmem() / 8 / 2 ** 20)));
+}
+
 /**
  * Our own cluster under `<dataDir>/postgres`: initdb on the first start (role `hangar`, password
  * auth on TCP and socket alike), then PostgreSQL 15 on 127.0.0.1 with its socket inside the
@@ -79,6 +85,12 @@ export async function startLocalPostgres(
     listen_addresses: '127.0.0.1',
     // A data folder deep enough to overflow a socket path simply gets no socket; we use TCP.
     unix_socket_directories: socketFits ? socketDir : '',
+    // The usage ledger's index grows with every event and is written at random places: it
+    // should stay in memory, and checkpoints (each followed by full-page images of every page
+    // touched again) should come by time, not by WAL volume, during an ingestion burst.
+    shared_buffers: `${sharedBuffersMb()}MB`,
+    max_wal_size: '2GB',
+    checkpoint_timeout: '15min',
     ...(options.fastWrites ? { fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off' } : {}),
   };
   const adminUrl = urlOf(password, port, 'postgres');
