@@ -77,7 +77,6 @@ export async function flushUsageOutbox(pool: Pool, clickhouse: ClickHouseClient,
   }
 }
 
-
 /**
  * The oldest outbox rows, as many as fit in one insert, without their events; empty when the
  * outbox is. While they fill less than an insert, it waits for more (see chooseFlushBatch) until

@@ -87,6 +87,21 @@ describe('usage-events ingestion', () => {
     expect(tooMany.json().message).toContain('10000');
   });
 
+  it('refuses a body that is not JSON, and text it could not store, naming where', async () => {
+    const post = (payload: string) =>
+      h.call(t.admin.apiKey, { method: 'POST', url: `/v0/accounts/${t.accountId}/usage-events`, headers: { 'content-type': 'application/json' }, payload });
+    const broken = await post('{"events": [');
+    expect(broken.statusCode).toBe(400);
+    expect(broken.json()).toMatchObject({ error: 'bad_request', message: expect.stringContaining('not valid JSON') });
+    const nul = await post(JSON.stringify({ events: [event('n-1'), event('n-2', { resourceName: 'a\u0000b' })] }));
+    expect(nul.statusCode).toBe(400);
+    expect(nul.json()).toMatchObject({ index: 1, field: 'resourceName' });
+    const later = await ingest(h, t, [event('w-a'), event('w-b', { workspace: 'nope-2' }), event('w-c', { workspace: 'nope-1' })]);
+    expect(later.json()).toMatchObject({ index: 1, field: 'workspace', message: expect.stringContaining("'nope-2'") });
+    // Nothing of the refused requests was accepted.
+    expect((await ingest(h, t, [event('n-1'), event('w-a')])).json()).toEqual({ accepted: 2, duplicates: 0 });
+  });
+
   it('is reserved to account admins of that account', async () => {
     const asWorkspaceAdmin = await h.call(t.workspaceAdmin.apiKey, {
       method: 'POST',
