@@ -41,32 +41,36 @@ export function encodeUsageBatch(accountId: string, events: UsageEvent[], prices
   const ids = new Array<string>(size);
   const hours = new Set<number>();
   const workspaces = new Map<string, number>();
-  // Every event of a dimension at the same quantity costs the same: priced once per request.
-  const costs = new Map<string, string>();
+  // Meters repeat a few quantities: each is rendered (and priced, per dimension) once per request.
+  const quantities = new Map<bigint, QuantityText>();
   const account = tsvField(accountId);
+  const keyPrefix = eventKeyPrefix(accountId);
   let rows = Buffer.allocUnsafe(Math.max(1024, size * 256));
   let length = 0;
   for (let i = 0; i < size; i++) {
     const event = events[i];
-    ids[i] = event.id;
-    writeEventKey(keys, 16 * i, accountId, event.id);
-    hashes[i] = payloadDigest(event);
-    const second = Math.floor(event.timeMs / 1000);
-    seconds[i] = second;
-    hours.add(second - (second % 3600));
-    if (!workspaces.has(event.workspace)) workspaces.set(event.workspace, i);
-    const quantity = formatScaled(event.quantityNano, QUANTITY_SCALE);
-    const costKey = `${event.billingDimension}\t${quantity}`;
-    let cost = costs.get(costKey);
+    let quantity = quantities.get(event.quantityNano);
+    if (quantity === undefined) {
+      quantity = { digits: String(event.quantityNano), text: formatScaled(event.quantityNano, QUANTITY_SCALE), costs: new Map() };
+      quantities.set(event.quantityNano, quantity);
+    }
+    let cost = quantity.costs.get(event.billingDimension);
     if (cost === undefined) {
       const price = prices.get(event.billingDimension);
       if (price === undefined) throw new Error(`no price for billing dimension ${event.billingDimension}`);
       cost = formatScaled(costNano(event.quantityNano, price), QUANTITY_SCALE);
-      costs.set(costKey, cost);
+      quantity.costs.set(event.billingDimension, cost);
     }
+    ids[i] = event.id;
+    writeEventKey(keys, 16 * i, keyPrefix, event.id);
+    hashes[i] = payloadDigest(event, quantity.digits);
+    const second = Math.floor(event.timeMs / 1000);
+    seconds[i] = second;
+    hours.add(second - (second % 3600));
+    if (!workspaces.has(event.workspace)) workspaces.set(event.workspace, i);
     const row =
       `${account}\t${tsvField(event.id)}\t${second}\t${tsvField(event.workspace)}\t${event.resourceType}\t` +
-      `${tsvField(event.resourceName)}\t${tsvField(event.resourceUuid)}\t${event.billingDimension}\t${quantity}\t${cost}\n`;
+      `${tsvField(event.resourceName)}\t${tsvField(event.resourceUuid)}\t${event.billingDimension}\t${quantity.text}\t${cost}\n`;
     // A UTF-16 unit is at most 3 UTF-8 bytes: room for the row is known without measuring it.
     if (length + 3 * row.length > rows.length) {
       const grown = Buffer.allocUnsafe(2 * rows.length + 3 * row.length);
@@ -77,6 +81,15 @@ export function encodeUsageBatch(accountId: string, events: UsageEvent[], prices
     rowEnds[i] = length;
   }
   return { accountId, size, ids, keys, hashes, rows: rows.subarray(0, length), rowEnds, seconds, hours: [...hours], workspaces };
+}
+
+interface QuantityText {
+  /** Nano-units as integer digits, as the payload digest reads them. */
+  digits: string;
+  /** Decimal text at the column's scale. */
+  text: string;
+  /** Cost text by billing dimension. */
+  costs: Map<string, string>;
 }
 
 /** The rows of the events at `indices` (ascending), as one buffer. */
@@ -93,11 +106,17 @@ export function tsvField(value: string): string {
 }
 
 /**
- * Idempotency key of an event: the first 16 bytes of SHA-256 over account and id, written at
- * `offset`. Fixed-width keys keep the ledger index small whatever ids meters choose.
+ * Idempotency key of an event: the first 16 bytes of SHA-256 over eventKeyPrefix(account) and
+ * the id, written at `offset`. Fixed-width keys keep the ledger index small whatever ids meters
+ * choose.
  */
-export function writeEventKey(target: Buffer, offset: number, accountId: string, id: string): void {
-  target.write(hash('sha256', `${accountId.length}:${accountId}${id}`, 'binary'), offset, 16, 'latin1');
+export function writeEventKey(target: Buffer, offset: number, prefix: string, id: string): void {
+  target.write(hash('sha256', prefix + id, 'binary'), offset, 16, 'binary');
+}
+
+/** The account's part of its events' keys; the length keeps account/id boundaries apart. */
+export function eventKeyPrefix(accountId: string): string {
+  return `${accountId.length}:${accountId}`;
 }
 
 /** The key as PostgreSQL prints a uuid. */
@@ -110,8 +129,8 @@ export function eventKeyText(keys: Buffer, index: number): string {
  * Digest of what an event says (not its id): the first 52 bits of SHA-256, plenty to tell a
  * re-sent event from a different one under the same id, and exact in a double.
  */
-export function payloadDigest(event: UsageEvent): number {
-  const text = `${event.timeMs}\n${event.workspace}\n${event.resourceType}\n${event.resourceName}\n${event.resourceUuid}\n${event.billingDimension}\n${event.quantityNano}`;
+export function payloadDigest(event: UsageEvent, quantityDigits = String(event.quantityNano)): number {
+  const text = `${event.timeMs}\n${event.workspace}\n${event.resourceType}\n${event.resourceName}\n${event.resourceUuid}\n${event.billingDimension}\n${quantityDigits}`;
   const digest = hash('sha256', text, 'binary');
   let value = 0;
   for (let i = 0; i < 6; i++) value = value * 256 + digest.charCodeAt(i);

@@ -13,6 +13,7 @@ import { addIdentity, createTenant, startTestApp, unique, type TestApp, type Tes
 import { testRuntime } from '../helpers/sandbox-runtime';
 import { eventually, startControlWorker, startNodeWorker, type RunningWorker } from '../helpers/workers';
 import { startRunGateway, stopRuntimeTest } from '../helpers/runtime-platform';
+import { outboxEvents } from '../helpers/usage-outbox';
 
 // Async agent requests end to end: the example echo agent and a slow agent deployed from code
 // bundles, the run gateway, the control and node workers, and callback targets on this host.
@@ -129,10 +130,7 @@ async function callbackSecret(key = tenant.admin.apiKey) {
 }
 
 /** Usage events of the tenant's account waiting in the outbox. */
-async function outboxEvents(): Promise<{ id: string; billing_dimension: string; resource_name: string; resource_uuid: string; quantity: number }[]> {
-  const { rows } = await t.app.pg.query<{ rows: string }>('SELECT rows FROM usage_outbox WHERE account_id = $1', [tenant.accountId]);
-  return rows.flatMap((r) => r.rows.split('\n').filter(Boolean).map((line) => JSON.parse(line)));
-}
+const tenantUsage = () => outboxEvents(t.app.pg, tenant.accountId);
 
 async function agentId(name: string): Promise<string> {
   const { rows } = await t.app.pg.query<{ id: string }>(`SELECT id FROM resources WHERE workspace_id = $1 AND kind = 'agents' AND name = $2`, [tenant.workspaceId, name]);
@@ -188,7 +186,7 @@ describe('an async request', () => {
 
       // Metered once, as one agent_async_requests_count of the agent.
       const meterId = await meterIdOf('echo', accepted);
-      const events = (await outboxEvents()).filter((e) => e.id === meterId);
+      const events = (await tenantUsage()).filter((e) => e.id === meterId);
       expect(events).toEqual([expect.objectContaining({ billing_dimension: 'agent_async_requests_count', resource_name: 'echo', resource_uuid: await agentId('echo'), quantity: 1 })]);
     } finally {
       await target.close();
@@ -295,7 +293,7 @@ test('workers stopped while the agent works, then restarted: the request complet
     expect(target.requests).toHaveLength(1);
     expect(target.requests[0].body).toMatchObject({ id: accepted.id, status: 'succeeded' });
     const meterId = await meterIdOf('slow', accepted);
-    expect((await outboxEvents()).filter((e) => e.id === meterId)).toHaveLength(1);
+    expect((await tenantUsage()).filter((e) => e.id === meterId)).toHaveLength(1);
   } finally {
     await target.close();
   }

@@ -11,6 +11,7 @@ import { tenantResources } from '../helpers/resources';
 import { testRuntime } from '../helpers/sandbox-runtime';
 import { startControlWorker, startNodeWorker, type RunningWorker } from '../helpers/workers';
 import { startRunGateway, stopRuntimeTest } from '../helpers/runtime-platform';
+import { outboxEvents } from '../helpers/usage-outbox';
 
 // Custom domains: CRUD on base_url, Host routing on a real run_url listener to deployed examples,
 // metering by the domain's workflow.
@@ -77,10 +78,7 @@ function viaHost(host: string, pathname: string, init: { method?: string; body?:
   });
 }
 
-async function outboxEvents(resourceUuid: string) {
-  const { rows } = await t.app.pg.query<{ rows: string }>('SELECT rows FROM usage_outbox WHERE account_id = $1', [tenant.accountId]);
-  return rows.flatMap((r) => r.rows.split('\n').filter(Boolean).map((line) => JSON.parse(line))).filter((e) => e.resource_uuid === resourceUuid);
-}
+const domainUsage = (resourceUuid: string) => outboxEvents(t.app.pg, tenant.accountId, resourceUuid);
 
 describe('the custom domain resource', () => {
   test('invalid host names and targets are refused with 400 naming the field', async () => {
@@ -235,7 +233,7 @@ describe('routing by Host on run_url', () => {
     await handle.result();
     expect((await handle.describe()).status.name).toBe('COMPLETED');
 
-    const events = await outboxEvents(id);
+    const events = await domainUsage(id);
     expect(events.length).toBeGreaterThan(0);
     for (const event of events) {
       expect(event).toMatchObject({ resource_type: 'custom_domain', resource_name: 'gone', billing_dimension: 'custom_domain_active_time_hours', workspace: tenant.workspace });
@@ -281,7 +279,7 @@ describe('routing by Host on run_url', () => {
     await resources().gone('customdomains', 'later', 30_000);
     // Billed up to the DELETE, not up to when the returning worker got to it. (Event times are
     // whole seconds at or before the period's start, so each sum is at or before the period's end.)
-    const events = await outboxEvents(id);
+    const events = await domainUsage(id);
     expect(events.length).toBeGreaterThan(0);
     for (const event of events) expect(event.event_time + Number(event.quantity) * 3600).toBeLessThanOrEqual(deletedBy! / 1000 + 0.01);
   }, 90_000);
@@ -293,7 +291,7 @@ describe('routing by Host on run_url', () => {
     const period = { key, from: to - 600_000, to };
     expect(await activities.recordCustomDomainUsage(period)).toBe(false); // no such record: metering would end
     await activities.recordCustomDomainUsage(period);
-    const events = (await outboxEvents(key.id)).filter((e) => e.resource_name === key.name);
+    const events = (await domainUsage(key.id)).filter((e) => e.resource_name === key.name);
     expect(events).toHaveLength(1);
     expect(Number(events[0].quantity)).toBeCloseTo(1 / 6, 6);
     expect(events[0].id).toBe(meterEventId(customDomainUsageTicks({ ...period, accountId: tenant.accountId })[0]));

@@ -7,6 +7,7 @@ import { tenantResources } from '../helpers/resources';
 import { testRuntime } from '../helpers/sandbox-runtime';
 import { stopRuntimeTest } from '../helpers/runtime-platform';
 import { eventually, startControlWorker, startNodeWorker, type RunningWorker } from '../helpers/workers';
+import { outboxEvents } from '../helpers/usage-outbox';
 
 let t: TestApp;
 let tenant: TestTenant;
@@ -113,9 +114,7 @@ test('delete (of a sandbox in standby by now): DELETING, then gone with its proc
   expect(fs.existsSync(runtime.socketPath(id))).toBe(false);
 
   // Its life was metered: compute while RUNNING, snapshot storage while in STANDBY, its image throughout.
-  const { rows } = await t.app.pg.query<{ rows: string }>('SELECT rows FROM usage_outbox WHERE account_id = $1', [tenant.accountId]);
-  const events = rows.flatMap((r) => r.rows.split('\n').filter(Boolean).map((line) => JSON.parse(line)));
-  const mine = events.filter((e) => e.resource_uuid === id);
+  const mine = await outboxEvents(t.app.pg, tenant.accountId, id);
   const dimensions = new Set(mine.map((e) => e.billing_dimension));
   expect([...dimensions].sort()).toEqual(['sandbox_compute_runtime_gbs', 'sandbox_image_storage_gbs', 'sandbox_snapshot_storage_gbs']);
   for (const event of mine) expect(Number(event.quantity)).toBeGreaterThan(0);

@@ -11,6 +11,7 @@ import { tenantResources } from '../helpers/resources';
 import { testRuntime } from '../helpers/sandbox-runtime';
 import { eventually, startControlWorker, startNodeWorker, type RunningWorker } from '../helpers/workers';
 import { startRunGateway, stopRuntimeTest } from '../helpers/runtime-platform';
+import { outboxEvents } from '../helpers/usage-outbox';
 
 // Workloads with `minScale: 0`: stopped after an idle period, started again by the next request.
 const IDLE_SECONDS = 2;
@@ -85,11 +86,7 @@ async function scaledToZero(name: string) {
 
 /** Usage events recorded for one resource so far (outbox rows, before the flush moves them); event_time is in whole seconds. */
 async function usageOf(resourceId: string): Promise<{ billing_dimension: string; event_time: number; quantity: number }[]> {
-  const { rows } = await t.app.pg.query<{ rows: string }>('SELECT rows FROM usage_outbox WHERE account_id = $1', [tenant.accountId]);
-  return rows
-    .flatMap((r) => r.rows.split('\n').filter(Boolean).map((line) => JSON.parse(line)))
-    .filter((e) => e.resource_uuid === resourceId)
-    .map((e) => ({ ...e, quantity: Number(e.quantity) }));
+  return outboxEvents(t.app.pg, tenant.accountId, resourceId);
 }
 
 const startedAgain = (body: { events: { message: string }[] }) => body.events.filter((e) => /started again for a request/.test(e.message)).length;

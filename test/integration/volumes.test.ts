@@ -9,6 +9,7 @@ import { tenantResources } from '../helpers/resources';
 import { testRuntime } from '../helpers/sandbox-runtime';
 import { stopRuntimeTest } from '../helpers/runtime-platform';
 import { eventually, startControlWorker, startNodeWorker, type RunningWorker } from '../helpers/workers';
+import { outboxEvents } from '../helpers/usage-outbox';
 
 let t: TestApp;
 let tenant: TestTenant;
@@ -98,9 +99,7 @@ test('a volume outlives the sandbox that wrote to it, has a real size, and is me
   expect(fs.existsSync(store.imagePath(volumeId))).toBe(false);
   expect(fs.existsSync(store.mountPoint(volumeId))).toBe(false);
 
-  const { rows } = await t.app.pg.query<{ rows: string }>('SELECT rows FROM usage_outbox WHERE account_id = $1', [tenant.accountId]);
-  const events = rows.flatMap((r) => r.rows.split('\n').filter(Boolean).map((line) => JSON.parse(line)));
-  const mine = events.filter((e) => e.resource_uuid === volumeId);
+  const mine = await outboxEvents(t.app.pg, tenant.accountId, volumeId);
   expect(mine.length).toBeGreaterThan(0);
   for (const event of mine) {
     expect(event.billing_dimension).toBe('volume_storage_gbs');

@@ -19,6 +19,7 @@ import { createTenant, startTestApp, unique, type TestApp, type TestTenant } fro
 import { testRuntime } from '../helpers/sandbox-runtime';
 import { eventually, startControlWorker, startNodeWorker, type RunningWorker } from '../helpers/workers';
 import { startRunGateway, stopRuntimeTest } from '../helpers/runtime-platform';
+import { outboxEvents } from '../helpers/usage-outbox';
 
 // Deploying the examples from code bundles and calling them through the inference gateway.
 const EXAMPLES = path.resolve(__dirname, '..', '..', 'examples');
@@ -250,8 +251,7 @@ describe('the example agent', () => {
 
     // Its life was metered: compute (memory limit x seconds) while it ran, its bundles while stored.
     const events = await eventually('usage of the agent', async () => {
-      const { rows } = await t.app.pg.query<{ rows: string }>('SELECT rows FROM usage_outbox WHERE account_id = $1', [tenant.accountId]);
-      const mine = rows.flatMap((r) => r.rows.split('\n').filter(Boolean).map((line) => JSON.parse(line))).filter((e) => e.resource_uuid === row.rows[0].id);
+      const mine = await outboxEvents(t.app.pg, tenant.accountId, row.rows[0].id);
       return mine.some((e) => e.billing_dimension === 'agent_image_storage_gbs') ? mine : undefined;
     });
     expect(new Set(events.map((e) => `${e.resource_type}/${e.billing_dimension}`))).toEqual(new Set(['agent/agent_compute_runtime_gbs', 'agent/agent_image_storage_gbs']));

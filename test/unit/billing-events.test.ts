@@ -4,6 +4,7 @@ import { meterEventId, tickEvent } from '../../core/billing/metering';
 import { createHash } from 'node:crypto';
 import {
   encodeUsageBatch,
+  eventKeyPrefix,
   eventKeyText,
   ledgerCopyData,
   payloadDigest,
@@ -115,7 +116,7 @@ describe('usage batch', () => {
   it('keys an id per account with the digest earlier ledgers hold', () => {
     const key = (accountId: string, id: string) => {
       const keys = Buffer.alloc(16);
-      writeEventKey(keys, 0, accountId, id);
+      writeEventKey(keys, 0, eventKeyPrefix(accountId), id);
       return eventKeyText(keys, 0);
     };
     // Written by earlier versions as the uuid of SHA-256 over `length:account` and id.
