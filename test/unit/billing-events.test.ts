@@ -176,6 +176,17 @@ describe('usage batch', () => {
     expect(ledgerCopyData(batch).length).toBe(19 + 2 * 34 + 2);
   });
 
+  it('writes the ledger rows in key order, each key with its own digest', () => {
+    const batch = encode(...Array.from({ length: 300 }, (_, i) => ({ ...good, id: `k-${i}`, quantity: i })));
+    const data = ledgerCopyData(batch);
+    const rows = Array.from({ length: 300 }, (_, n) => data.subarray(19 + 34 * n, 19 + 34 * (n + 1)));
+    const keys = rows.map((row) => row.subarray(6, 22).toString('hex'));
+    expect([...keys].sort()).toEqual(keys);
+    const digestOf = new Map(Array.from({ length: 300 }, (_, i) => [batch.keys.toString('hex', 16 * i, 16 * i + 16), batch.hashes[i]]));
+    expect(digestOf.size).toBe(300);
+    rows.forEach((row, n) => expect(Number(row.readBigInt64BE(26))).toBe(digestOf.get(keys[n])));
+  });
+
   it('escapes backslashes in TabSeparated fields and leaves the rest as it is', () => {
     expect(tsvField('plain')).toBe('plain');
     expect(tsvField('a\\N')).toBe('a\\\\N');
