@@ -1,7 +1,7 @@
 import { sqlLiteral } from '../sql-literal';
 import { enrichmentFields, reportsUsage } from './grouping';
 import type { GroupDimension, MetricsFilters, MetricsQuery, MetricsWindow } from './metrics-query';
-import { latestSnapshot, planSegments, tableOf, TIME_COLUMN, type Segment, type UsageTables } from './storage';
+import { latestRowsSql, planSegments, tableOf, TIME_COLUMN, type Segment, type UsageTables } from './storage';
 import type { Resolution } from './time';
 
 /**
@@ -147,10 +147,8 @@ function segmentSql(scope: MetricsScope, segment: Segment, dims: boolean, column
     // FINAL: raw rows re-sent by a retried flush are read once.
     return `SELECT ${selected.join(', ')} FROM ${table} FINAL WHERE ${where.join(' AND ')}`;
   }
-  // The latest snapshot of a period holds every key of the period, so the snapshot version can be
-  // found among the rows the query selects anyway: the same conditions narrow both.
-  where.push(latestSnapshot(table, time, where.join(' AND ')));
-  return `SELECT ${selected.join(', ')} FROM ${table} WHERE ${where.join(' AND ')}`;
+  const measures = columns.filter((column) => column === 'cost' || column === 'quantity');
+  return `SELECT ${selected.join(', ')} FROM (${latestRowsSql(table, time, dims, measures, where.join(' AND '))})`;
 }
 
 function sharedConditions(scope: MetricsScope, query: SourceQuery, after: readonly string[] | undefined): string[] {

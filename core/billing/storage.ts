@@ -10,7 +10,8 @@
  *
  * A rollup rebuild writes a complete snapshot of each (account, period) it touches, in one part
  * per partition (so atomically), under a version higher than any before. Reads keep, per period,
- * the rows of the highest version present: always one complete snapshot, never two.
+ * the rows of the highest version present (see latestRowsSql): always one complete snapshot,
+ * never two.
  *
  * A window is cut into whole days (daily), whole hours (hourly) and sub-hour edges (raw), so
  * reads touch the smallest table that holds each part exactly.
@@ -49,14 +50,26 @@ export function usageTables(database: string): UsageTables {
   };
 }
 
+/** What identifies a row of a rollup table within its account and period. */
+const ROLLUP_IDENTITY = {
+  full: ['workspace', 'resource_type', 'resource_name', 'resource_uuid', 'billing_dimension'],
+  dims: ['workspace', 'resource_type', 'billing_dimension'],
+} as const;
+
 /**
- * Condition keeping only the latest snapshot of each period of a rollup table; `scope` selects
- * the rows to look at, at least those of the outer query for one account (a latest snapshot holds
- * every key of its period, so any such selection finds its version). Cheaper than FINAL, which
- * would merge on every key column.
+ * The rows of the latest snapshot of each period among those `where` selects from a rollup
+ * table (`dims`: one without resource names and uuids), as account_id, the time column, the
+ * identity columns and `measures`. A later snapshot of a period holds every row identity of an
+ * earlier one (events are never taken back), so the latest snapshot's rows are, per identity,
+ * the values of its highest version: found in one grouped pass, where matching each row against
+ * its period's latest version reads the table twice.
  */
-export function latestSnapshot(table: string, time: string, scope: string): string {
-  return `(${time}, version) IN (SELECT ${time}, max(version) FROM ${table} WHERE ${scope} GROUP BY ${time})`;
+export function latestRowsSql(table: string, time: string, dims: boolean, measures: readonly string[], where: string): string {
+  const identity = ['account_id', time, ...ROLLUP_IDENTITY[dims ? 'dims' : 'full']].join(', ');
+  // Aliases differ from the column names: ClickHouse would otherwise see the alias inside its own aggregate.
+  const latest = measures.map((measure) => `argMax(${measure}, version) AS latest_${measure}`);
+  const renamed = measures.map((measure) => `latest_${measure} AS ${measure}`);
+  return `SELECT ${[identity, ...renamed].join(', ')} FROM (SELECT ${[identity, ...latest].join(', ')} FROM ${table} WHERE ${where} GROUP BY ${identity})`;
 }
 
 export interface Segment {

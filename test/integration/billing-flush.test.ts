@@ -109,6 +109,55 @@ describe('a flush retried after ClickHouse already took its rows', () => {
  * The outage test runs on its own PostgreSQL database and its own ClickHouse server, so that
  * stopping ClickHouse and flushing cannot disturb (or be disturbed by) other test files.
  */
+describe('a period rebuilt while its earlier snapshot is still stored', () => {
+  let h: BillingHarness;
+  beforeAll(async () => {
+    h = await startBillingHarness();
+  });
+  afterAll(() => h.close());
+
+  it('is read from its latest snapshot only, in every rollup', async () => {
+    const t = await createBillingTenant(h.pg);
+    const rollups = [h.tables.hourly, h.tables.hourlyDims, h.tables.daily, h.tables.dailyDims];
+    const at = base + 10 * HOUR;
+    const event = (id: string, quantity: number) => ({
+      id,
+      timestamp: iso(at + 60_000),
+      workspace: t.workspace,
+      resourceType: 'job',
+      resourceName: 'job-twice',
+      billingDimension: 'job_compute_runtime_gbs',
+      quantity,
+    });
+    // Without merges the snapshots of both flushes stay side by side, as they do until a merge.
+    for (const table of rollups) await h.clickhouse.command({ query: `SYSTEM STOP MERGES ${table}` });
+    try {
+      expect((await ingest(h, t, [event('s-1', 100)])).statusCode).toBe(202);
+      await h.flush();
+      expect((await ingest(h, t, [event('s-2', 200)])).statusCode).toBe(202);
+      await h.flush();
+      for (const table of rollups) {
+        const versions = await h.clickhouse.query({ query: `SELECT uniqExact(version) AS n FROM ${table} WHERE account_id = '${t.accountId}'`, format: 'JSONEachRow' });
+        expect(await versions.json()).toEqual([{ n: '2' }]);
+      }
+      const read = async (params: Record<string, string>) =>
+        (await h.call(t.admin.apiKey, { method: 'GET', url: metricsUrl(t.accountId, params) })).json();
+      // 300 GB-s x 0.0000069 USD, the second snapshot's total, whichever table answers.
+      const expected = 0.00207;
+      const hourly = await read({ startTime: iso(at), endTime: iso(at + HOUR), resolution: 'hourly', groupBy: 'resource_name' });
+      expect(hourly.data.map((entry: { summary: { cost: number } }) => entry.summary.cost)).toEqual([expected]);
+      const dims = await read({ startTime: iso(at), endTime: iso(at + HOUR), resolution: 'hourly', groupBy: 'billing_dimension' });
+      expect(dims.summary.totalCost).toBe(expected);
+      const daily = await read({ startTime: iso(base), endTime: iso(base + 24 * HOUR), resolution: 'daily', groupBy: 'resource_name' });
+      expect(daily.data.map((entry: { summary: { cost: number } }) => entry.summary.cost)).toEqual([expected]);
+      const dailyDims = await read({ startTime: iso(base), endTime: iso(base + 24 * HOUR), resolution: 'daily' });
+      expect(dailyDims.summary.totalCost).toBe(expected);
+    } finally {
+      for (const table of rollups) await h.clickhouse.command({ query: `SYSTEM START MERGES ${table}` });
+    }
+  });
+});
+
 describe('ClickHouse down', () => {
   const stack = testStack();
   const config = testConfig();
