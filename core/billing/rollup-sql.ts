@@ -1,5 +1,5 @@
 import { sqlLiteral } from '../sql-literal';
-import { latestRowsSql, type UsageTables } from './storage';
+import { latestSnapshot, type UsageTables } from './storage';
 
 /**
  * Rebuild statements of the rollups. Each recomputes whole hours (or days) of one account from
@@ -16,7 +16,6 @@ export const REBUILD_SETTINGS = {
 
 const FULL_KEY = 'workspace, resource_type, resource_name, resource_uuid, billing_dimension';
 const FEW_KEY = 'workspace, resource_type, billing_dimension';
-const MEASURES = ['quantity', 'cost', 'events'];
 const HOUR_S = 3600;
 const DAY_S = 86_400;
 
@@ -38,14 +37,14 @@ export function rebuildSql(tables: UsageTables, accountId: string, hours: Iterab
     // The same hours without names and uuids.
     insert(tables.hourlyDims, 'hour', FEW_KEY) +
       `SELECT account_id, hour, ${FEW_KEY}, sum(quantity), sum(cost), sum(events), ${v} ` +
-      `FROM (${latestRowsSql(tables.hourly, 'hour', false, MEASURES, hourScope)}) GROUP BY account_id, hour, ${FEW_KEY}`,
+      `FROM ${tables.hourly} WHERE ${hourScope} AND ${latestSnapshot(tables.hourly, 'hour', hourScope)} GROUP BY account_id, hour, ${FEW_KEY}`,
     // Whole days of those hours from the hourly snapshots.
     insert(tables.daily, 'day', FULL_KEY) +
       `SELECT account_id, toStartOfDay(hour) AS period, ${FULL_KEY}, sum(quantity), sum(cost), sum(events), ${v} ` +
-      `FROM (${latestRowsSql(tables.hourly, 'hour', false, MEASURES, dayOfHourScope)}) GROUP BY account_id, period, ${FULL_KEY}`,
+      `FROM ${tables.hourly} WHERE ${dayOfHourScope} AND ${latestSnapshot(tables.hourly, 'hour', dayOfHourScope)} GROUP BY account_id, period, ${FULL_KEY}`,
     insert(tables.dailyDims, 'day', FEW_KEY) +
       `SELECT account_id, day, ${FEW_KEY}, sum(quantity), sum(cost), sum(events), ${v} ` +
-      `FROM (${latestRowsSql(tables.daily, 'day', false, MEASURES, dayScope)}) GROUP BY account_id, day, ${FEW_KEY}`,
+      `FROM ${tables.daily} WHERE ${dayScope} AND ${latestSnapshot(tables.daily, 'day', dayScope)} GROUP BY account_id, day, ${FEW_KEY}`,
   ];
 }
 

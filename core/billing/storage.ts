@@ -10,8 +10,8 @@
  *
  * A rollup rebuild writes a complete snapshot of each (account, period) it touches, in one part
  * per partition (so atomically), under a version higher than any before. Reads keep, per period,
- * the rows of the highest version present (see latestRowsSql): always one complete snapshot,
- * never two.
+ * the rows of the highest version present (latestSnapshot, latestRowsSql): always one complete
+ * snapshot, never two.
  *
  * A window is cut into whole days (daily), whole hours (hourly) and sub-hour edges (raw), so
  * reads touch the smallest table that holds each part exactly.
@@ -50,6 +50,17 @@ export function usageTables(database: string): UsageTables {
   };
 }
 
+/**
+ * Condition keeping only the latest snapshot of each period of a rollup table; `scope` selects
+ * the rows to look at, at least those of the outer query for one account (a latest snapshot holds
+ * every key of its period, so any such selection finds its version). The rebuilds use it: they
+ * read whole periods, where finding each period's version is cheap and the rows need no grouping
+ * by identity (compare latestRowsSql, for the narrower selections of metrics reads).
+ */
+export function latestSnapshot(table: string, time: string, scope: string): string {
+  return `(${time}, version) IN (SELECT ${time}, max(version) FROM ${table} WHERE ${scope} GROUP BY ${time})`;
+}
+
 /** What identifies a row of a rollup table within its account and period. */
 const ROLLUP_IDENTITY = {
   full: ['workspace', 'resource_type', 'resource_name', 'resource_uuid', 'billing_dimension'],
@@ -61,8 +72,8 @@ const ROLLUP_IDENTITY = {
  * table (`dims`: one without resource names and uuids), as account_id, the time column, the
  * identity columns and `measures`. A later snapshot of a period holds every row identity of an
  * earlier one (events are never taken back), so the latest snapshot's rows are, per identity,
- * the values of its highest version: found in one grouped pass, where matching each row against
- * its period's latest version reads the table twice.
+ * the values of its highest version: found in one grouped pass, where latestSnapshot reads the
+ * table twice (cheaper for the narrow selections of metrics reads, dearer for whole periods).
  */
 export function latestRowsSql(table: string, time: string, dims: boolean, measures: readonly string[], where: string): string {
   const identity = ['account_id', time, ...ROLLUP_IDENTITY[dims ? 'dims' : 'full']].join(', ');
