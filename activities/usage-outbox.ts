@@ -85,7 +85,9 @@ async function claimIds(client: PoolClient, batch: UsageBatch): Promise<number[]
     if (first === undefined) firstOfKey.set(key, i);
     else if (batch.hashes[first] !== batch.hashes[i]) throw new UsageConflict(i, batch.ids[i]);
   }
-  const candidates = [...firstOfKey.values()];
+  // In key order, as the COPY: concurrent requests sharing ids then wait on each other's keys in
+  // the same order, and never deadlock.
+  const candidates = [...firstOfKey.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, i]) => i);
   const keyOf = (i: number) => eventKeyText(batch.keys, i);
   const inserted = await client.query<{ event_key: string }>(
     'INSERT INTO usage_event_ledger (event_key, payload_hash) SELECT * FROM unnest($1::uuid[], $2::bigint[]) ON CONFLICT DO NOTHING RETURNING event_key',

@@ -1,3 +1,6 @@
+import { eventKeyPrefix, eventKeyText, payloadDigest, writeEventKey } from '../../core/billing/usage-batch';
+import { parseUsageEvents } from '../../core/billing/usage-events';
+import { eventually } from '../helpers/workers';
 import { createBillingTenant, ingest, metricsUrl, startBillingHarness, type BillingHarness, type BillingTenant, type EventInput } from './billing-helpers';
 
 let h: BillingHarness;
@@ -6,6 +9,13 @@ let t: BillingTenant;
 const HOUR = 3_600_000;
 const base = Date.parse('2026-03-02T00:00:00Z'); // a Monday
 const iso = (ms: number) => new Date(ms).toISOString();
+
+/** The ledger key of an event, as PostgreSQL prints it. */
+function keyOf(accountId: string, id: string): string {
+  const keys = Buffer.alloc(16);
+  writeEventKey(keys, 0, eventKeyPrefix(accountId), id);
+  return eventKeyText(keys, 0);
+}
 
 function event(id: string, overrides: Partial<EventInput> = {}): EventInput {
   return {
@@ -100,6 +110,47 @@ describe('usage-events ingestion', () => {
     expect(later.json()).toMatchObject({ index: 1, field: 'workspace', message: expect.stringContaining("'nope-2'") });
     // Nothing of the refused requests was accepted.
     expect((await ingest(h, t, [event('n-1'), event('w-a')])).json()).toEqual({ accepted: 2, duplicates: 0 });
+  });
+
+  it('accepts each id once when requests sharing many ids race, in any order', async () => {
+    const ids = Array.from({ length: 3_000 }, (_, i) => `race-${i}`);
+    const events = ids.map((id) => event(id));
+    const answers = await Promise.all([ingest(h, t, events), ingest(h, t, [...events].reverse()), ingest(h, t, events.slice(1_000))]);
+    expect(answers.map((answer) => answer.statusCode)).toEqual([202, 202, 202]);
+    const results = answers.map((answer) => answer.json() as { accepted: number; duplicates: number });
+    expect(results.reduce((sum, r) => sum + r.accepted, 0)).toBe(3_000);
+    expect(results.reduce((sum, r) => sum + r.duplicates, 0)).toBe(3_000 + 2_000);
+  });
+
+  it('takes ledger keys in key order, so a writer holding some of them is waited for, not deadlocked', async () => {
+    // Two events whose keys sort a < b, sent as [b, a].
+    const [a, b] = ['lock-1', 'lock-2', 'lock-3']
+      .map((id) => ({ id, key: keyOf(t.accountId, id) }))
+      .sort((x, y) => (x.key < y.key ? -1 : 1))
+      .slice(0, 2);
+    const parsed = parseUsageEvents({ events: [event(a.id), event(b.id)] }, Date.now());
+    const digest = (i: number) => String(payloadDigest(parsed[i]));
+    // Another writer (as a concurrent request would) holds key a, uncommitted.
+    const writer = await h.pg.connect();
+    try {
+      await writer.query('BEGIN');
+      await writer.query('INSERT INTO usage_event_ledger (event_key, payload_hash) VALUES ($1, $2)', [a.key, digest(0)]);
+      const request = ingest(h, t, [event(b.id), event(a.id)]);
+      await eventually('the request waiting on key a', async () => {
+        const { rows } = await h.pg.query("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'COPY usage_event_ledger%'");
+        return rows.length > 0 ? true : undefined;
+      });
+      // The request waits on key a and has not taken b: the writer can take b as well. Had the
+      // request taken b first, this would be a deadlock and one of the two would fail.
+      await writer.query('INSERT INTO usage_event_ledger (event_key, payload_hash) VALUES ($1, $2)', [b.key, digest(1)]);
+      await writer.query('COMMIT');
+      const answer = await request;
+      expect(answer.statusCode).toBe(202);
+      expect(answer.json()).toEqual({ accepted: 0, duplicates: 2 });
+    } finally {
+      await writer.query('ROLLBACK').catch(() => undefined);
+      writer.release();
+    }
   });
 
   it('is reserved to account admins of that account', async () => {

@@ -187,6 +187,15 @@ describe('usage batch', () => {
     rows.forEach((row, n) => expect(Number(row.readBigInt64BE(26))).toBe(digestOf.get(keys[n])));
   });
 
+  it('orders keys that share their leading bytes by the rest', () => {
+    const keys = Buffer.alloc(16 * 3, 0xab);
+    [0xff, 0x01, 0x80].forEach((last, i) => keys.writeUInt8(last, 16 * i + 15));
+    const batch = { ...encode(good, good, good), keys, hashes: new Float64Array([1, 2, 3]) };
+    const data = ledgerCopyData(batch);
+    expect([0, 1, 2].map((n) => data.readUInt8(19 + 34 * n + 6 + 15))).toEqual([0x01, 0x80, 0xff]);
+    expect([0, 1, 2].map((n) => Number(data.readBigInt64BE(19 + 34 * n + 26)))).toEqual([2, 3, 1]);
+  });
+
   it('escapes backslashes in TabSeparated fields and leaves the rest as it is', () => {
     expect(tsvField('plain')).toBe('plain');
     expect(tsvField('a\\N')).toBe('a\\\\N');
