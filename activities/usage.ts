@@ -22,6 +22,8 @@ const FLUSH_LIMITS = { maxEvents: 500_000, maxRows: 1_000 };
 const GATHER_MS = 2_000;
 const GATHER_POLL_MS = 100;
 const LOCK_RETRY_MS = 250;
+/** How long after its end an hour still takes late events before its rollups are built. */
+const CLOSING_GRACE_S = 300;
 const NEWLINE = Buffer.from('\n');
 
 export interface FlushResult {
@@ -38,18 +40,23 @@ export interface FlushOptions {
   progress?: () => void;
   /** How long the oldest waiting event may wait for a fuller batch (GATHER_MS); 0 flushes at once. */
   gatherMs?: number;
+  /** The clock that decides which hours have closed (tests move it). */
+  nowMs?: () => number;
 }
 
 /**
  * Moves accepted events from the PostgreSQL outbox to ClickHouse, oldest first, then rebuilds the
- * rollup hours and days they touched, then deletes the outbox rows. A failure at any step leaves
- * the rows in the outbox, and the retry re-inserts them: the raw table's deduplication and the
- * rebuild-from-deduplicated-data make that harmless, so each event counts exactly once.
+ * rollups of the closed hours (and their days) they touched, records the open hours they touched
+ * as pending, then deletes the outbox rows. Pending hours are rebuilt once they close (see
+ * rebuildClosedHours); until then reads take them from the raw table. A failure at any step
+ * leaves the rows in the outbox, and the retry re-inserts them: the raw table's deduplication and
+ * the rebuild-from-deduplicated-data make that harmless, so each event counts exactly once.
  *
  * One flusher runs at a time (an advisory lock), which keeps rebuild versions in commit order.
  */
 export async function flushUsageOutbox(pool: Pool, clickhouse: ClickHouseClient, tables: UsageTables, options: FlushOptions = {}): Promise<FlushResult> {
   const deadline = Date.now() + (options.budgetMs ?? 20_000);
+  const now = () => Math.floor((options.nowMs?.() ?? Date.now()) / 1000);
   const lock = await pool.connect();
   let moved = 0;
   let locked = false;
@@ -62,11 +69,13 @@ export async function flushUsageOutbox(pool: Pool, clickhouse: ClickHouseClient,
       await new Promise((resolve) => setTimeout(resolve, LOCK_RETRY_MS));
     }
     for (;;) {
+      await rebuildClosedHours(pool, clickhouse, tables, now());
       const batch = await nextBatch(pool, { deadline, gatherMs: options.gatherMs ?? GATHER_MS, progress: options.progress });
       if (batch.length === 0) return { events: moved, more: false };
       await insertRaw(pool, clickhouse, tables, batch);
-      await rebuildRollups(pool, clickhouse, tables, batch);
-      await pool.query('DELETE FROM usage_outbox WHERE seq = ANY($1::bigint[])', [batch.map((row) => row.seq)]);
+      const { closed, open } = splitByClosing(batch, now());
+      await rebuildRollups(pool, clickhouse, tables, closed);
+      await settle(pool, batch, open);
       moved += batch.reduce((sum, row) => sum + row.event_count, 0);
       options.progress?.();
       if (Date.now() >= deadline) return { events: moved, more: true };
@@ -75,6 +84,74 @@ export async function flushUsageOutbox(pool: Pool, clickhouse: ClickHouseClient,
     if (locked) await lock.query('SELECT pg_advisory_unlock($1)', [FLUSH_LOCK]).catch(() => undefined);
     lock.release();
   }
+}
+
+/** Hour starts (epoch seconds) by account. */
+type AccountHours = Map<string, Set<number>>;
+
+/**
+ * The hours of a batch by account, closed or still open at `now`. An hour closes a grace period
+ * after its end, so that events sent a little late still find it open and its rollups are built
+ * once; later ones rebuild it again, which is correct, only dearer.
+ */
+function splitByClosing(batch: OutboxRow[], now: number): { closed: AccountHours; open: AccountHours } {
+  const closed: AccountHours = new Map();
+  const open: AccountHours = new Map();
+  for (const row of batch) {
+    for (const text of row.hours) {
+      const hour = Number(text);
+      const side = isClosed(hour, now) ? closed : open;
+      let hours = side.get(row.account_id);
+      if (!hours) side.set(row.account_id, (hours = new Set()));
+      hours.add(hour);
+    }
+  }
+  return { closed, open };
+}
+
+const isClosed = (hour: number, now: number) => hour + 3600 + CLOSING_GRACE_S <= now;
+
+/** Records the batch's open hours as pending and deletes its outbox rows, in one transaction. */
+async function settle(pool: Pool, batch: OutboxRow[], open: AccountHours): Promise<void> {
+  const accounts = [...open].flatMap(([accountId, hours]) => [...hours].map(() => accountId));
+  const hours = [...open.values()].flatMap((set) => [...set]);
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    if (hours.length > 0) {
+      await client.query(
+        'INSERT INTO usage_pending_rollups (account_id, hour) SELECT * FROM unnest($1::text[], $2::bigint[]) ON CONFLICT DO NOTHING',
+        [accounts, hours],
+      );
+    }
+    await client.query('DELETE FROM usage_outbox WHERE seq = ANY($1::bigint[])', [batch.map((row) => row.seq)]);
+    await client.query('COMMIT');
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}
+
+/** Rebuilds the rollups of pending hours that have closed, then forgets them. */
+async function rebuildClosedHours(pool: Pool, clickhouse: ClickHouseClient, tables: UsageTables, now: number): Promise<void> {
+  const { rows } = await pool.query<{ account_id: string; hour: string }>(
+    'SELECT account_id, hour FROM usage_pending_rollups WHERE hour <= $1 ORDER BY account_id, hour',
+    [now - 3600 - CLOSING_GRACE_S],
+  );
+  if (rows.length === 0) return;
+  const due: AccountHours = new Map();
+  for (const row of rows) {
+    let hours = due.get(row.account_id);
+    if (!hours) due.set(row.account_id, (hours = new Set()));
+    hours.add(Number(row.hour));
+  }
+  await rebuildRollups(pool, clickhouse, tables, due);
+  await pool.query('DELETE FROM usage_pending_rollups WHERE (account_id, hour) IN (SELECT * FROM unnest($1::text[], $2::bigint[]))', [
+    rows.map((row) => row.account_id),
+    rows.map((row) => row.hour),
+  ]);
 }
 
 /**
@@ -121,13 +198,7 @@ async function insertRaw(pool: Pool, clickhouse: ClickHouseClient, tables: Usage
   }
 }
 
-async function rebuildRollups(pool: Pool, clickhouse: ClickHouseClient, tables: UsageTables, batch: OutboxRow[]): Promise<void> {
-  const hoursByAccount = new Map<string, Set<number>>();
-  for (const row of batch) {
-    let hours = hoursByAccount.get(row.account_id);
-    if (!hours) hoursByAccount.set(row.account_id, (hours = new Set()));
-    for (const hour of row.hours) hours.add(Number(hour));
-  }
+async function rebuildRollups(pool: Pool, clickhouse: ClickHouseClient, tables: UsageTables, hoursByAccount: AccountHours): Promise<void> {
   for (const [accountId, hours] of hoursByAccount) {
     const version = await nextRollupVersion(pool);
     for (const query of rebuildSql(tables, accountId, hours, version)) {

@@ -30,7 +30,7 @@ export default async function billingRoutes(app: FastifyInstance) {
   // values as sent; the schemas stay for the OpenAPI document.
   app.setValidatorCompiler(() => () => true);
   const tables = usageTables(app.config.clickhouseDatabase);
-  const reader = new MetricsReader(app.clickhouse, app.log);
+  const reader = new MetricsReader(app.clickhouse, app.pg, app.log);
   const scopeOf = (principal: Principal, accountId: string): MetricsScope => ({
     tables,
     accountId,

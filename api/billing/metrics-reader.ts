@@ -1,5 +1,7 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { FastifyBaseLogger } from 'fastify';
+import type { Pool } from 'pg';
+import { pendingHours } from '../../activities/usage-pending';
 import { decodeCursor, encodeCursor } from '../../core/billing/cursor';
 import { InvalidInput } from '../../core/billing/errors';
 import type { MetricsQuery, MetricsWindow } from '../../core/billing/metrics-query';
@@ -11,10 +13,12 @@ import { ApiError } from '../errors';
 export class MetricsReader {
   constructor(
     private readonly clickhouse: ClickHouseClient,
+    private readonly pg: Pool,
     private readonly log: FastifyBaseLogger,
   ) {}
 
-  async metrics(scope: MetricsScope, query: MetricsQuery, fingerprint: string): Promise<MetricsResponse> {
+  async metrics(caller: MetricsScope, query: MetricsQuery, fingerprint: string): Promise<MetricsResponse> {
+    const scope = await this.withOpenHours(caller);
     let after: string[] | undefined;
     if (query.cursor !== undefined) {
       // An ungrouped answer is never paged: no cursor was ever issued for it.
@@ -38,9 +42,14 @@ export class MetricsReader {
     return assembleMetrics(query, { groups, buckets, totals }, (key) => encodeCursor(fingerprint, key));
   }
 
-  async resourceTypes(scope: MetricsScope, window: MetricsWindow): Promise<string[]> {
-    const rows = await this.rows(resourceTypesSql(scope, window));
+  async resourceTypes(caller: MetricsScope, window: MetricsWindow): Promise<string[]> {
+    const rows = await this.rows(resourceTypesSql(await this.withOpenHours(caller), window));
     return rows.map((row) => String(row.resource_type));
+  }
+
+  /** The scope with the account's hours that still have to be read raw (usually the last one or two). */
+  private async withOpenHours(scope: MetricsScope): Promise<MetricsScope> {
+    return { ...scope, openHours: await pendingHours(this.pg, scope.accountId) };
   }
 
   private async rows(query: string): Promise<Row[]> {

@@ -42,6 +42,8 @@ export interface MetricsScope {
   accountId: string;
   /** Workspaces a non-admin caller belongs to; undefined for account admins (every workspace). */
   visibleWorkspaces?: readonly string[];
+  /** Hours (epoch seconds) whose rollups are not up to date yet, read from the raw table. */
+  openHours?: ReadonlySet<number>;
 }
 
 /** Filtered rows are read only where a stored event's second lies in the window: [ceil(start), ceil(end)). */
@@ -120,7 +122,7 @@ function unionOf(
   restriction?: string,
 ): string {
   const { from, to } = windowSeconds(query);
-  const planned = planSegments(from, to, buckets !== 'hourly');
+  const planned = planSegments(from, to, buckets !== 'hourly', scope.openHours);
   // A window narrower than a second holds no stored event; an empty range still yields valid SQL.
   const segments: Segment[] = planned.length > 0 ? planned : [{ source: 'raw', from, to: from }];
   const conditions = sharedConditions(scope, query, after);

@@ -99,27 +99,43 @@ const ceilTo = (value: number, step: number) => Math.ceil(value / step) * step;
 /**
  * Cuts [from, to) (epoch seconds) into consecutive segments, each read from one table. With
  * `useDaily`, whole UTC days come from the daily table; only bucket sizes of a day or more may
- * use it, since a daily row cannot be split into hours.
+ * use it, since a daily row cannot be split into hours. `openHours` (hour starts) have no
+ * up-to-date rollup yet (see usage_pending_rollups): they, and so their days, are read raw.
  */
-export function planSegments(from: number, to: number, useDaily: boolean): Segment[] {
+export function planSegments(from: number, to: number, useDaily: boolean, openHours: ReadonlySet<number> = NO_HOURS): Segment[] {
   if (from >= to) return [];
   const firstHour = ceilTo(from, HOUR_S);
   const lastHour = floorTo(to, HOUR_S);
   if (firstHour >= lastHour) return [{ source: 'raw', from, to }];
   const segments: Segment[] = [];
   const push = (source: UsageSource, a: number, b: number) => {
-    if (a < b) segments.push({ source, from: a, to: b });
+    if (a >= b) return;
+    const last = segments[segments.length - 1];
+    if (last?.source === source && last.to === a) last.to = b;
+    else segments.push({ source, from: a, to: b });
+  };
+  // Whole hours [a, b) with none open: whole days daily (when allowed), the rest hourly.
+  const wholeHours = (a: number, b: number) => {
+    const firstDay = ceilTo(a, DAY_S);
+    const lastDay = floorTo(b, DAY_S);
+    if (useDaily && firstDay < lastDay) {
+      push('hourly', a, firstDay);
+      push('daily', firstDay, lastDay);
+      push('hourly', lastDay, b);
+    } else {
+      push('hourly', a, b);
+    }
   };
   push('raw', from, firstHour);
-  const firstDay = ceilTo(firstHour, DAY_S);
-  const lastDay = floorTo(lastHour, DAY_S);
-  if (useDaily && firstDay < lastDay) {
-    push('hourly', firstHour, firstDay);
-    push('daily', firstDay, lastDay);
-    push('hourly', lastDay, lastHour);
-  } else {
-    push('hourly', firstHour, lastHour);
+  let cursor = firstHour;
+  for (const hour of [...openHours].filter((h) => h >= firstHour && h < lastHour).sort((a, b) => a - b)) {
+    wholeHours(cursor, hour);
+    push('raw', hour, hour + HOUR_S);
+    cursor = hour + HOUR_S;
   }
+  wholeHours(cursor, lastHour);
   push('raw', lastHour, to);
   return segments;
 }
+
+const NO_HOURS: ReadonlySet<number> = new Set();

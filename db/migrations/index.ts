@@ -7,6 +7,7 @@ import * as asyncRequests from './006_async_requests';
 import * as customDomains from './008_custom_domains';
 import * as agentThreads from './010_agent_threads';
 import * as usageOutboxTsv from './011_usage_outbox_tsv';
+import * as usagePendingRollups from './012_usage_pending_rollups';
 
 export interface Migration {
   name: string;
@@ -14,4 +15,4 @@ export interface Migration {
 }
 
 /** Applied in this order; a migration, once released, is never edited: add a new one. */
-export const migrations: Migration[] = [foundation, billing, integrations, workloads, jobs, asyncRequests, customDomains, agentThreads, usageOutboxTsv];
+export const migrations: Migration[] = [foundation, billing, integrations, workloads, jobs, asyncRequests, customDomains, agentThreads, usageOutboxTsv, usagePendingRollups];

@@ -158,6 +158,58 @@ describe('a period rebuilt while its earlier snapshot is still stored', () => {
   });
 });
 
+describe('an hour still open', () => {
+  let h: BillingHarness;
+  beforeAll(async () => {
+    h = await startBillingHarness();
+  });
+  afterAll(() => h.close());
+
+  it('is read from the raw table until it closes, then from rollups built once, with the same answers', async () => {
+    const t = await createBillingTenant(h.pg);
+    const now = Date.now();
+    const hour = Math.floor(now / HOUR) * HOUR;
+    const events = [1, 2, 3].map((i) => ({
+      id: `open-${i}`,
+      timestamp: iso(now - 62_000),
+      workspace: t.workspace,
+      resourceType: 'job',
+      resourceName: `job-${i % 2}`,
+      billingDimension: 'job_compute_runtime_gbs',
+      quantity: 100,
+    }));
+    expect((await ingest(h, t, events)).statusCode).toBe(202);
+    await h.flush();
+
+    const pending = async () => (await h.pg.query('SELECT hour::float8 AS hour FROM usage_pending_rollups WHERE account_id = $1', [t.accountId])).rows;
+    const rollupRows = async () => {
+      const result = await h.clickhouse.query({ query: `SELECT count() AS n FROM ${h.tables.hourly} WHERE account_id = '${t.accountId}'`, format: 'JSONEachRow' });
+      return Number((await result.json<{ n: string }>())[0].n);
+    };
+    const answers = async () => {
+      const read = async (params: Record<string, string>) => (await h.call(t.admin.apiKey, { method: 'GET', url: metricsUrl(t.accountId, params) })).json();
+      const dayStart = Math.floor(now / (24 * HOUR)) * 24 * HOUR;
+      return [
+        await read({ startTime: iso(hour - HOUR), endTime: iso(hour + HOUR), resolution: 'hourly', groupBy: 'resource_name' }),
+        await read({ startTime: iso(dayStart - 24 * HOUR), endTime: iso(dayStart + 24 * HOUR), resolution: 'daily', groupBy: 'billing_dimension' }),
+      ];
+    };
+    const rowsHour = Math.floor((now - 62_000) / HOUR) * HOUR;
+    // Open: its events are in ClickHouse, no rollup was built, and reads take them raw.
+    expect(await pending()).toEqual([{ hour: rowsHour / 1000 }]);
+    expect(await rollupRows()).toBe(0);
+    const whileOpen = await answers();
+    // 300 GB-s x 0.0000069 USD.
+    expect(whileOpen.map((answer) => answer.summary.totalCost)).toEqual([0.00207, 0.00207]);
+
+    // Two hours later (the flush runs with nothing to move), the hour is built once and forgotten.
+    await h.flush(now + 2 * HOUR);
+    expect(await pending()).toEqual([]);
+    expect(await rollupRows()).toBe(2);
+    expect(await answers()).toEqual(whileOpen);
+  });
+});
+
 describe('ClickHouse down', () => {
   const stack = testStack();
   const config = testConfig();

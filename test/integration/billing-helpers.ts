@@ -14,7 +14,8 @@ export interface BillingHarness {
   tables: UsageTables;
   call(credential: string, options: InjectOptions): Promise<LightMyRequestResponse>;
   /** Moves everything accepted so far into ClickHouse (what the usage-flush workflow does). */
-  flush(): Promise<void>;
+  /** Moves the outbox to ClickHouse now; `nowMs` is the clock that decides which hours have closed. */
+  flush(nowMs?: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -30,9 +31,9 @@ export async function startBillingHarness(): Promise<BillingHarness> {
     tables,
     call: (credential, options) =>
       app.inject({ ...options, headers: { authorization: `Bearer ${credential}`, ...options.headers } }),
-    flush: async () => {
+    flush: async (nowMs?: number) => {
       // At once: a test asks for the flush when it has put in all it wanted.
-      await flushUsageOutbox(app.pg, app.clickhouse, tables, { gatherMs: 0 });
+      await flushUsageOutbox(app.pg, app.clickhouse, tables, { gatherMs: 0, nowMs: nowMs === undefined ? undefined : () => nowMs });
     },
     close: () => app.close(),
   };

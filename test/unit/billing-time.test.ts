@@ -155,11 +155,34 @@ describe('planSegments', () => {
     ]);
   });
 
-  it('property: segments tile the window without gaps or overlaps, each aligned to its table', () => {
+  it('reads hours without an up-to-date rollup raw, and their days from hours', () => {
+    const open = new Set([s('2026-04-15T13:00:00Z'), s('2026-04-15T14:00:00Z'), s('2026-04-20T00:00:00Z')]);
+    expect(planSegments(s('2026-04-14T10:30:00Z'), s('2026-04-17T05:15:00Z'), true, open)).toEqual([
+      { source: 'raw', from: s('2026-04-14T10:30:00Z'), to: s('2026-04-14T11:00:00Z') },
+      { source: 'hourly', from: s('2026-04-14T11:00:00Z'), to: s('2026-04-15T13:00:00Z') },
+      { source: 'raw', from: s('2026-04-15T13:00:00Z'), to: s('2026-04-15T15:00:00Z') },
+      { source: 'hourly', from: s('2026-04-15T15:00:00Z'), to: s('2026-04-16T00:00:00Z') },
+      { source: 'daily', from: s('2026-04-16T00:00:00Z'), to: s('2026-04-17T00:00:00Z') },
+      { source: 'hourly', from: s('2026-04-17T00:00:00Z'), to: s('2026-04-17T05:00:00Z') },
+      { source: 'raw', from: s('2026-04-17T05:00:00Z'), to: s('2026-04-17T05:15:00Z') },
+    ]);
+  });
+
+  it('property: segments tile the window without gaps or overlaps, each aligned to its table, open hours raw', () => {
     const lo = s('2020-01-01T00:00:00Z');
+    const hours = fc.array(fc.integer({ min: 0, max: 40 * 24 }), { maxLength: 6 });
     fc.assert(
-      fc.property(fc.integer({ min: lo, max: lo + 400 * 86_400 }), fc.integer({ min: 1, max: 30 * 86_400 }), fc.boolean(), (from, length, daily) => {
-        const segments = planSegments(from, from + length, daily);
+      fc.property(fc.integer({ min: lo, max: lo + 400 * 86_400 }), fc.integer({ min: 1, max: 30 * 86_400 }), fc.boolean(), hours, (from, length, daily, offsets) => {
+        const open = new Set(offsets.map((k) => Math.floor(from / 3600) * 3600 + k * 3600));
+        const segments = planSegments(from, from + length, daily, open);
+        for (const seg of segments) {
+          if (seg.source === 'raw') continue;
+          for (const hour of open) {
+            const span = seg.source === 'daily' ? [hour - (hour % 86_400), hour - (hour % 86_400) + 86_400] : [hour, hour + 3600];
+            // No rollup segment covers an open hour (for daily: any hour of its day).
+            expect(seg.to <= span[0] || seg.from >= span[1]).toBe(true);
+          }
+        }
         expect(segments[0].from).toBe(from);
         expect(segments[segments.length - 1].to).toBe(from + length);
         for (let i = 0; i < segments.length; i++) {
