@@ -9,7 +9,6 @@ import { BILLING_DIMENSION_NAMES, BILLING_DIMENSIONS, RESOURCE_TYPES, type Billi
 export const DAYS = 90;
 export const RESOURCES = 2_000;
 export const WORKSPACES = 3;
-const HOURS = DAYS * 24;
 
 // How the 2,000 resources split across types (sums to 1).
 const TYPE_SHARE: Record<(typeof RESOURCE_TYPES)[number], number> = {
@@ -34,9 +33,13 @@ export class Dataset {
 
   constructor(
     readonly workspaces: string[],
-    /** UTC midnight 90 days before the data ends. */
+    /** When the data begins (for the load: UTC midnight 90 days before it ends). */
     readonly start: number,
     readonly total: number,
+    /** How many hours the events spread over. */
+    readonly hours = DAYS * 24,
+    /** Ids are `${idPrefix}${k}`. */
+    readonly idPrefix = 'b-',
   ) {
     let resource = 0;
     for (const type of RESOURCE_TYPES) {
@@ -54,11 +57,11 @@ export class Dataset {
         }
       }
     }
-    this.perHour = Math.ceil(total / HOURS);
+    this.perHour = Math.ceil(total / hours);
   }
 
   get end(): number {
-    return this.start + DAYS * 86_400_000;
+    return this.start + this.hours * 3_600_000;
   }
 
   /** Events [from, to) of the run as a request body. */
@@ -70,7 +73,7 @@ export class Dataset {
       const series = this.series[(hour * this.perHour + i) % this.series.length];
       const second = (i * 7919) % 3600;
       const timestamp = new Date(this.start + hour * 3_600_000 + second * 1000).toISOString();
-      parts.push(`{"id":"b-${k}","timestamp":"${timestamp}",${series.fixed},"quantity":${quantityOf(series, k)}}`);
+      parts.push(`{"id":"${this.idPrefix}${k}","timestamp":"${timestamp}",${series.fixed},"quantity":${quantityOf(series, k)}}`);
     }
     return `{"events":[${parts.join(',')}]}`;
   }

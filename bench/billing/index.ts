@@ -25,7 +25,8 @@ import { benchQueries, type BenchQuery } from './queries';
  * Services: its own stack under .data-bench (ports of the defaults + 300), or external ones
  * through DATABASE_URL, CLICKHOUSE_URL and TEMPORAL_ADDRESS. Options (environment):
  *   BENCH_EVENTS (10000000), BENCH_BATCH (10000 events per request), BENCH_CONCURRENCY (4
- *   requests in flight), BENCH_RUNS (20 timed runs per query), BENCH_KEEP=1 (leave the stack
+ *   requests in flight), BENCH_LIVE_EVENTS (2000000 events of the last hour, sent after the load;
+ *   0: none), BENCH_RUNS (20 timed runs per query), BENCH_KEEP=1 (leave the stack
  *   running, and reuse already loaded data next time), BENCH_FRESH=1 (load again even so),
  *   BENCH_PROFILE=<dir> (CPU profiles of the service processes).
  */
@@ -35,6 +36,7 @@ const TOTAL = Number(env.BENCH_EVENTS ?? 10_000_000);
 const BATCH = Number(env.BENCH_BATCH ?? 10_000);
 const CONCURRENCY = Number(env.BENCH_CONCURRENCY ?? 4);
 const RUNS = Number(env.BENCH_RUNS ?? 20);
+const LIVE = Number(env.BENCH_LIVE_EVENTS ?? 2_000_000);
 const RAW_RUNS = Math.max(3, Math.ceil(RUNS / 4));
 
 const log = (line: string) => process.stdout.write(`${line}\n`);
@@ -90,11 +92,11 @@ async function storedEvents(clickhouse: ClickHouseClient, table: string): Promis
  */
 function prepareBodies(dataset: Dataset): Buffer[] {
   const bodies: Buffer[] = [];
-  for (let from = 0; from < TOTAL; from += BATCH) bodies.push(Buffer.from(dataset.body(from, Math.min(TOTAL, from + BATCH))));
+  for (let from = 0; from < dataset.total; from += BATCH) bodies.push(Buffer.from(dataset.body(from, Math.min(dataset.total, from + BATCH))));
   return bodies;
 }
 
-async function ingestAll(http: HttpClient, apiKey: string, bodies: Buffer[]): Promise<number> {
+async function ingestAll(http: HttpClient, apiKey: string, bodies: Buffer[], total: number): Promise<number> {
   let next = 0;
   let done = 0;
   const began = Date.now();
@@ -103,7 +105,7 @@ async function ingestAll(http: HttpClient, apiKey: string, bodies: Buffer[]): Pr
     while (next < bodies.length) {
       const index = next++;
       await http.expect(202, 'POST', `/v0/accounts/${ACCOUNT}/usage-events`, jsonHeaders(apiKey), bodies[index]);
-      done += Math.min(BATCH, TOTAL - index * BATCH);
+      done += Math.min(BATCH, total - index * BATCH);
     }
   };
   try {
@@ -142,9 +144,26 @@ function cpuMeter(config: HangarConfig, children: ChildProcess[]): CpuMeter {
   });
 }
 
-function logCpu(title: string, spentMs: Record<string, number>): void {
-  const us = (ms: number) => ((ms * 1000) / TOTAL).toFixed(2);
+function logCpu(title: string, spentMs: Record<string, number>, events = TOTAL): void {
+  const us = (ms: number) => ((ms * 1000) / events).toFixed(2);
   log(`${title} (us): ${Object.entries(spentMs).map(([name, ms]) => `${name} ${us(ms)}`).join(', ')}`);
+}
+
+/**
+ * Events as a running deployment sends them: timestamped within the last hour, so every request
+ * lands in the open hours (whose rollups wait for the hour to close) rather than in the past.
+ */
+async function ingestLive(http: HttpClient, pool: Pool, apiKey: string, workspaces: string[], meter: CpuMeter): Promise<void> {
+  const start = Math.floor(Date.now() / 1000) * 1000 - 3_600_000;
+  const live = new Dataset(workspaces, start, LIVE, 1, `live-${start}-`);
+  log(`live: ${LIVE.toLocaleString('en')} events timestamped within the last hour...`);
+  const bodies = prepareBodies(live);
+  const before = meter.take();
+  const seconds = await ingestAll(http, apiKey, bodies, LIVE);
+  const accepting = meter.since(before);
+  const drain = await waitForFlush(pool);
+  log(`live ingestion: ${Math.round(LIVE / seconds).toLocaleString('en')} events/s accepted; outbox empty ${drain.toFixed(1)} s after the last request`);
+  logCpu('  CPU per event while accepting', accepting, LIVE);
 }
 
 const jsonHeaders = (apiKey: string) => ({ authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' });
@@ -244,7 +263,7 @@ async function main() {
       log('ingesting...');
       const meter = cpuMeter(config, children);
       const before = meter.take();
-      const seconds = await ingestAll(http, apiKey, bodies);
+      const seconds = await ingestAll(http, apiKey, bodies, TOTAL);
       bodies.length = 0;
       log(`ingestion: ${TOTAL.toLocaleString('en')} events accepted in ${seconds.toFixed(1)} s = ${Math.round(TOTAL / seconds).toLocaleString('en')} events/s`);
       const accepted = meter.since(before);
@@ -260,6 +279,8 @@ async function main() {
       // Query timings below are for the data as the earlier run left it.
       await waitForFlush(pool);
     }
+
+    if (LIVE > 0) await ingestLive(http, pool, apiKey, workspaces, cpuMeter(config, children));
 
     const delays = await visibilityDelays(http, apiKey, workspaces[0]);
     log(`visibility: a single accepted event shows in the metrics API after ${delays.map((d) => d.toFixed(2)).join(', ')} s`);
