@@ -2,7 +2,7 @@ import type { Pool, PoolClient } from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { parseScaled, PRICE_SCALE } from '../core/billing/decimal';
 import { InvalidInput } from '../core/billing/errors';
-import { encodeUsageBatch, eventKeyText, ledgerCopyData, selectRows, type UsageBatch } from '../core/billing/usage-batch';
+import { batchHours, encodeUsageBatch, eventKeyText, ledgerCopyData, selectRows, type UsageBatch } from '../core/billing/usage-batch';
 import type { UsageEvent } from '../core/billing/usage-events';
 
 /** An event id already accepted with a different payload (or twice with different payloads in one request). */
@@ -48,7 +48,7 @@ export async function acceptUsageBatch(pool: Pool, batch: UsageBatch): Promise<A
       await client.query('INSERT INTO usage_outbox (account_id, event_count, hours, tsv) VALUES ($1, $2, $3, $4)', [
         batch.accountId,
         fresh.length,
-        all ? batch.hours : hoursOf(batch, fresh),
+        batchHours(batch, all ? undefined : fresh),
         all ? batch.rows : selectRows(batch, fresh),
       ]);
     }
@@ -112,10 +112,6 @@ async function copyInto(client: PoolClient, sql: string, data: Buffer): Promise<
     stream.on('finish', resolve).on('error', reject);
     stream.end(data);
   });
-}
-
-function hoursOf(batch: UsageBatch, indices: number[]): number[] {
-  return [...new Set(indices.map((i) => batch.seconds[i] - (batch.seconds[i] % 3600)))];
 }
 
 const UNIQUE_VIOLATION = '23505';

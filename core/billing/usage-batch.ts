@@ -22,8 +22,6 @@ export interface UsageBatch {
   rowEnds: Uint32Array;
   /** Epoch second each event is stored and counted at. */
   seconds: Uint32Array;
-  /** Hour starts (epoch seconds) the events fall in, for the rollup rebuild. */
-  hours: number[];
   /** Each workspace named, with the index of its first event. */
   workspaces: Map<string, number>;
 }
@@ -39,7 +37,6 @@ export function encodeUsageBatch(accountId: string, events: UsageEvent[], prices
   const rowEnds = new Uint32Array(size);
   const seconds = new Uint32Array(size);
   const ids = new Array<string>(size);
-  const hours = new Set<number>();
   const workspaces = new Map<string, number>();
   // Meters repeat a few quantities: each is rendered (and priced, per dimension) once per request.
   const quantities = new Map<bigint, QuantityText>();
@@ -66,7 +63,6 @@ export function encodeUsageBatch(accountId: string, events: UsageEvent[], prices
     hashes[i] = payloadDigest(event, quantity.digits);
     const second = Math.floor(event.timeMs / 1000);
     seconds[i] = second;
-    hours.add(second - (second % 3600));
     if (!workspaces.has(event.workspace)) workspaces.set(event.workspace, i);
     const row =
       `${account}\t${tsvField(event.id)}\t${second}\t${tsvField(event.workspace)}\t${event.resourceType}\t` +
@@ -80,7 +76,7 @@ export function encodeUsageBatch(accountId: string, events: UsageEvent[], prices
     length += rows.write(row, length);
     rowEnds[i] = length;
   }
-  return { accountId, size, ids, keys, hashes, rows: rows.subarray(0, length), rowEnds, seconds, hours: [...hours], workspaces };
+  return { accountId, size, ids, keys, hashes, rows: rows.subarray(0, length), rowEnds, seconds, workspaces };
 }
 
 interface QuantityText {
@@ -90,6 +86,15 @@ interface QuantityText {
   text: string;
   /** Cost text by billing dimension. */
   costs: Map<string, string>;
+}
+
+/** Hour starts (epoch seconds) the events at `indices` (all when omitted) fall in, for the rollup rebuild. */
+export function batchHours(batch: UsageBatch, indices?: number[]): number[] {
+  const hours = new Set<number>();
+  const add = (i: number) => hours.add(batch.seconds[i] - (batch.seconds[i] % 3600));
+  if (indices) indices.forEach(add);
+  else for (let i = 0; i < batch.size; i++) add(i);
+  return [...hours];
 }
 
 /** The rows of the events at `indices` (ascending), as one buffer. */
@@ -138,14 +143,13 @@ export function payloadDigest(event: UsageEvent, quantityDigits = String(event.q
 }
 
 /**
- * The ledger rows of the events at `indices` (all when omitted) as PostgreSQL's binary COPY
- * data for (event_key uuid, payload_hash bigint), in key order: the keys are random, and
+ * The ledger rows of the batch as PostgreSQL's binary COPY data for (event_key uuid, payload_hash bigint), in key order: the keys are random, and
  * inserting a request's keys in order lets the unique index's descents share the pages they
  * read (about a quarter less PostgreSQL CPU on a ledger of millions). Requests sharing ids also
  * take their keys' locks in one order, so they wait for each other instead of deadlocking.
  */
-export function ledgerCopyData(batch: UsageBatch, indices?: number[]): Buffer {
-  const order = inKeyOrder(batch.keys, indices ?? Array.from({ length: batch.size }, (_, i) => i));
+export function ledgerCopyData(batch: UsageBatch): Buffer {
+  const order = inKeyOrder(batch.keys, Array.from({ length: batch.size }, (_, i) => i));
   const data = Buffer.allocUnsafe(COPY_HEADER.length + order.length * ROW_BYTES + 2);
   COPY_HEADER.copy(data, 0);
   let at = COPY_HEADER.length;
