@@ -4,6 +4,7 @@ import { parseScaled, PRICE_SCALE } from '../core/billing/decimal';
 import { InvalidInput } from '../core/billing/errors';
 import { batchHours, encodeUsageBatch, eventKeyText, ledgerCopyData, selectRows, type UsageBatch } from '../core/billing/usage-batch';
 import type { UsageEvent } from '../core/billing/usage-events';
+import { inTransaction } from '../db/transaction';
 
 /** An event id already accepted with a different payload (or twice with different payloads in one request). */
 export class UsageConflict extends Error {
@@ -39,9 +40,8 @@ export async function acceptUsageEvents(pool: Pool, accountId: string, events: U
 export async function acceptUsageBatch(pool: Pool, batch: UsageBatch): Promise<AcceptResult> {
   if (batch.size === 0) return { accepted: 0, duplicates: 0 };
   await checkWorkspaces(pool, batch);
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN; SAVEPOINT claim');
+  return inTransaction(pool, async (client) => {
+    await client.query('SAVEPOINT claim');
     const fresh = await claimIds(client, batch);
     if (fresh.length > 0) {
       const all = fresh.length === batch.size;
@@ -52,14 +52,8 @@ export async function acceptUsageBatch(pool: Pool, batch: UsageBatch): Promise<A
         all ? batch.rows : selectRows(batch, fresh),
       ]);
     }
-    await client.query('COMMIT');
     return { accepted: fresh.length, duplicates: batch.size - fresh.length };
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
-  }
+  });
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { Pool } from 'pg';
 import type { ExecutionStats, ExecutionStatus, JobRuntimeSettings, TaskStatus } from '../../core/jobs/execution';
 import type { TaskCondition } from '../../activities/job-records';
+import { inTransaction } from '../../db/transaction';
 
 export interface ExecutionRow {
   id: string;
@@ -60,33 +61,23 @@ export class ExecutionStore {
     tasks: Record<string, unknown>[];
     actor: string;
   }): Promise<ExecutionRow | undefined> {
-    const client = await this.pg.connect();
-    try {
-      await client.query('BEGIN');
+    return inTransaction(this.pg, async (client) => {
       const { rows } = await client.query<ExecutionRow>(
         `INSERT INTO job_executions (id, workspace_id, job_id, job_name, execution_id, status, settings, code_dir, task_count, created_by)
          VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8, $9)
          ON CONFLICT (job_id, execution_id) DO NOTHING RETURNING ${RETURNED_COLUMNS}`,
         [input.id, input.workspaceId, input.jobId, input.jobName, input.executionId, JSON.stringify(input.settings), input.codeDir, input.tasks.length, input.actor],
       );
-      if (!rows[0]) {
-        await client.query('ROLLBACK');
-        return undefined;
-      }
+      // Already there: the insert did nothing, and committing nothing is the same as rolling back.
+      if (!rows[0]) return undefined;
       await client.query(
         `INSERT INTO job_tasks (execution_id, index, arguments)
          SELECT $1, (t.ord - 1)::int, t.value FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS t(value, ord)`,
         [input.id, JSON.stringify(input.tasks)],
       );
-      await client.query('COMMIT');
       const total = input.tasks.length;
       return { ...rows[0], stats: { total, success: 0, failure: 0, running: 0, retried: 0, cancelled: 0 } };
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
-    }
+    });
   }
 
   async delete(id: string): Promise<void> {

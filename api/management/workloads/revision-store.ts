@@ -1,5 +1,6 @@
 import type { Pool } from 'pg';
 import type { RevisionRecord, WorkloadSpec } from '../../../core/workloads/types';
+import { inTransaction } from '../../../db/transaction';
 
 export interface RevisionRow {
   revision: number;
@@ -16,9 +17,7 @@ export class RevisionStore {
 
   /** Adds the next revision; the number is taken under the resource's row lock, so concurrent uploads do not collide. */
   async create(input: { resourceId: string; bundleSha256: string | null; bundleBytes: number | null; spec: WorkloadSpec; actor: string | null }): Promise<number> {
-    const client = await this.pg.connect();
-    try {
-      await client.query('BEGIN');
+    return inTransaction(this.pg, async (client) => {
       await client.query('SELECT 1 FROM resources WHERE id = $1 FOR UPDATE', [input.resourceId]);
       const { rows } = await client.query<{ revision: number }>(
         `INSERT INTO workload_revisions (resource_id, revision, bundle_sha256, bundle_bytes, spec, status, created_by)
@@ -26,14 +25,8 @@ export class RevisionStore {
          RETURNING revision`,
         [input.resourceId, input.bundleSha256, input.bundleBytes, JSON.stringify(input.spec), input.actor],
       );
-      await client.query('COMMIT');
       return rows[0].revision;
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
-    }
+    });
   }
 
   async get(resourceId: string, revision: number): Promise<RevisionRecord | undefined> {
