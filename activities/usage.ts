@@ -7,6 +7,7 @@ import { REBUILD_SETTINGS, rebuildSql } from '../core/billing/rollup-sql';
 import { usageTables, type UsageTables } from '../core/billing/storage';
 import { chooseFlushBatch, type OutboxHead, type OutboxRow } from '../core/billing/flush-batch';
 import { RAW_COLUMNS } from '../core/billing/usage-batch';
+import { inTransaction } from '../db/transaction';
 import { USAGE_FLUSH_WORKFLOW_ID, usageFlushWorkflow } from '../workflows/usage-flush';
 import type { ActivityDeps } from './deps';
 
@@ -89,35 +90,37 @@ export async function flushUsageOutbox(pool: Pool, clickhouse: ClickHouseClient,
 /** Hour starts (epoch seconds) by account. */
 type AccountHours = Map<string, Set<number>>;
 
+function addHour(hours: AccountHours, accountId: string, hour: number): void {
+  let set = hours.get(accountId);
+  if (!set) hours.set(accountId, (set = new Set()));
+  set.add(hour);
+}
+
 /**
- * The hours of a batch by account, closed or still open at `now`. An hour closes a grace period
- * after its end, so that events sent a little late still find it open and its rollups are built
- * once; later ones rebuild it again, which is correct, only dearer.
+ * The last hour start that has closed at `now`. An hour closes a grace period after its end, so
+ * that events sent a little late still find it open and its rollups are built once; later ones
+ * rebuild it again, which is correct, only dearer.
  */
+const lastClosedHour = (now: number) => now - 3600 - CLOSING_GRACE_S;
+
+/** The hours of a batch by account, closed or still open at `now`. */
 function splitByClosing(batch: OutboxRow[], now: number): { closed: AccountHours; open: AccountHours } {
   const closed: AccountHours = new Map();
   const open: AccountHours = new Map();
   for (const row of batch) {
     for (const text of row.hours) {
       const hour = Number(text);
-      const side = isClosed(hour, now) ? closed : open;
-      let hours = side.get(row.account_id);
-      if (!hours) side.set(row.account_id, (hours = new Set()));
-      hours.add(hour);
+      addHour(hour <= lastClosedHour(now) ? closed : open, row.account_id, hour);
     }
   }
   return { closed, open };
 }
 
-const isClosed = (hour: number, now: number) => hour + 3600 + CLOSING_GRACE_S <= now;
-
 /** Records the batch's open hours as pending and deletes its outbox rows, in one transaction. */
 async function settle(pool: Pool, batch: OutboxRow[], open: AccountHours): Promise<void> {
   const accounts = [...open].flatMap(([accountId, hours]) => [...hours].map(() => accountId));
   const hours = [...open.values()].flatMap((set) => [...set]);
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
+  await inTransaction(pool, async (client) => {
     if (hours.length > 0) {
       await client.query(
         'INSERT INTO usage_pending_rollups (account_id, hour) SELECT * FROM unnest($1::text[], $2::bigint[]) ON CONFLICT DO NOTHING',
@@ -125,28 +128,18 @@ async function settle(pool: Pool, batch: OutboxRow[], open: AccountHours): Promi
       );
     }
     await client.query('DELETE FROM usage_outbox WHERE seq = ANY($1::bigint[])', [batch.map((row) => row.seq)]);
-    await client.query('COMMIT');
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
-  }
+  });
 }
 
 /** Rebuilds the rollups of pending hours that have closed, then forgets them. */
 async function rebuildClosedHours(pool: Pool, clickhouse: ClickHouseClient, tables: UsageTables, now: number): Promise<void> {
   const { rows } = await pool.query<{ account_id: string; hour: string }>(
     'SELECT account_id, hour FROM usage_pending_rollups WHERE hour <= $1 ORDER BY account_id, hour',
-    [now - 3600 - CLOSING_GRACE_S],
+    [lastClosedHour(now)],
   );
   if (rows.length === 0) return;
   const due: AccountHours = new Map();
-  for (const row of rows) {
-    let hours = due.get(row.account_id);
-    if (!hours) due.set(row.account_id, (hours = new Set()));
-    hours.add(Number(row.hour));
-  }
+  for (const row of rows) addHour(due, row.account_id, Number(row.hour));
   await rebuildRollups(pool, clickhouse, tables, due);
   await pool.query('DELETE FROM usage_pending_rollups WHERE (account_id, hour) IN (SELECT * FROM unnest($1::text[], $2::bigint[]))', [
     rows.map((row) => row.account_id),
