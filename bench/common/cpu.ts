@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { statFields } from '../../scripts/stack/service-process';
 
 /**
  * CPU time so far (ms) of the processes `pids`, all their threads included, from the scheduler's
@@ -41,14 +42,10 @@ export function processTreePids(root: number): number[] {
   const children = new Map<number, number[]>();
   for (const entry of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
-      // Fields after the command name: state, ppid, ...
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
-    } catch {
-      // The process ended meanwhile.
-    }
+    const fields = statFields(entry);
+    if (!fields) continue; // ended meanwhile
+    const ppid = Number(fields[1]);
+    children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
   }
   const tree = [root];
   for (let i = 0; i < tree.length; i++) tree.push(...(children.get(tree[i]) ?? []));
@@ -63,14 +60,8 @@ export function processTreePids(root: number): number[] {
 export function processTotalCpuMs(pids: number[]): number {
   let ticks = 0;
   for (const pid of pids) {
-    try {
-      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-      // After the command name: state is field 3, utime field 14, stime field 15.
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      ticks += Number(fields[11]) + Number(fields[12]);
-    } catch {
-      // The process ended meanwhile.
-    }
+    const fields = statFields(pid);
+    if (fields) ticks += Number(fields[11]) + Number(fields[12]); // utime, stime; a process gone counts nothing
   }
   return (ticks * 1000) / CLOCK_TICKS;
 }

@@ -50,12 +50,22 @@ export function isAlive(pid: number): boolean {
     // EPERM: the process exists but belongs to someone else.
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
+  // A zombie has exited and only waits for its parent to read its status.
+  const state = statFields(pid)?.[0];
+  return state !== undefined && state !== 'Z';
+}
+
+/**
+ * The fields of /proc/<pid>/stat after the command name (state, ppid, pgrp, ..., utime at index
+ * 11, stime at 12); undefined once the process is gone. The name may hold spaces and parentheses,
+ * so the fields start after its last ')'.
+ */
+export function statFields(pid: number | string): string[] | undefined {
   try {
-    // A zombie has exited and only waits for its parent to read its status.
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   } catch {
-    return false;
+    return undefined;
   }
 }
 
