@@ -1,17 +1,52 @@
 import type { FastifyInstance } from 'fastify';
 import fs from 'node:fs';
+import type { AddressInfo } from 'node:net';
 import { buildRunApp } from '../../api/gateway/run-app';
+import type { DeployTarget } from '../../cli/deploy';
 import type { HangarConfig } from '../../core/config';
 import type { AppOptions } from '../../api/fastify';
-import type { TestApp } from './platform';
-import type { testRuntime } from './sandbox-runtime';
-import type { RunningWorker } from './workers';
+import type { BwrapRuntimeOptions } from '../../runtime/bwrap-runtime';
+import type { TestApp, TestTenant } from './platform';
+import { testRuntime } from './sandbox-runtime';
+import { startControlWorker, startNodeWorker, type RunningWorker } from './workers';
 
 /** The run gateway (run_url) on a port of its own, as workload tests call it. */
 export async function startRunGateway(config: HangarConfig, options: AppOptions = {}): Promise<{ gateway: FastifyInstance; runUrl: string }> {
   const gateway = await buildRunApp(config, options);
   const runUrl = await gateway.listen({ host: '127.0.0.1', port: 0 });
   return { gateway, runUrl };
+}
+
+/** What workload tests run beside their app: a node's runtime, the run gateway and both workers. */
+export interface WorkloadPlatform {
+  runtime: ReturnType<typeof testRuntime>;
+  gateway: FastifyInstance;
+  runUrl: string;
+  control: RunningWorker;
+  node: RunningWorker;
+}
+
+/** Starts the workload platform for the app `t`; on a failure, stops what it had started. */
+export async function startWorkloadPlatform(
+  t: TestApp,
+  options: { runtime?: Partial<BwrapRuntimeOptions>; gateway?: AppOptions } = {},
+): Promise<WorkloadPlatform> {
+  const runtime = testRuntime(t.config.dataDir, options.runtime);
+  const started: Partial<WorkloadPlatform> = { runtime };
+  try {
+    Object.assign(started, await startRunGateway(t.config, options.gateway));
+    started.control = await startControlWorker(t.config, t.app.pg);
+    started.node = await startNodeWorker(t.config, runtime);
+    return started as WorkloadPlatform;
+  } catch (err) {
+    await stopRuntimeTest(started);
+    throw err;
+  }
+}
+
+/** Where the deploy CLI reaches the app `t` (listening) as `tenant`'s admin. */
+export function deployTarget(t: TestApp, tenant: TestTenant): DeployTarget {
+  return { baseUrl: `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`, apiKey: tenant.admin.apiKey, workspace: tenant.workspace };
 }
 
 /**

@@ -4,7 +4,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { deployFolder, type DeployTarget } from '../../cli/deploy';
+import { deployFolder } from '../../cli/deploy';
 import { agentRequestWorkflowId, asyncRequestUsageTick } from '../../core/agents/async-requests';
 import { meterEventId } from '../../core/billing/metering';
 import { CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER, verifyCallback } from '../../core/callback-signature';
@@ -12,7 +12,7 @@ import { captureLogs } from '../helpers/log-capture';
 import { addIdentity, createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../helpers/platform';
 import { testRuntime } from '../helpers/sandbox-runtime';
 import { eventually, startControlWorker, startNodeWorker, type RunningWorker } from '../helpers/workers';
-import { startRunGateway, stopRuntimeTest } from '../helpers/runtime-platform';
+import { deployTarget, startWorkloadPlatform, stopRuntimeTest } from '../helpers/runtime-platform';
 import { outboxEvents } from '../helpers/usage-outbox';
 
 // Async agent requests end to end: the example echo agent and a slow agent deployed from code
@@ -59,11 +59,8 @@ beforeAll(async () => {
   await t.app.listen({ host: '127.0.0.1', port: 0 });
   tenant = await createTenant(t.app.pg, 'async');
   other = await createTenant(t.app.pg, 'async-other');
-  runtime = testRuntime(t.config.dataDir);
-  ({ gateway, runUrl } = await startRunGateway(t.config, { logLevel: 'debug', logStream: logs.stream }));
-  control = await startControlWorker(t.config, t.app.pg);
-  node = await startNodeWorker(t.config, runtime);
-  const target: DeployTarget = { baseUrl: `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`, apiKey: tenant.admin.apiKey, workspace: tenant.workspace };
+  ({ runtime, gateway, runUrl, control, node } = await startWorkloadPlatform(t, { gateway: { logLevel: 'debug', logStream: logs.stream } }));
+  const target = deployTarget(t, tenant);
   expect((await deployFolder(path.join(EXAMPLES, 'agent'), target, { name: 'echo' })).status).toBe('DEPLOYED');
   const slow = fs.mkdtempSync(path.join(scratch, 'slow-'));
   fs.writeFileSync(path.join(slow, 'main.js'), SLOW_AGENT);

@@ -1,6 +1,5 @@
 import type { FastifyInstance } from 'fastify';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { createCustomDomainControlActivities } from '../../activities/custom-domain-control';
 import { deployFolder } from '../../cli/deploy';
@@ -9,8 +8,8 @@ import { customDomainUsageTicks, customDomainWorkflowId } from '../../core/custo
 import { addIdentity, createTenant, startTestApp, unique, type TestApp, type TestIdentity, type TestTenant } from '../helpers/platform';
 import { tenantResources } from '../helpers/resources';
 import { testRuntime } from '../helpers/sandbox-runtime';
-import { startControlWorker, startNodeWorker, type RunningWorker } from '../helpers/workers';
-import { startRunGateway, stopRuntimeTest } from '../helpers/runtime-platform';
+import { startControlWorker, type RunningWorker } from '../helpers/workers';
+import { deployTarget, startWorkloadPlatform, stopRuntimeTest } from '../helpers/runtime-platform';
 import { outboxEvents } from '../helpers/usage-outbox';
 
 // Custom domains: CRUD on base_url, Host routing on a real run_url listener to deployed examples,
@@ -33,13 +32,10 @@ beforeAll(async () => {
   tenant = await createTenant(t.app.pg, 'dom');
   other = await createTenant(t.app.pg, 'dom-other');
   member = await addIdentity(t.app.pg, { accountId: tenant.accountId, workspaceId: tenant.workspaceId, role: 'member' });
-  runtime = testRuntime(t.config.dataDir);
   let runUrl: string;
-  ({ gateway, runUrl } = await startRunGateway(t.config));
+  ({ runtime, gateway, runUrl, control, node } = await startWorkloadPlatform(t));
   runPort = Number(new URL(runUrl).port);
-  control = await startControlWorker(t.config, t.app.pg);
-  node = await startNodeWorker(t.config, runtime);
-  const target = { baseUrl: `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`, apiKey: tenant.admin.apiKey, workspace: tenant.workspace };
+  const target = deployTarget(t, tenant);
   expect((await deployFolder(path.join(EXAMPLES, 'agent'), target, { name: 'echo' })).status).toBe('DEPLOYED');
   expect((await deployFolder(path.join(EXAMPLES, 'model'), target)).status).toBe('DEPLOYED');
 }, 120_000);

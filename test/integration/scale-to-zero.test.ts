@@ -1,6 +1,5 @@
 import type { FastifyInstance } from 'fastify';
 import fs from 'node:fs';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { deployFolder, type DeployTarget } from '../../cli/deploy';
@@ -10,7 +9,7 @@ import { createTenant, startTestApp, unique, type TestApp, type TestTenant } fro
 import { tenantResources } from '../helpers/resources';
 import { testRuntime } from '../helpers/sandbox-runtime';
 import { eventually, startControlWorker, startNodeWorker, type RunningWorker } from '../helpers/workers';
-import { startRunGateway, stopRuntimeTest } from '../helpers/runtime-platform';
+import { deployTarget, startWorkloadPlatform, stopRuntimeTest } from '../helpers/runtime-platform';
 import { outboxEvents } from '../helpers/usage-outbox';
 
 // Workloads with `minScale: 0`: stopped after an idle period, started again by the next request.
@@ -33,11 +32,8 @@ beforeAll(async () => {
   tenant = await createTenant(t.app.pg, 'scale');
   resources = tenantResources(t, tenant);
   // A warm sandbox waiting, as on a node: starts from zero take it over.
-  runtime = testRuntime(t.config.dataDir, { warmPool: 1 });
-  ({ gateway, runUrl } = await startRunGateway(t.config));
-  target = { baseUrl: `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`, apiKey: tenant.admin.apiKey, workspace: tenant.workspace };
-  control = await startControlWorker(t.config, t.app.pg);
-  node = await startNodeWorker(t.config, runtime);
+  ({ runtime, gateway, runUrl, control, node } = await startWorkloadPlatform(t, { runtime: { warmPool: 1 } }));
+  target = deployTarget(t, tenant);
 }, 60_000);
 
 afterAll(() => stopRuntimeTest({ runtime, node, control, gateway, t, scratch }), 60_000);

@@ -17,8 +17,8 @@ import { sandboxLayout } from '../../runtime/layout';
 import { captureLogs } from '../helpers/log-capture';
 import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../helpers/platform';
 import { testRuntime } from '../helpers/sandbox-runtime';
-import { eventually, startControlWorker, startNodeWorker, type RunningWorker } from '../helpers/workers';
-import { startRunGateway, stopRuntimeTest } from '../helpers/runtime-platform';
+import { eventually, startNodeWorker, type RunningWorker } from '../helpers/workers';
+import { deployTarget, startWorkloadPlatform, stopRuntimeTest } from '../helpers/runtime-platform';
 import { outboxEvents } from '../helpers/usage-outbox';
 
 // Deploying the examples from code bundles and calling them through the inference gateway.
@@ -43,11 +43,8 @@ beforeAll(async () => {
   await t.app.listen({ host: '127.0.0.1', port: 0 });
   tenant = await createTenant(t.app.pg, 'wl');
   other = await createTenant(t.app.pg, 'wl-other');
-  runtime = testRuntime(t.config.dataDir);
-  ({ gateway, runUrl } = await startRunGateway(t.config));
-  target = { baseUrl: `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`, apiKey: tenant.admin.apiKey, workspace: tenant.workspace };
-  control = await startControlWorker(t.config, t.app.pg);
-  node = await startNodeWorker(t.config, runtime);
+  ({ runtime, gateway, runUrl, control, node } = await startWorkloadPlatform(t));
+  target = deployTarget(t, tenant);
 }, 60_000);
 
 afterAll(() => stopRuntimeTest({ runtime, node, control, gateway, t, scratch }), 60_000);
