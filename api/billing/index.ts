@@ -117,6 +117,8 @@ export default async function billingRoutes(app: FastifyInstance) {
       async (request, reply) => {
         const accountId = memberAccount(request.principal, request.params);
         if (!request.principal.accountAdmin) throw forbidden('ingesting usage events is reserved to account admins');
+        // Prices first, so that parsing and encoding run with no await between them (which
+        // acceptUsageEvents, given parsed events, cannot offer): no event object outlives them.
         const prices = await loadPrices(app.pg, accountId);
         const batch = await asBadRequest(() => encodeUsageBatch(accountId, parseUsageEvents(parseJson(request.body as Buffer), Date.now()), prices));
         try {
