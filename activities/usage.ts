@@ -2,11 +2,13 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import { Context } from '@temporalio/activity';
 import type { Client as TemporalClient } from '@temporalio/client';
 import type { Pool } from 'pg';
+import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { REBUILD_SETTINGS, rebuildSql } from '../core/billing/rollup-sql';
+import { createStagingSql, deltaSql, reconcileSql, STAGING_PREFIX, stagingTable } from '../core/billing/rollup-sql';
 import { usageTables, type UsageTables } from '../core/billing/storage';
 import { chooseFlushBatch, type OutboxHead, type OutboxRow } from '../core/billing/flush-batch';
 import { RAW_COLUMNS } from '../core/billing/usage-batch';
+import { sqlLiteral } from '../core/sql-literal';
 import { inTransaction } from '../db/transaction';
 import { USAGE_FLUSH_WORKFLOW_ID, usageFlushWorkflow } from '../workflows/usage-flush';
 import type { ActivityDeps } from './deps';
@@ -16,21 +18,21 @@ const FLUSH_LOCK = 7_460_023;
 /** Events moved per ClickHouse insert: large enough for throughput, small enough for memory. */
 const FLUSH_LIMITS = { maxEvents: 500_000, maxRows: 1_000 };
 /**
- * How long the oldest waiting event may wait for a fuller batch. Each batch rebuilds the rollup
- * periods it touches from all their data, so under load a few large batches cost ClickHouse far
- * less than many small ones; at rest an event still shows within about this long.
+ * How long the oldest waiting event may wait for a fuller batch. Every batch costs ClickHouse a
+ * few statements and new parts to merge, so under load a few large batches cost it far less than
+ * many small ones; at rest an event still shows within about this long.
  */
 const GATHER_MS = 2_000;
 const GATHER_POLL_MS = 100;
 const LOCK_RETRY_MS = 250;
-/** How long after its end an hour still takes late events before its rollups are built. */
-const CLOSING_GRACE_S = 300;
+/** Hours corrected per round: bounds the size of one correction's statements. */
+const RECONCILE_CHUNK = 720;
 const NEWLINE = Buffer.from('\n');
 
 export interface FlushResult {
   /** Events moved to ClickHouse by this call. */
   events: number;
-  /** True when the outbox still held rows when the time budget ran out. */
+  /** True when the outbox still held rows (or hours awaited correction) when the time budget ran out. */
   more: boolean;
 }
 
@@ -41,23 +43,25 @@ export interface FlushOptions {
   progress?: () => void;
   /** How long the oldest waiting event may wait for a fuller batch (GATHER_MS); 0 flushes at once. */
   gatherMs?: number;
-  /** The clock that decides which hours have closed (tests move it). */
-  nowMs?: () => number;
 }
 
 /**
- * Moves accepted events from the PostgreSQL outbox to ClickHouse, oldest first, then rebuilds the
- * rollups of the closed hours (and their days) they touched, records the open hours they touched
- * as pending, then deletes the outbox rows. Pending hours are rebuilt once they close (see
- * rebuildClosedHours); until then reads take them from the raw table. A failure at any step
- * leaves the rows in the outbox, and the retry re-inserts them: the raw table's deduplication and
- * the rebuild-from-deduplicated-data make that harmless, so each event counts exactly once.
+ * Moves accepted events from the PostgreSQL outbox to ClickHouse, oldest first, and keeps the
+ * rollups equal to them (see core/billing/rollup-sql.ts). Per batch:
  *
- * One flusher runs at a time (an advisory lock), which keeps rebuild versions in commit order.
+ * 1. In PostgreSQL, count an attempt on its outbox rows and list its hours as pending, so reads
+ *    take them raw until step 3, and a failure part way leaves them listed.
+ * 2. Stage its events in ClickHouse, insert them into the raw table and, if no row of the batch
+ *    was attempted before, add them to the rollups. A batch attempted before may already be in
+ *    ClickHouse, in whole or in part: its hours are marked for a correction from the raw events
+ *    instead, which the raw table's deduplication makes exact.
+ * 3. Delete its outbox rows and unlist its hours (unless due for a correction).
+ *
+ * Hours due for a correction are corrected before each batch. Each event counts exactly once
+ * however often any step fails and is retried. One flusher runs at a time (an advisory lock).
  */
 export async function flushUsageOutbox(pool: Pool, clickhouse: ClickHouseClient, tables: UsageTables, options: FlushOptions = {}): Promise<FlushResult> {
   const deadline = Date.now() + (options.budgetMs ?? 20_000);
-  const now = () => Math.floor((options.nowMs?.() ?? Date.now()) / 1000);
   const lock = await pool.connect();
   let moved = 0;
   let locked = false;
@@ -69,14 +73,16 @@ export async function flushUsageOutbox(pool: Pool, clickhouse: ClickHouseClient,
       options.progress?.();
       await new Promise((resolve) => setTimeout(resolve, LOCK_RETRY_MS));
     }
+    await dropStagingLeftovers(clickhouse, tables);
+    await listBackfillHours(pool, clickhouse, tables);
     for (;;) {
-      await rebuildClosedHours(pool, clickhouse, tables, now());
+      if (!(await reconcileDueHours(pool, clickhouse, tables, deadline, options.progress))) return { events: moved, more: true };
       const batch = await nextBatch(pool, { deadline, gatherMs: options.gatherMs ?? GATHER_MS, progress: options.progress });
       if (batch.length === 0) return { events: moved, more: false };
-      await insertRaw(pool, clickhouse, tables, batch);
-      const { closed, open } = splitByClosing(batch, now());
-      await rebuildRollups(pool, clickhouse, tables, closed);
-      await settle(pool, batch, open);
+      const hours = batchHours(batch);
+      const firstAttempt = await beginBatch(pool, batch, hours);
+      await moveBatch(pool, clickhouse, tables, batch, firstAttempt);
+      await settle(pool, batch, hours);
       moved += batch.reduce((sum, row) => sum + row.event_count, 0);
       options.progress?.();
       if (Date.now() >= deadline) return { events: moved, more: true };
@@ -87,64 +93,102 @@ export async function flushUsageOutbox(pool: Pool, clickhouse: ClickHouseClient,
   }
 }
 
-/** Hour starts (epoch seconds) by account. */
-type AccountHours = Map<string, Set<number>>;
+/** (account, hour start) pairs, as parallel arrays for unnest. */
+interface AccountHours {
+  accounts: string[];
+  hours: number[];
+}
 
-function addHour(hours: AccountHours, accountId: string, hour: number): void {
-  let set = hours.get(accountId);
-  if (!set) hours.set(accountId, (set = new Set()));
-  set.add(hour);
+function batchHours(batch: OutboxRow[]): AccountHours {
+  const seen = new Set<string>();
+  const pairs: AccountHours = { accounts: [], hours: [] };
+  for (const row of batch) {
+    for (const text of row.hours) {
+      const key = `${row.account_id}\u0000${text}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      pairs.accounts.push(row.account_id);
+      pairs.hours.push(Number(text));
+    }
+  }
+  return pairs;
 }
 
 /**
- * The last hour start that has closed at `now`. An hour closes a grace period after its end, so
- * that events sent a little late still find it open and its rollups are built once; later ones
- * rebuild it again, which is correct, only dearer.
+ * Step 1: counts an attempt on the batch's rows and lists its hours as pending, due for a
+ * correction unless this is the rows' first attempt. Returns whether it is.
  */
-const lastClosedHour = (now: number) => now - 3600 - CLOSING_GRACE_S;
-
-/** The hours of a batch by account, closed or still open at `now`. */
-function splitByClosing(batch: OutboxRow[], now: number): { closed: AccountHours; open: AccountHours } {
-  const closed: AccountHours = new Map();
-  const open: AccountHours = new Map();
-  for (const row of batch) {
-    for (const text of row.hours) {
-      const hour = Number(text);
-      addHour(hour <= lastClosedHour(now) ? closed : open, row.account_id, hour);
-    }
-  }
-  return { closed, open };
+async function beginBatch(pool: Pool, batch: OutboxRow[], hours: AccountHours): Promise<boolean> {
+  return inTransaction(pool, async (client) => {
+    const attempts = await client.query<{ first: boolean }>(
+      'WITH counted AS (UPDATE usage_outbox SET attempts = attempts + 1 WHERE seq = ANY($1::bigint[]) RETURNING attempts) SELECT bool_and(attempts = 1) AS first FROM counted',
+      [batch.map((row) => row.seq)],
+    );
+    const first = attempts.rows[0].first === true;
+    await client.query(
+      `INSERT INTO usage_pending_rollups (account_id, hour, reconcile) SELECT account_id, hour, $3 FROM unnest($1::text[], $2::bigint[]) AS t (account_id, hour)
+       ON CONFLICT (account_id, hour) DO UPDATE SET reconcile = usage_pending_rollups.reconcile OR EXCLUDED.reconcile`,
+      [hours.accounts, hours.hours, !first],
+    );
+    return first;
+  });
 }
 
-/** Records the batch's open hours as pending and deletes its outbox rows, in one transaction. */
-async function settle(pool: Pool, batch: OutboxRow[], open: AccountHours): Promise<void> {
-  const accounts = [...open].flatMap(([accountId, hours]) => [...hours].map(() => accountId));
-  const hours = [...open.values()].flatMap((set) => [...set]);
+/** Step 3: deletes the batch's outbox rows and unlists its hours, but those due for a correction. */
+async function settle(pool: Pool, batch: OutboxRow[], hours: AccountHours): Promise<void> {
   await inTransaction(pool, async (client) => {
-    if (hours.length > 0) {
-      await client.query(
-        'INSERT INTO usage_pending_rollups (account_id, hour) SELECT * FROM unnest($1::text[], $2::bigint[]) ON CONFLICT DO NOTHING',
-        [accounts, hours],
-      );
-    }
+    await client.query(
+      'DELETE FROM usage_pending_rollups WHERE NOT reconcile AND (account_id, hour) IN (SELECT * FROM unnest($1::text[], $2::bigint[]))',
+      [hours.accounts, hours.hours],
+    );
     await client.query('DELETE FROM usage_outbox WHERE seq = ANY($1::bigint[])', [batch.map((row) => row.seq)]);
   });
 }
 
-/** Rebuilds the rollups of pending hours that have closed, then forgets them. */
-async function rebuildClosedHours(pool: Pool, clickhouse: ClickHouseClient, tables: UsageTables, now: number): Promise<void> {
-  const { rows } = await pool.query<{ account_id: string; hour: string }>(
-    'SELECT account_id, hour FROM usage_pending_rollups WHERE hour <= $1 ORDER BY account_id, hour',
-    [lastClosedHour(now)],
-  );
-  if (rows.length === 0) return;
-  const due: AccountHours = new Map();
-  for (const row of rows) addHour(due, row.account_id, Number(row.hour));
-  await rebuildRollups(pool, clickhouse, tables, due);
-  await pool.query('DELETE FROM usage_pending_rollups WHERE (account_id, hour) IN (SELECT * FROM unnest($1::text[], $2::bigint[]))', [
-    rows.map((row) => row.account_id),
-    rows.map((row) => row.hour),
-  ]);
+/**
+ * Corrects the rollups of the hours due for it, a chunk at a time, and unlists them. Returns
+ * false if the deadline came first.
+ */
+async function reconcileDueHours(pool: Pool, clickhouse: ClickHouseClient, tables: UsageTables, deadline: number, progress?: () => void): Promise<boolean> {
+  for (;;) {
+    const { rows } = await pool.query<{ account_id: string; hour: string }>(
+      'SELECT account_id, hour FROM usage_pending_rollups WHERE reconcile ORDER BY account_id, hour LIMIT $1',
+      [RECONCILE_CHUNK],
+    );
+    if (rows.length === 0) return true;
+    const byAccount = new Map<string, number[]>();
+    for (const row of rows) byAccount.set(row.account_id, [...(byAccount.get(row.account_id) ?? []), Number(row.hour)]);
+    for (const [accountId, hours] of byAccount) {
+      for (const query of reconcileSql(tables, accountId, hours)) await clickhouse.command({ query });
+    }
+    await pool.query('DELETE FROM usage_pending_rollups WHERE reconcile AND (account_id, hour) IN (SELECT * FROM unnest($1::text[], $2::bigint[]))', [
+      rows.map((row) => row.account_id),
+      rows.map((row) => row.hour),
+    ]);
+    progress?.();
+    if (Date.now() >= deadline) return false;
+  }
+}
+
+/**
+ * Once after the rollups became sums (migration 013): lists every hour the raw table holds as due
+ * for a correction, which fills the new rollups from it.
+ */
+async function listBackfillHours(pool: Pool, clickhouse: ClickHouseClient, tables: UsageTables): Promise<void> {
+  if ((await pool.query('SELECT 1 FROM usage_rollup_backfill')).rowCount === 0) return;
+  const result = await clickhouse.query({
+    query: `SELECT DISTINCT account_id, toUInt32(toStartOfHour(event_time)) AS hour FROM ${tables.raw}`,
+    format: 'JSONEachRow',
+  });
+  const stored = await result.json<{ account_id: string; hour: number }>();
+  await inTransaction(pool, async (client) => {
+    await client.query(
+      `INSERT INTO usage_pending_rollups (account_id, hour, reconcile) SELECT account_id, hour, true FROM unnest($1::text[], $2::bigint[]) AS t (account_id, hour)
+       ON CONFLICT (account_id, hour) DO UPDATE SET reconcile = true`,
+      [stored.map((row) => row.account_id), stored.map((row) => row.hour)],
+    );
+    await client.query('DELETE FROM usage_rollup_backfill');
+  });
 }
 
 /**
@@ -167,42 +211,45 @@ async function nextBatch(pool: Pool, wait: { deadline: number; gatherMs: number;
 }
 
 /**
- * Inserts the events of outbox rows into the raw table: TabSeparated bytes as they are, rows
- * accepted before the outbox held those (JSONEachRow text) in their own insert.
+ * Step 2: stages the batch's events in a ClickHouse memory table (TabSeparated bytes as they
+ * are; rows accepted before the outbox held those, JSONEachRow text, in their own insert), copies
+ * them into the raw table and, on a first attempt, adds them to the rollups.
  */
-async function insertRaw(pool: Pool, clickhouse: ClickHouseClient, tables: UsageTables, batch: OutboxRow[]): Promise<void> {
+async function moveBatch(pool: Pool, clickhouse: ClickHouseClient, tables: UsageTables, batch: OutboxRow[], firstAttempt: boolean): Promise<void> {
   const { rows } = await pool.query<{ tsv: boolean; data: string }>(
     'SELECT tsv IS NOT NULL AS tsv, COALESCE(tsv, rows) AS data FROM usage_outbox WHERE seq = ANY($1::bigint[]) ORDER BY seq',
     [batch.map((row) => row.seq)],
   );
-  for (const format of ['TabSeparated', 'JSONEachRow'] as const) {
-    const chunks = rows.filter((row) => row.tsv === (format === 'TabSeparated')).map((row) => Buffer.from(row.data));
-    if (chunks.length === 0) continue;
-    // Every TabSeparated row ends with a newline; JSONEachRow text has none after its last line.
-    const body = Buffer.concat(format === 'TabSeparated' ? chunks : chunks.flatMap((chunk) => [chunk, NEWLINE]));
-    const result = await clickhouse.exec({
-      query: `INSERT INTO ${tables.raw} (${RAW_COLUMNS}) FORMAT ${format}`,
-      values: Readable.from([body]),
-    });
-    // The response carries nothing, but reading it to the end is what confirms the insert.
-    await new Promise<void>((resolve, reject) => {
-      result.stream.on('end', resolve).on('error', reject).resume();
-    });
-  }
-}
-
-async function rebuildRollups(pool: Pool, clickhouse: ClickHouseClient, tables: UsageTables, hoursByAccount: AccountHours): Promise<void> {
-  for (const [accountId, hours] of hoursByAccount) {
-    const version = await nextRollupVersion(pool);
-    for (const query of rebuildSql(tables, accountId, hours, version)) {
-      await clickhouse.command({ query, clickhouse_settings: REBUILD_SETTINGS });
+  const staging = stagingTable(tables, randomBytes(8).toString('hex'));
+  await clickhouse.command({ query: createStagingSql(tables, staging) });
+  try {
+    for (const format of ['TabSeparated', 'JSONEachRow'] as const) {
+      const chunks = rows.filter((row) => row.tsv === (format === 'TabSeparated')).map((row) => Buffer.from(row.data));
+      if (chunks.length === 0) continue;
+      // Every TabSeparated row ends with a newline; JSONEachRow text has none after its last line.
+      const body = Buffer.concat(format === 'TabSeparated' ? chunks : chunks.flatMap((chunk) => [chunk, NEWLINE]));
+      const result = await clickhouse.exec({ query: `INSERT INTO ${staging} (${RAW_COLUMNS}) FORMAT ${format}`, values: Readable.from([body]) });
+      // The response carries nothing, but reading it to the end is what confirms the insert.
+      await new Promise<void>((resolve, reject) => {
+        result.stream.on('end', resolve).on('error', reject).resume();
+      });
     }
+    await clickhouse.command({ query: `INSERT INTO ${tables.raw} (${RAW_COLUMNS}) SELECT ${RAW_COLUMNS} FROM ${staging}` });
+    if (firstAttempt) for (const query of deltaSql(tables, staging)) await clickhouse.command({ query });
+  } finally {
+    await clickhouse.command({ query: `DROP TABLE IF EXISTS ${staging}` }).catch(() => undefined);
   }
 }
 
-async function nextRollupVersion(pool: Pool): Promise<bigint> {
-  const result = await pool.query<{ version: string }>("SELECT nextval('usage_rollup_version') AS version");
-  return BigInt(result.rows[0].version);
+/** Staging tables a crashed flush left behind (one flusher runs at a time, so none is in use). */
+async function dropStagingLeftovers(clickhouse: ClickHouseClient, tables: UsageTables): Promise<void> {
+  const result = await clickhouse.query({
+    query: `SELECT substring(name, ${STAGING_PREFIX.length + 1}) AS token FROM system.tables WHERE database = ${sqlLiteral(tables.database)} AND substring(name, 1, ${STAGING_PREFIX.length}) = ${sqlLiteral(STAGING_PREFIX)}`,
+    format: 'JSONEachRow',
+  });
+  for (const { token } of await result.json<{ token: string }>()) {
+    await clickhouse.command({ query: `DROP TABLE IF EXISTS ${stagingTable(tables, token)}` });
+  }
 }
 
 /** Activities of usage metering, registered by the control worker. */

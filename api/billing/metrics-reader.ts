@@ -18,7 +18,7 @@ export class MetricsReader {
   ) {}
 
   async metrics(caller: MetricsScope, query: MetricsQuery, fingerprint: string): Promise<MetricsResponse> {
-    const scope = await this.withOpenHours(caller);
+    const scope = await this.withPendingHours(caller);
     let after: string[] | undefined;
     if (query.cursor !== undefined) {
       // An ungrouped answer is never paged: no cursor was ever issued for it.
@@ -43,19 +43,20 @@ export class MetricsReader {
   }
 
   async resourceTypes(caller: MetricsScope, window: MetricsWindow): Promise<string[]> {
-    const rows = await this.rows(resourceTypesSql(await this.withOpenHours(caller), window));
+    const rows = await this.rows(resourceTypesSql(await this.withPendingHours(caller), window));
     return rows.map((row) => String(row.resource_type));
   }
 
-  /** The scope with the account's hours that still have to be read raw (usually the last one or two). */
-  private async withOpenHours(scope: MetricsScope): Promise<MetricsScope> {
-    return { ...scope, openHours: await pendingHours(this.pg, scope.accountId) };
+  /** The scope with the account's hours that have to be read raw (usually none, or those of the batch being flushed). */
+  private async withPendingHours(scope: MetricsScope): Promise<MetricsScope> {
+    return { ...scope, pendingHours: await pendingHours(this.pg, scope.accountId) };
   }
 
   private async rows(query: string): Promise<Row[]> {
     try {
-      const result = await this.clickhouse.query({ query, format: 'JSONEachRow' });
-      return await result.json<Row>();
+      // One JSON document, parsed at once: cheaper than a parse per row (JSONEachRow) for pages of thousands of buckets.
+      const result = await this.clickhouse.query({ query, format: 'JSON' });
+      return (await result.json<Row>()).data;
     } catch (err) {
       // The usage store being down is not the caller's fault, nor a bug: say so, and retryable.
       this.log.error({ err }, 'usage metrics query failed');

@@ -119,8 +119,9 @@ async function ingestAll(http: HttpClient, apiKey: string, bodies: Buffer[], tot
 async function waitForFlush(pool: Pool): Promise<number> {
   const began = Date.now();
   for (;;) {
-    const { rows } = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM usage_outbox');
-    if (rows[0].n === 0) return (Date.now() - began) / 1000;
+    // Empty outbox, and no hour left that reads would take raw.
+    const { rows } = await pool.query<{ n: number }>('SELECT (SELECT count(*) FROM usage_outbox) + (SELECT count(*) FROM usage_pending_rollups) AS n');
+    if (Number(rows[0].n) === 0) return (Date.now() - began) / 1000;
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
 }
@@ -253,9 +254,11 @@ async function main() {
     if (loaded !== TOTAL || env.BENCH_FRESH === '1') {
       if (loaded > 0) {
         log(`  clearing ${loaded.toLocaleString('en')} events of an earlier run`);
-        await pool.query('TRUNCATE usage_event_ledger, usage_outbox');
+        await pool.query('TRUNCATE usage_event_ledger, usage_outbox, usage_pending_rollups');
         // Dropped and created again, so that a run measures the current schema.
-        for (const table of Object.values(tables)) await clickhouse.command({ query: `DROP TABLE IF EXISTS ${table}` });
+        const { database, ...stored } = tables;
+        for (const table of Object.values(stored)) await clickhouse.command({ query: `DROP TABLE IF EXISTS ${table}` });
+        await clickhouse.command({ query: `DROP DATABASE IF EXISTS ${database}` });
         await migrateClickHouse(clickhouse, stack.clickhouseDatabase);
       }
       log('preparing request bodies...');
@@ -276,8 +279,9 @@ async function main() {
       if (loaded !== TOTAL) throw new Error(`ClickHouse holds ${loaded} events, expected ${TOTAL}`);
     } else {
       log(`reusing ${loaded.toLocaleString('en')} events loaded by an earlier run`);
-      // Query timings below are for the data as the earlier run left it.
-      await waitForFlush(pool);
+      // Query timings below are for the data as the earlier run left it (and, after an upgrade,
+      // once the flush has filled new rollups from it).
+      log(`  flush and rollups up to date after ${(await waitForFlush(pool)).toFixed(1)} s`);
     }
 
     if (LIVE > 0) await ingestLive(http, pool, apiKey, workspaces, cpuMeter(config, children));

@@ -1,7 +1,7 @@
 import { sqlLiteral } from '../sql-literal';
 import { enrichmentFields, reportsUsage } from './grouping';
 import type { GroupDimension, MetricsFilters, MetricsQuery, MetricsWindow } from './metrics-query';
-import { latestRowsSql, planSegments, tableOf, TIME_COLUMN, type Segment, type UsageTables } from './storage';
+import { planSegments, tableOf, TIME_COLUMN, type Segment, type UsageTables } from './storage';
 import type { Resolution } from './time';
 
 /**
@@ -42,8 +42,8 @@ export interface MetricsScope {
   accountId: string;
   /** Workspaces a non-admin caller belongs to; undefined for account admins (every workspace). */
   visibleWorkspaces?: readonly string[];
-  /** Hours (epoch seconds) whose rollups are not up to date yet, read from the raw table. */
-  openHours?: ReadonlySet<number>;
+  /** Hours (epoch seconds) whose rollups are not trusted, read from the raw table. */
+  pendingHours?: ReadonlySet<number>;
 }
 
 /** Filtered rows are read only where a stored event's second lies in the window: [ceil(start), ceil(end)). */
@@ -122,7 +122,7 @@ function unionOf(
   restriction?: string,
 ): string {
   const { from, to } = windowSeconds(query);
-  const planned = planSegments(from, to, buckets !== 'hourly', scope.openHours);
+  const planned = planSegments(from, to, buckets !== 'hourly', scope.pendingHours);
   // A window narrower than a second holds no stored event; an empty range still yields valid SQL.
   const segments: Segment[] = planned.length > 0 ? planned : [{ source: 'raw', from, to: from }];
   const conditions = sharedConditions(scope, query, after);
@@ -145,12 +145,8 @@ function segmentSql(scope: MetricsScope, segment: Segment, dims: boolean, column
   const selected = columns.map((column) => (column === 't' ? `${time} AS t` : column));
   const period = `${time} >= ${sqlLiteral(new Date(segment.from * 1000))} AND ${time} < ${sqlLiteral(new Date(segment.to * 1000))}`;
   const where = [period, ...conditions];
-  if (segment.source === 'raw') {
-    // FINAL: raw rows re-sent by a retried flush are read once.
-    return `SELECT ${selected.join(', ')} FROM ${table} FINAL WHERE ${where.join(' AND ')}`;
-  }
-  const measures = columns.filter((column) => column === 'cost' || column === 'quantity');
-  return `SELECT ${selected.join(', ')} FROM (${latestRowsSql(table, time, dims, measures, where.join(' AND '))})`;
+  // FINAL: raw rows re-sent by a retried flush are read once. Rollup rows are summed by every read.
+  return `SELECT ${selected.join(', ')} FROM ${table}${segment.source === 'raw' ? ' FINAL' : ''} WHERE ${where.join(' AND ')}`;
 }
 
 function sharedConditions(scope: MetricsScope, query: SourceQuery, after: readonly string[] | undefined): string[] {

@@ -13,9 +13,8 @@ export interface BillingHarness {
   clickhouse: ClickHouseClient;
   tables: UsageTables;
   call(credential: string, options: InjectOptions): Promise<LightMyRequestResponse>;
-  /** Moves everything accepted so far into ClickHouse (what the usage-flush workflow does). */
-  /** Moves the outbox to ClickHouse now; `nowMs` is the clock that decides which hours have closed. */
-  flush(nowMs?: number): Promise<void>;
+  /** Moves everything accepted so far into ClickHouse now (what the usage-flush workflow does). */
+  flush(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -31,9 +30,9 @@ export async function startBillingHarness(): Promise<BillingHarness> {
     tables,
     call: (credential, options) =>
       app.inject({ ...options, headers: { authorization: `Bearer ${credential}`, ...options.headers } }),
-    flush: async (nowMs?: number) => {
+    flush: async () => {
       // At once: a test asks for the flush when it has put in all it wanted.
-      await flushUsageOutbox(app.pg, app.clickhouse, tables, { gatherMs: 0, nowMs: nowMs === undefined ? undefined : () => nowMs });
+      await flushUsageOutbox(app.pg, app.clickhouse, tables, { gatherMs: 0 });
     },
     close: () => app.close(),
   };

@@ -106,15 +106,17 @@ describe('metrics SQL', () => {
     expect(sql).toContain("workspace IN ('w\\'1')");
     expect(sql).toContain("resource_name > 'it\\'s'");
     expect(sql).toContain("resource_name <= 'zz'");
-    expect(sql).toMatch(/FROM hangar\.usage_hourly WHERE/);
-    expect(sql).not.toContain('usage_daily FINAL');
+    expect(sql).toMatch(/FROM hangar\.usage_hourly_sums WHERE/);
+    // Rollup rows are summed: no FINAL, no version.
+    expect(sql).not.toContain('_sums FINAL');
+    expect(sql).not.toContain('version');
   });
 
   it('reads whole days from the daily table unless buckets are hourly, and edges from raw', () => {
     const daily = parseMetricsQuery({ startTime: '2026-04-01T10:30:00Z', endTime: '2026-04-05T00:00:00Z', resolution: 'daily', groupBy: 'resource_name' });
     const sql = bucketSql(scope, daily, undefined, undefined);
-    expect(sql).toContain('hangar.usage_daily ');
-    expect(sql).toContain('hangar.usage_hourly');
+    expect(sql).toContain('hangar.usage_daily_sums ');
+    expect(sql).toContain('hangar.usage_hourly_sums ');
     expect(sql).toContain('hangar.usage_events FINAL');
     expect(totalsSql(scope, daily)).toContain('GROUP BY billing_dimension');
     expect(resourceTypesSql(scope, daily)).toContain('SELECT DISTINCT resource_type');
@@ -122,7 +124,7 @@ describe('metrics SQL', () => {
     expect(groupListSql({ ...scope, visibleWorkspaces: [] }, daily, undefined)).toContain('0 = 1');
     // Without names or uuids, the smaller rollups serve.
     const byType = parseMetricsQuery({ ...window, groupBy: 'resource_type,billing_dimension' });
-    expect(bucketSql(scope, byType, undefined, undefined)).toContain('hangar.usage_hourly_dims');
+    expect(bucketSql(scope, byType, undefined, undefined)).toContain('hangar.usage_hourly_dims_sums');
     expect(bucketSql(scope, parseMetricsQuery({ ...window, groupBy: 'resource_type', resourceName: 'x' }), undefined, undefined)).not.toContain('_dims');
   });
 });

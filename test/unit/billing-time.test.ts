@@ -168,7 +168,7 @@ describe('planSegments', () => {
     ]);
   });
 
-  it('property: segments tile the window without gaps or overlaps, each aligned to its table, open hours raw', () => {
+  it('property: segments tile the window without gaps or overlaps, each aligned to its table, pending hours raw', () => {
     const lo = s('2020-01-01T00:00:00Z');
     const hours = fc.array(fc.integer({ min: 0, max: 40 * 24 }), { maxLength: 6 });
     fc.assert(
@@ -179,7 +179,7 @@ describe('planSegments', () => {
           if (seg.source === 'raw') continue;
           for (const hour of open) {
             const span = seg.source === 'daily' ? [hour - (hour % 86_400), hour - (hour % 86_400) + 86_400] : [hour, hour + 3600];
-            // No rollup segment covers an open hour (for daily: any hour of its day).
+            // No rollup segment covers a pending hour (for daily: any hour of its day).
             expect(seg.to <= span[0] || seg.from >= span[1]).toBe(true);
           }
         }
