@@ -1,3 +1,4 @@
+import os from 'node:os';
 import path from 'node:path';
 
 /**
@@ -51,6 +52,11 @@ export interface HangarConfig {
   /** Largest accepted request body, in bytes. */
   bodyLimitBytes: number;
   logLevel: string;
+  /**
+   * Processes serving the management API (base_url), sharing its port: it keeps no state between
+   * requests, so this is how it uses more than one core. Default: the machine's cores, at most 4.
+   */
+  apiProcesses: number;
   /** Third-party providers the integration catalog talks to; tests point them at a fake provider. */
   integrations: { email: OAuthProviderEndpoints };
 }
@@ -77,6 +83,12 @@ function intFrom(env: NodeJS.ProcessEnv, name: string, fallback: number): number
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
   if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer, got '${raw}'`);
+  return value;
+}
+
+function atLeastOne(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const value = intFrom(env, name, fallback);
+  if (value < 1) throw new Error(`${name} must be at least 1, got '${env[name]}'`);
   return value;
 }
 
@@ -117,6 +129,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HangarConfig {
     callbackGiveUpSeconds: intFrom(env, 'HANGAR_CALLBACK_GIVE_UP_SECONDS', 3600),
     bodyLimitBytes: intFrom(env, 'HANGAR_BODY_LIMIT_BYTES', 10 * 1024 * 1024),
     logLevel: env.HANGAR_LOG_LEVEL || 'info',
+    apiProcesses: atLeastOne(env, 'HANGAR_API_PROCESSES', Math.min(os.availableParallelism(), 4)),
     integrations: {
       // Defaults: Google's OAuth 2.0 endpoints and the Gmail API.
       email: {

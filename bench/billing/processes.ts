@@ -1,7 +1,7 @@
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { Client } from '@temporalio/client';
 import { createUsageActivities, startUsageFlush } from '../../activities/usage';
-import { buildApp } from '../../api/app';
+import { isManagementWorker, serveInWorker, startManagementApi } from '../../api/management-processes';
 import { createClickHouse } from '../../api/plugins/clickhouse';
 import { createPool } from '../../api/plugins/postgres';
 import type { HangarConfig } from '../../core/config';
@@ -13,9 +13,9 @@ import type { HangarConfig } from '../../core/config';
  */
 export const BENCH_TASK_QUEUE = 'billing-bench';
 
+/** As the platform's API process serves base_url (HANGAR_API_PROCESSES processes). */
 async function runApi(config: HangarConfig): Promise<void> {
-  const app = await buildApp(config);
-  await app.listen({ host: '127.0.0.1', port: config.basePort });
+  await startManagementApi(config, (detail, message) => console.error(message, detail));
 }
 
 async function runFlush(config: HangarConfig): Promise<void> {
@@ -39,7 +39,7 @@ if (require.main === module) {
   process.on('SIGTERM', () => process.exit(0));
   const config = JSON.parse(process.env.HANGAR_BENCH_CONFIG ?? '{}') as HangarConfig;
   const role = process.argv[2];
-  const run = role === 'api' ? runApi(config).then(() => process.send?.('ready')) : runFlush(config);
+  const run = isManagementWorker() ? serveInWorker(config) : role === 'api' ? runApi(config).then(() => process.send?.('ready')) : runFlush(config);
   run.catch((err) => {
     console.error(`bench ${role} process failed: ${(err as Error).stack}`);
     process.exit(1);

@@ -37,20 +37,6 @@ export function machineBusyMs(): number {
 /** USER_HZ: 100 on every Linux architecture Node runs on. */
 const CLOCK_TICKS = 100;
 
-/** `root` and every live process descended from it (a local service and the backends it forked). */
-export function processTreePids(root: number): number[] {
-  const children = new Map<number, number[]>();
-  for (const entry of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const fields = statFields(entry);
-    if (!fields) continue; // ended meanwhile
-    const ppid = Number(fields[1]);
-    children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
-  }
-  const tree = [root];
-  for (let i = 0; i < tree.length; i++) tree.push(...(children.get(tree[i]) ?? []));
-  return tree;
-}
 
 /**
  * CPU time so far (ms) of the processes `pids`, from the kernel's per-process totals (utime and

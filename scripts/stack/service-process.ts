@@ -69,6 +69,21 @@ export function statFields(pid: number | string): string[] | undefined {
   }
 }
 
+/** `root` and every live process descended from it (a local service and the backends it forked). */
+export function processTreePids(root: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const fields = statFields(entry);
+    if (!fields) continue; // ended meanwhile
+    const ppid = Number(fields[1]);
+    children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
+  }
+  const tree = [root];
+  for (let i = 0; i < tree.length; i++) tree.push(...(children.get(tree[i]) ?? []));
+  return tree;
+}
+
 export function commandLineOf(pid: number): string | undefined {
   try {
     return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').trim();

@@ -2,7 +2,6 @@ import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickh
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Pool } from 'pg';
@@ -17,6 +16,8 @@ import { migrate } from '../../db/migrate';
 import { startLocalClickHouse } from '../../scripts/stack/clickhouse';
 import type { StartedService } from '../../scripts/stack/local-service';
 import { testConfig } from '../helpers/platform';
+import { freePort } from '../helpers/ports';
+import { eventually } from '../helpers/workers';
 import { testStack } from '../setup/stack';
 import { createBillingTenant, ingest, metricsUrl, startBillingHarness, type BillingHarness, type BillingTenant } from './billing-helpers';
 
@@ -347,9 +348,9 @@ describe('ClickHouse down', () => {
 
       // The flush fails and retries while ClickHouse is down; the events wait in the outbox.
       const handle = client.workflow.getHandle(workflowId);
-      await waitFor(async () => {
+      await eventually('the flush to fail and retry', async () => {
         const pending = (await handle.describe()).raw.pendingActivities ?? [];
-        return (pending[0]?.attempt ?? 0) >= 2;
+        return (pending[0]?.attempt ?? 0) >= 2 || undefined;
       }, 30_000);
       const waiting = await pool.query('SELECT coalesce(sum(event_count), 0)::int AS n FROM usage_outbox');
       expect(waiting.rows[0].n).toBe(301);
@@ -363,10 +364,10 @@ describe('ClickHouse down', () => {
         });
         return (await result.json<{ events: string; cost: string }>())[0];
       };
-      await waitFor(async () => Number((await totals().catch(() => ({ events: '0' }))).events) === 301, 60_000);
+      await eventually('every event in ClickHouse', async () => Number((await totals().catch(() => ({ events: '0' }))).events) === 301 || undefined, 60_000);
       // 300 x 100 GB-s at the account's 0.000001 USD, plus 60 GB-s at 0.0000083 USD.
       expect(await totals()).toEqual({ events: '301', cost: '0.030498000' });
-      await waitFor(async () => (await pool.query('SELECT count(*)::int AS n FROM usage_outbox')).rows[0].n === 0, 10_000);
+      await eventually('an empty outbox', async () => (await pool.query('SELECT count(*)::int AS n FROM usage_outbox')).rows[0].n === 0 || undefined, 10_000);
       const hourly = await clickhouse.query({
         query: `SELECT toString(sum(cost)) AS cost FROM ${tables.hourly} WHERE account_id = 'acc-out'`,
         format: 'JSONEachRow',
@@ -381,22 +382,3 @@ describe('ClickHouse down', () => {
     }
   });
 });
-
-async function waitFor(check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not reached in time');
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}

@@ -1,8 +1,6 @@
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { FastifyInstance } from 'fastify';
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { buildRunApp } from '../../api/gateway/run-app';
 import { ConnectionStore } from '../../api/management/integrations/connection-store';
 import { EMAIL_SEND_SCOPE } from '../../core/integrations/catalog';
@@ -11,6 +9,7 @@ import { createCustomerBackend } from '../../examples/customer-backend/backend';
 import { authorizationCode, consent } from '../fakes/oauth-consent';
 import { FakeOAuthProvider, type FakeClient } from '../fakes/oauth-provider';
 import { captureLogs } from '../helpers/log-capture';
+import { freePort } from '../helpers/ports';
 import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../helpers/platform';
 import { testRuntime } from '../helpers/sandbox-runtime';
 import { eventually, startControlWorker, startNodeWorker, type RunningWorker } from '../helpers/workers';
@@ -101,14 +100,6 @@ async function tenantResources(name: string) {
     connections: await count('SELECT count(*)::int AS n FROM integration_connections WHERE workspace_id = $1 AND name = $2'),
     functions: await count("SELECT count(*)::int AS n FROM resources WHERE workspace_id = $1 AND kind = 'functions' AND name = $2"),
   };
-}
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
 }
 
 test("happy path: the example backend connects a user, and the tenant's MCP server sends email as them", async () => {
