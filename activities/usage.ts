@@ -25,8 +25,11 @@ const FLUSH_LIMITS = { maxEvents: 500_000, maxRows: 1_000 };
 const GATHER_MS = 2_000;
 const GATHER_POLL_MS = 100;
 const LOCK_RETRY_MS = 250;
-/** Hours corrected per round: bounds the size of one correction's statements. */
-const RECONCILE_CHUNK = 720;
+/**
+ * Hours corrected per round: bounds one correction's statements, and ClickHouse's memory for
+ * them (a week of an account's events at once, when filling the rollups after an upgrade).
+ */
+const RECONCILE_CHUNK = 168;
 const NEWLINE = Buffer.from('\n');
 
 export interface FlushResult {

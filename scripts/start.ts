@@ -25,7 +25,7 @@ function printSummary(config: HangarConfig, stack: Stack, credentials: Bootstrap
   const credentialsFile = credentialsPath(config);
   const relative = (file: string) => path.relative(process.cwd(), file) || file;
   const rows: [string, string][] = [
-    ['base_url', config.baseUrl],
+    ['base_url', `${config.baseUrl} (${config.apiProcesses} process${config.apiProcesses === 1 ? '' : 'es'}, HANGAR_API_PROCESSES)`],
     ['run_url', config.runUrl],
     ['sandbox_url', config.sandboxUrlTemplate],
     ['temporal_ui', stack.temporalUiUrl ?? `(external Temporal at ${stack.temporalAddress})`],
