@@ -82,7 +82,7 @@ export async function flushUsageOutbox(pool: Pool, clickhouse: ClickHouseClient,
       if (!(await reconcileDueHours(pool, clickhouse, tables, deadline, options.progress))) return { events: moved, more: true };
       const batch = await nextBatch(pool, { deadline, gatherMs: options.gatherMs ?? GATHER_MS, progress: options.progress });
       if (batch.length === 0) return { events: moved, more: false };
-      const hours = batchHours(batch);
+      const hours = accountHoursOf(batch);
       const firstAttempt = await beginBatch(pool, batch, hours);
       await moveBatch(pool, clickhouse, tables, batch, firstAttempt);
       await settle(pool, batch, hours);
@@ -102,7 +102,7 @@ interface AccountHours {
   hours: number[];
 }
 
-function batchHours(batch: OutboxRow[]): AccountHours {
+function accountHoursOf(batch: OutboxRow[]): AccountHours {
   const seen = new Set<string>();
   const pairs: AccountHours = { accounts: [], hours: [] };
   for (const row of batch) {

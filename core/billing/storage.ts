@@ -53,7 +53,7 @@ export function usageTables(database: string): UsageTables {
   };
 }
 
-/** The versioned rollups of earlier releases, dropped by the migration (rebuilt from raw as sums). */
+/** The versioned rollups of earlier releases, dropped by the migration (the sums are filled from raw instead). */
 export function retiredRollups(database: string): string[] {
   return ['usage_hourly', 'usage_daily', 'usage_hourly_dims', 'usage_daily_dims'].map((name) => `${database}.${name}`);
 }

@@ -88,7 +88,7 @@ interface QuantityText {
   costs: Map<string, string>;
 }
 
-/** Hour starts (epoch seconds) the events at `indices` (all when omitted) fall in, for the rollup rebuild. */
+/** Hour starts (epoch seconds) the events at `indices` (all when omitted) fall in (the outbox row lists them for the flush). */
 export function batchHours(batch: UsageBatch, indices?: number[]): number[] {
   const hours = new Set<number>();
   const add = (i: number) => hours.add(batch.seconds[i] - (batch.seconds[i] % 3600));

@@ -11,7 +11,7 @@ import { retiredRollups, usageTables } from '../../core/billing/storage';
  * view: on 18.16 a view would double-count re-sent rows (see core/billing/rollup-sql.ts). Merges
  * add up rows of the same identity and period; reads sum, so they never depend on merges.
  *
- * The versioned rollups of earlier releases are dropped: the flush rebuilds the sums of every
+ * The versioned rollups of earlier releases are dropped: the flush fills the sums of every
  * hour already stored from the raw events (usage_rollup_backfill), reading those hours raw
  * meanwhile.
  */

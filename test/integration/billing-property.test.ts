@@ -105,7 +105,7 @@ it('walking every page equals a plain computation over the events', async () => 
         billingDimension: e.dimension,
         quantity: e.quantity,
       }));
-      // Arriving in three flushes, so that hours and days are rebuilt over earlier snapshots; and
+      // Arriving in three flushes, so that hours and days get rollup rows from several batches; and
       // re-sent events, which must not count twice.
       const third = Math.ceil(inputs.length / 3);
       const resent = inputs.filter((_, i) => raw[i].resend);
