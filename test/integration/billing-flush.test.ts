@@ -13,6 +13,7 @@ import { parseUsageEvents } from '../../core/billing/usage-events';
 import { usageTables } from '../../core/billing/storage';
 import { migrateClickHouse } from '../../db/clickhouse';
 import { migrate } from '../../db/migrate';
+import { migrations } from '../../db/migrations';
 import { startLocalClickHouse } from '../../scripts/stack/clickhouse';
 import type { StartedService } from '../../scripts/stack/local-service';
 import { testConfig } from '../helpers/platform';
@@ -244,6 +245,44 @@ describe('raw events stored before the rollups were sums', () => {
     expect(await readPaths(h, t, base, base + 2 * 24 * HOUR)).toEqual([0.000207, 0.000207, 0.000207, 0.000207]);
     const contents = await rollupContents(h, t.accountId);
     for (const table of Object.keys(contents)) expect([table, contents[table].cost, contents[table].events]).toEqual([table, '0.000207000', '3']);
+  });
+});
+
+describe('upgrading to additive rollups (migration 013)', () => {
+  const stack = testStack();
+  const dbName = `billing_upgrade_${process.pid}_${Date.now()}`;
+  let admin: Pool;
+  let pool: Pool;
+
+  beforeAll(async () => {
+    admin = new Pool({ connectionString: stack.databaseUrl, max: 1 });
+    await admin.query(`CREATE DATABASE ${dbName}`);
+    const url = new URL(stack.databaseUrl);
+    url.pathname = `/${dbName}`;
+    pool = new Pool({ connectionString: url.toString(), max: 2 });
+  });
+
+  afterAll(async () => {
+    await pool?.end();
+    await admin?.query(`DROP DATABASE IF EXISTS ${dbName}`).catch(() => undefined);
+    await admin?.end();
+  });
+
+  it('treats rows waiting in the outbox as attempted, and the hours left pending as due for a correction', async () => {
+    const upgrade = migrations.findIndex((migration) => migration.name === '013_usage_additive_rollups');
+    await migrate(pool, migrations.slice(0, upgrade));
+    await pool.query("INSERT INTO accounts (id, name) VALUES ('acc-up', 'upgrade')");
+    // As an earlier release left them: a row that a failed flush may have inserted already, and an open hour.
+    await pool.query("INSERT INTO usage_outbox (account_id, event_count, hours, tsv) VALUES ('acc-up', 1, '{1770710400}', 'x')");
+    await pool.query("INSERT INTO usage_pending_rollups (account_id, hour) VALUES ('acc-up', 1770710400)");
+    await migrate(pool);
+
+    expect((await pool.query('SELECT attempts FROM usage_outbox')).rows).toEqual([{ attempts: 1 }]);
+    expect((await pool.query('SELECT reconcile FROM usage_pending_rollups')).rows).toEqual([{ reconcile: true }]);
+    expect((await pool.query('SELECT count(*)::int AS n FROM usage_rollup_backfill')).rows[0].n).toBe(1);
+    // Rows accepted from now on start unattempted.
+    await pool.query("INSERT INTO usage_outbox (account_id, event_count, hours, tsv) VALUES ('acc-up', 1, '{1770710400}', 'y')");
+    expect((await pool.query("SELECT attempts FROM usage_outbox WHERE tsv = 'y'")).rows).toEqual([{ attempts: 0 }]);
   });
 });
 
