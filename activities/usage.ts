@@ -9,7 +9,7 @@ import { usageTables, type UsageTables } from '../core/billing/storage';
 import { chooseFlushBatch, type OutboxHead, type OutboxRow } from '../core/billing/flush-batch';
 import { RAW_COLUMNS } from '../core/billing/usage-batch';
 import { sqlLiteral } from '../core/sql-literal';
-import { inTransaction } from '../db/transaction';
+import { inTransaction, type Queryable } from '../db/transaction';
 import { USAGE_FLUSH_WORKFLOW_ID, usageFlushWorkflow } from '../workflows/usage-flush';
 import type { ActivityDeps } from './deps';
 
@@ -76,7 +76,6 @@ export async function flushUsageOutbox(pool: Pool, clickhouse: ClickHouseClient,
       options.progress?.();
       await new Promise((resolve) => setTimeout(resolve, LOCK_RETRY_MS));
     }
-    await dropStagingLeftovers(clickhouse, tables);
     await listBackfillHours(pool, clickhouse, tables);
     for (;;) {
       if (!(await reconcileDueHours(pool, clickhouse, tables, deadline, options.progress))) return { events: moved, more: true };
@@ -128,11 +127,7 @@ async function beginBatch(pool: Pool, batch: OutboxRow[], hours: AccountHours): 
       [batch.map((row) => row.seq)],
     );
     const first = attempts.rows[0].first === true;
-    await client.query(
-      `INSERT INTO usage_pending_rollups (account_id, hour, reconcile) SELECT account_id, hour, $3 FROM unnest($1::text[], $2::bigint[]) AS t (account_id, hour)
-       ON CONFLICT (account_id, hour) DO UPDATE SET reconcile = usage_pending_rollups.reconcile OR EXCLUDED.reconcile`,
-      [hours.accounts, hours.hours, !first],
-    );
+    await listPending(client, hours, !first);
     return first;
   });
 }
@@ -140,12 +135,27 @@ async function beginBatch(pool: Pool, batch: OutboxRow[], hours: AccountHours): 
 /** Step 3: deletes the batch's outbox rows and unlists its hours, but those due for a correction. */
 async function settle(pool: Pool, batch: OutboxRow[], hours: AccountHours): Promise<void> {
   await inTransaction(pool, async (client) => {
-    await client.query(
-      'DELETE FROM usage_pending_rollups WHERE NOT reconcile AND (account_id, hour) IN (SELECT * FROM unnest($1::text[], $2::bigint[]))',
-      [hours.accounts, hours.hours],
-    );
+    await unlistPending(client, hours, false);
     await client.query('DELETE FROM usage_outbox WHERE seq = ANY($1::bigint[])', [batch.map((row) => row.seq)]);
   });
+}
+
+/** Lists hours as pending; `reconcile` marks them due for a correction (a mark never taken back here). */
+async function listPending(db: Queryable, hours: AccountHours, reconcile: boolean): Promise<void> {
+  await db.query(
+    `INSERT INTO usage_pending_rollups (account_id, hour, reconcile) SELECT account_id, hour, $3 FROM unnest($1::text[], $2::bigint[]) AS t (account_id, hour)
+     ON CONFLICT (account_id, hour) DO UPDATE SET reconcile = usage_pending_rollups.reconcile OR EXCLUDED.reconcile`,
+    [hours.accounts, hours.hours, reconcile],
+  );
+}
+
+/** Unlists those of `hours` whose mark is `reconcile`. */
+async function unlistPending(db: Queryable, hours: AccountHours, reconcile: boolean): Promise<void> {
+  await db.query('DELETE FROM usage_pending_rollups WHERE reconcile = $3 AND (account_id, hour) IN (SELECT * FROM unnest($1::text[], $2::bigint[]))', [
+    hours.accounts,
+    hours.hours,
+    reconcile,
+  ]);
 }
 
 /**
@@ -159,15 +169,15 @@ async function reconcileDueHours(pool: Pool, clickhouse: ClickHouseClient, table
       [RECONCILE_CHUNK],
     );
     if (rows.length === 0) return true;
-    const byAccount = new Map<string, number[]>();
-    for (const row of rows) byAccount.set(row.account_id, [...(byAccount.get(row.account_id) ?? []), Number(row.hour)]);
-    for (const [accountId, hours] of byAccount) {
-      for (const query of reconcileSql(tables, accountId, hours)) await clickhouse.command({ query });
+    const due: AccountHours = { accounts: rows.map((row) => row.account_id), hours: rows.map((row) => Number(row.hour)) };
+    // Ordered by account: each account's hours are one run.
+    for (let start = 0; start < rows.length; ) {
+      let end = start;
+      while (end < rows.length && due.accounts[end] === due.accounts[start]) end++;
+      for (const query of reconcileSql(tables, due.accounts[start], due.hours.slice(start, end))) await clickhouse.command({ query });
+      start = end;
     }
-    await pool.query('DELETE FROM usage_pending_rollups WHERE reconcile AND (account_id, hour) IN (SELECT * FROM unnest($1::text[], $2::bigint[]))', [
-      rows.map((row) => row.account_id),
-      rows.map((row) => row.hour),
-    ]);
+    await unlistPending(pool, due, true);
     progress?.();
     if (Date.now() >= deadline) return false;
   }
@@ -185,11 +195,7 @@ async function listBackfillHours(pool: Pool, clickhouse: ClickHouseClient, table
   });
   const stored = await result.json<{ account_id: string; hour: number }>();
   await inTransaction(pool, async (client) => {
-    await client.query(
-      `INSERT INTO usage_pending_rollups (account_id, hour, reconcile) SELECT account_id, hour, true FROM unnest($1::text[], $2::bigint[]) AS t (account_id, hour)
-       ON CONFLICT (account_id, hour) DO UPDATE SET reconcile = true`,
-      [stored.map((row) => row.account_id), stored.map((row) => row.hour)],
-    );
+    await listPending(client, { accounts: stored.map((row) => row.account_id), hours: stored.map((row) => row.hour) }, true);
     await client.query('DELETE FROM usage_rollup_backfill');
   });
 }
@@ -223,6 +229,7 @@ async function moveBatch(pool: Pool, clickhouse: ClickHouseClient, tables: Usage
     'SELECT tsv IS NOT NULL AS tsv, COALESCE(tsv, rows) AS data FROM usage_outbox WHERE seq = ANY($1::bigint[]) ORDER BY seq',
     [batch.map((row) => row.seq)],
   );
+  await dropStagingLeftovers(clickhouse, tables);
   const staging = stagingTable(tables, randomBytes(8).toString('hex'));
   await clickhouse.command({ query: createStagingSql(tables, staging) });
   try {

@@ -1,4 +1,5 @@
 import cluster, { type Worker } from 'node:cluster';
+import type { FastifyInstance } from 'fastify';
 import type { HangarConfig } from '../core/config';
 import { buildApp } from './app';
 
@@ -20,8 +21,7 @@ export type ProcessLog = (detail: object, message: string) => void;
  */
 export async function startManagementApi(config: HangarConfig, logError: ProcessLog): Promise<ManagementApi> {
   if (config.apiProcesses <= 1) {
-    const app = await buildApp(config, { logLevel: config.logLevel });
-    await app.listen({ host: config.host, port: config.basePort });
+    const app = await listenOnBaseUrl(config);
     return { close: () => app.close() };
   }
   let closing = false;
@@ -61,7 +61,7 @@ export async function startManagementApi(config: HangarConfig, logError: Process
 
 /** The body of a management API process forked by startManagementApi. */
 export async function serveInWorker(config: HangarConfig): Promise<void> {
-  const app = await buildApp(config, { logLevel: config.logLevel });
+  const app = await listenOnBaseUrl(config);
   const stop = async () => {
     await app.close();
     process.exit(0);
@@ -70,7 +70,12 @@ export async function serveInWorker(config: HangarConfig): Promise<void> {
   process.once('SIGINT', () => void stop());
   // The primary is gone (crashed or killed): nothing would hand this process connections.
   process.once('disconnect', () => void stop());
+}
+
+async function listenOnBaseUrl(config: HangarConfig): Promise<FastifyInstance> {
+  const app = await buildApp(config, { logLevel: config.logLevel });
   await app.listen({ host: config.host, port: config.basePort });
+  return app;
 }
 
 export const isManagementWorker = () => cluster.isWorker;

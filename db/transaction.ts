@@ -1,5 +1,8 @@
 import type { Pool, PoolClient } from 'pg';
 
+/** A pool, or a connection in a transaction: what a statement may run on. */
+export type Queryable = Pool | PoolClient;
+
 /**
  * Runs `work` in one transaction on a connection of its own: committed when it returns,
  * rolled back when it throws (the error goes on), the connection released either way.

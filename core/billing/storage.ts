@@ -89,7 +89,7 @@ export function planSegments(from: number, to: number, useDaily: boolean, pendin
     if (last?.source === source && last.to === a) last.to = b;
     else segments.push({ source, from: a, to: b });
   };
-  // Whole hours [a, b) with none open: whole days daily (when allowed), the rest hourly.
+  // Whole hours [a, b) with none pending: whole days daily (when allowed), the rest hourly.
   const wholeHours = (a: number, b: number) => {
     const firstDay = ceilTo(a, DAY_S);
     const lastDay = floorTo(b, DAY_S);

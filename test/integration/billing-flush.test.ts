@@ -28,6 +28,13 @@ const iso = (ms: number) => new Date(ms).toISOString();
 const HOUR = 3_600_000;
 const base = Date.parse('2026-02-10T00:00:00Z');
 
+// One app for the tests that use the shared test stack.
+let h: BillingHarness;
+beforeAll(async () => {
+  h = await startBillingHarness();
+});
+afterAll(() => h.close());
+
 /** What each rollup holds for an account: rows (unmerged ones apart), summed cost and events. */
 async function rollupContents(h: BillingHarness, accountId: string) {
   const contents: Record<string, { rows: string; cost: string; events: string }> = {};
@@ -91,11 +98,6 @@ function poolFailingOn(pool: Pool, pattern: RegExp): Pool {
 }
 
 describe('a flush that fails part way', () => {
-  let h: BillingHarness;
-  beforeAll(async () => {
-    h = await startBillingHarness();
-  });
-  afterAll(() => h.close());
 
   // Where the failure strikes: ClickHouse has the raw events only; some rollups too; or all of it
   // without the outbox knowing (a crash before the delete).
@@ -175,11 +177,6 @@ describe('a flush that fails part way', () => {
 });
 
 describe('rollup rows of one period written by several flushes, before any merge', () => {
-  let h: BillingHarness;
-  beforeAll(async () => {
-    h = await startBillingHarness();
-  });
-  afterAll(() => h.close());
 
   it('are all summed, in every rollup', async () => {
     const t = await createBillingTenant(h.pg);
@@ -219,11 +216,6 @@ describe('rollup rows of one period written by several flushes, before any merge
 });
 
 describe('raw events stored before the rollups were sums', () => {
-  let h: BillingHarness;
-  beforeAll(async () => {
-    h = await startBillingHarness();
-  });
-  afterAll(() => h.close());
 
   it('are read raw, then filled into the rollups by the next flush (usage_rollup_backfill)', async () => {
     const t = await createBillingTenant(h.pg);

@@ -155,9 +155,9 @@ describe('planSegments', () => {
     ]);
   });
 
-  it('reads hours without an up-to-date rollup raw, and their days from hours', () => {
-    const open = new Set([s('2026-04-15T13:00:00Z'), s('2026-04-15T14:00:00Z'), s('2026-04-20T00:00:00Z')]);
-    expect(planSegments(s('2026-04-14T10:30:00Z'), s('2026-04-17T05:15:00Z'), true, open)).toEqual([
+  it('reads pending hours (without a trusted rollup) raw, and their days from hours', () => {
+    const pending = new Set([s('2026-04-15T13:00:00Z'), s('2026-04-15T14:00:00Z'), s('2026-04-20T00:00:00Z')]);
+    expect(planSegments(s('2026-04-14T10:30:00Z'), s('2026-04-17T05:15:00Z'), true, pending)).toEqual([
       { source: 'raw', from: s('2026-04-14T10:30:00Z'), to: s('2026-04-14T11:00:00Z') },
       { source: 'hourly', from: s('2026-04-14T11:00:00Z'), to: s('2026-04-15T13:00:00Z') },
       { source: 'raw', from: s('2026-04-15T13:00:00Z'), to: s('2026-04-15T15:00:00Z') },
@@ -173,11 +173,11 @@ describe('planSegments', () => {
     const hours = fc.array(fc.integer({ min: 0, max: 40 * 24 }), { maxLength: 6 });
     fc.assert(
       fc.property(fc.integer({ min: lo, max: lo + 400 * 86_400 }), fc.integer({ min: 1, max: 30 * 86_400 }), fc.boolean(), hours, (from, length, daily, offsets) => {
-        const open = new Set(offsets.map((k) => Math.floor(from / 3600) * 3600 + k * 3600));
-        const segments = planSegments(from, from + length, daily, open);
+        const pending = new Set(offsets.map((k) => Math.floor(from / 3600) * 3600 + k * 3600));
+        const segments = planSegments(from, from + length, daily, pending);
         for (const seg of segments) {
           if (seg.source === 'raw') continue;
-          for (const hour of open) {
+          for (const hour of pending) {
             const span = seg.source === 'daily' ? [hour - (hour % 86_400), hour - (hour % 86_400) + 86_400] : [hour, hour + 3600];
             // No rollup segment covers a pending hour (for daily: any hour of its day).
             expect(seg.to <= span[0] || seg.from >= span[1]).toBe(true);

@@ -1,9 +1,7 @@
-import type { Pool, PoolClient } from 'pg';
 import { digest, displayPrefix, newApiKey, newClientId, newClientSecret } from '../../../core/credentials';
 import { newId } from '../../../core/ids';
 import type { WorkspaceRole } from '../../../core/principal';
-
-type Queryable = Pool | PoolClient;
+import type { Queryable } from '../../../db/transaction';
 
 export interface NewServiceAccount {
   id: string;
