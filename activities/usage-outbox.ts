@@ -2,6 +2,7 @@ import type { Pool, PoolClient } from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { parseScaled, PRICE_SCALE } from '../core/billing/decimal';
 import { InvalidInput } from '../core/billing/errors';
+import { sameDigest } from '../core/billing/payload-digest';
 import { batchHours, encodeUsageBatch, eventKeyText, ledgerCopyData, selectRows, type UsageBatch } from '../core/billing/usage-batch';
 import type { UsageEvent } from '../core/billing/usage-events';
 import { inTransaction } from '../db/transaction';
@@ -77,7 +78,7 @@ async function claimIds(client: PoolClient, batch: UsageBatch): Promise<number[]
     const key = eventKeyText(batch.keys, i);
     const first = firstOfKey.get(key);
     if (first === undefined) firstOfKey.set(key, i);
-    else if (batch.hashes[first] !== batch.hashes[i]) throw new UsageConflict(i, batch.ids[i]);
+    else if (batch.hashes[first] !== batch.hashes[i]) throw new UsageConflict(i, batch.idOf(i));
   }
   // In key order, as the COPY: concurrent requests sharing ids then wait on each other's keys in
   // the same order, and never deadlock.
@@ -94,8 +95,8 @@ async function claimIds(client: PoolClient, batch: UsageBatch): Promise<number[]
     [known.map(keyOf)],
   );
   const storedHash = new Map(stored.rows.map((row) => [row.event_key, Number(row.payload_hash)]));
-  const conflict = known.find((i) => storedHash.get(keyOf(i)) !== batch.hashes[i]);
-  if (conflict !== undefined) throw new UsageConflict(conflict, batch.ids[conflict]);
+  const conflict = known.find((i) => !sameDigest(storedHash.get(keyOf(i))!, batch.hashes[i], () => batch.legacyDigest(i)));
+  if (conflict !== undefined) throw new UsageConflict(conflict, batch.idOf(conflict));
   return candidates.filter((i) => fresh.has(keyOf(i))).sort((a, b) => a - b);
 }
 

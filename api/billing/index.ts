@@ -4,10 +4,9 @@ import { InvalidInput } from '../../core/billing/errors';
 import { GROUP_BY_DIMENSIONS, parseMetricsQuery, parseWindowQuery } from '../../core/billing/metrics-query';
 import type { MetricsScope } from '../../core/billing/metrics-sql';
 import { usageTables } from '../../core/billing/storage';
-import { parseUsageEvents } from '../../core/billing/usage-events';
 import type { Principal } from '../../core/principal';
 import { acceptUsageBatch, loadPrices, UsageConflict } from '../../activities/usage-outbox';
-import { encodeUsageBatch } from '../../core/billing/usage-batch';
+import { encodeUsageBody } from '../../core/billing/usage-body';
 import { ApiError, badRequest, forbidden, notFound } from '../errors';
 import { commonErrors, ErrorBody } from '../management/common-schemas';
 import { MetricsReader } from './metrics-reader';
@@ -120,7 +119,7 @@ export default async function billingRoutes(app: FastifyInstance) {
         // Prices first, so that parsing and encoding run with no await between them (which
         // acceptUsageEvents, given parsed events, cannot offer): no event object outlives them.
         const prices = await loadPrices(app.pg, accountId);
-        const batch = await asBadRequest(() => encodeUsageBatch(accountId, parseUsageEvents(parseJson(request.body as Buffer), Date.now()), prices));
+        const batch = await asBadRequest(() => encodeUsageBody(accountId, request.body as Buffer, Date.now(), prices));
         try {
           const result = await asBadRequest(() => acceptUsageBatch(app.pg, batch));
           return reply.status(202).send(result);
@@ -131,14 +130,6 @@ export default async function billingRoutes(app: FastifyInstance) {
       },
     );
   });
-}
-
-function parseJson(body: Buffer): unknown {
-  try {
-    return JSON.parse(body.toString());
-  } catch (err) {
-    throw badRequest(`the body is not valid JSON: ${(err as Error).message}`);
-  }
 }
 
 /** The account of the path, when the caller belongs to it; 404 otherwise (nothing is revealed). */

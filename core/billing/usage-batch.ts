@@ -1,6 +1,7 @@
 import { hash } from 'node:crypto';
 import { costNano, formatScaled, QUANTITY_SCALE } from './decimal';
-import type { UsageEvent } from './usage-events';
+import { legacyPayloadDigest, payloadDigest, PayloadDigester } from './payload-digest';
+import { EVENT_TEXT_MAX_LENGTH, type UsageEvent } from './usage-events';
 
 /**
  * A request's validated events, encoded once into what their acceptance writes: 16-byte
@@ -11,12 +12,14 @@ import type { UsageEvent } from './usage-events';
 export interface UsageBatch {
   accountId: string;
   size: number;
-  /** Event ids, for error messages. */
-  ids: string[];
+  /** Event i's id, for error messages. */
+  idOf: (index: number) => string;
   /** Key i (bytes 16i to 16i+16): the ledger's uuid of event i, see writeEventKey. */
   keys: Buffer;
-  /** Payload digest of event i, see payloadDigest: below 2^52, exact as a double. */
+  /** Payload digest of event i, see payload-digest.ts: exact as a double. */
   hashes: Float64Array;
+  /** The digest of event i as ledgers written before the current digest hold it (see sameDigest). */
+  legacyDigest: (index: number) => number;
   /** Row i is rows[rowEnds[i-1] (or 0) .. rowEnds[i]), newline included. */
   rows: Buffer;
   rowEnds: Uint32Array;
@@ -29,63 +32,237 @@ export interface UsageBatch {
 /** The rows of ClickHouse's raw table, in this column order. */
 export const RAW_COLUMNS = 'account_id, id, event_time, workspace, resource_type, resource_name, resource_uuid, billing_dimension, quantity, cost';
 
-/** Encodes events priced at `prices` (pico-USD per unit of each dimension). */
-export function encodeUsageBatch(accountId: string, events: UsageEvent[], prices: Map<string, bigint>): UsageBatch {
-  const size = events.length;
-  const keys = Buffer.allocUnsafe(16 * size);
-  const hashes = new Float64Array(size);
-  const rowEnds = new Uint32Array(size);
-  const seconds = new Uint32Array(size);
-  const ids = new Array<string>(size);
-  const workspaces = new Map<string, number>();
-  // Meters repeat a few quantities: each is rendered (and priced, per dimension) once per request.
-  const quantities = new Map<bigint, QuantityText>();
-  const account = tsvField(accountId);
-  const keyPrefix = eventKeyPrefix(accountId);
-  let rows = Buffer.allocUnsafe(Math.max(1024, size * 256));
-  let length = 0;
-  for (let i = 0; i < size; i++) {
-    const event = events[i];
-    let quantity = quantities.get(event.quantityNano);
-    if (quantity === undefined) {
-      quantity = { digits: String(event.quantityNano), text: formatScaled(event.quantityNano, QUANTITY_SCALE), costs: new Map() };
-      quantities.set(event.quantityNano, quantity);
-    }
-    let cost = quantity.costs.get(event.billingDimension);
-    if (cost === undefined) {
-      const price = prices.get(event.billingDimension);
-      if (price === undefined) throw new Error(`no price for billing dimension ${event.billingDimension}`);
-      cost = formatScaled(costNano(event.quantityNano, price), QUANTITY_SCALE);
-      quantity.costs.set(event.billingDimension, cost);
-    }
-    ids[i] = event.id;
-    writeEventKey(keys, 16 * i, keyPrefix, event.id);
-    hashes[i] = payloadDigest(event, quantity.digits);
-    const second = Math.floor(event.timeMs / 1000);
-    seconds[i] = second;
-    if (!workspaces.has(event.workspace)) workspaces.set(event.workspace, i);
-    const row =
-      `${account}\t${tsvField(event.id)}\t${second}\t${tsvField(event.workspace)}\t${event.resourceType}\t` +
-      `${tsvField(event.resourceName)}\t${tsvField(event.resourceUuid)}\t${event.billingDimension}\t${quantity.text}\t${cost}\n`;
-    // A UTF-16 unit is at most 3 UTF-8 bytes: room for the row is known without measuring it.
-    if (length + 3 * row.length > rows.length) {
-      const grown = Buffer.allocUnsafe(2 * rows.length + 3 * row.length);
-      rows.copy(grown, 0, 0, length);
-      rows = grown;
-    }
-    length += rows.write(row, length);
-    rowEnds[i] = length;
-  }
-  return { accountId, size, ids, keys, hashes, rows: rows.subarray(0, length), rowEnds, seconds, workspaces };
-}
-
-interface QuantityText {
+/** How a quantity is written, priced and digested; the same few recur in a request. */
+export interface QuantityText {
+  nano: bigint;
   /** Nano-units as integer digits, as the payload digest reads them. */
   digits: string;
   /** Decimal text at the column's scale. */
   text: string;
   /** Cost text by billing dimension. */
   costs: Map<string, string>;
+}
+
+/**
+ * An event read from a request body whose texts are ASCII without escapes (see usage-body.ts):
+ * its id, resource name and uuid stay bytes of the body (start..end), copied as they are.
+ */
+export interface BodyEvent {
+  idStart: number;
+  idEnd: number;
+  timeMs: number;
+  workspace: string;
+  resourceType: string;
+  nameStart: number;
+  nameEnd: number;
+  uuidStart: number;
+  uuidEnd: number;
+  billingDimension: string;
+  quantity: QuantityText;
+}
+
+/**
+ * Builds a UsageBatch event by event, from parsed events (any text) or straight from the bytes of
+ * a request body. Both write the same rows, keys and digests.
+ */
+export class UsageBatchWriter {
+  private readonly keys: Buffer;
+  private readonly hashes: Float64Array;
+  private readonly rowEnds: Uint32Array;
+  private readonly seconds: Uint32Array;
+  /** Ids of parsed events; those of body events are read back from the body when asked for. */
+  private readonly ids: string[] = [];
+  private readonly idStarts: Uint32Array;
+  private readonly idEnds: Uint32Array;
+  private readonly workspaces = new Map<string, number>();
+  private readonly quantities = new Map<bigint, QuantityText>();
+  private readonly digester = new PayloadDigester();
+  private readonly account: string;
+  private readonly keyPrefix: string;
+  /** The key prefix's bytes, followed by room for an id: what a body event's key digests. */
+  private readonly keyInput: Buffer;
+  private readonly keyPrefixBytes: number;
+  private readonly accountBytes: Buffer;
+  private rows: Buffer;
+  private length = 0;
+  private size = 0;
+
+  constructor(
+    private readonly accountId: string,
+    capacity: number,
+    /** Pico-USD per unit of each billing dimension. */
+    private readonly prices: Map<string, bigint>,
+    /** The request body body events are read from. */
+    private readonly body?: Buffer,
+  ) {
+    this.keys = Buffer.allocUnsafe(16 * capacity);
+    this.hashes = new Float64Array(capacity);
+    this.rowEnds = new Uint32Array(capacity);
+    this.seconds = new Uint32Array(capacity);
+    this.idStarts = new Uint32Array(body ? capacity : 0);
+    this.idEnds = new Uint32Array(body ? capacity : 0);
+    this.rows = Buffer.allocUnsafe(Math.max(1024, capacity * 256));
+    this.account = tsvField(accountId);
+    this.keyPrefix = eventKeyPrefix(accountId);
+    this.keyPrefixBytes = Buffer.byteLength(this.keyPrefix);
+    this.keyInput = Buffer.alloc(this.keyPrefixBytes + EVENT_TEXT_MAX_LENGTH);
+    this.keyInput.write(this.keyPrefix);
+    this.accountBytes = Buffer.from(this.account);
+  }
+
+  /** The quantity's texts; meters repeat a few quantities, each is rendered once per request. */
+  quantity(quantityNano: bigint): QuantityText {
+    let quantity = this.quantities.get(quantityNano);
+    if (quantity === undefined) {
+      quantity = { nano: quantityNano, digits: String(quantityNano), text: formatScaled(quantityNano, QUANTITY_SCALE), costs: new Map() };
+      this.quantities.set(quantityNano, quantity);
+    }
+    return quantity;
+  }
+
+  /** A parsed event. */
+  add(event: UsageEvent): void {
+    const quantity = this.quantity(event.quantityNano);
+    this.ids[this.size] = event.id;
+    writeEventKey(this.keys, 16 * this.size, this.keyPrefix, event.id);
+    const second = this.begin(event.timeMs, event.workspace);
+    this.hashes[this.size] = payloadDigest(event, quantity.digits, this.digester);
+    const row =
+      `${this.account}\t${tsvField(event.id)}\t${second}\t${tsvField(event.workspace)}\t${event.resourceType}\t` +
+      `${tsvField(event.resourceName)}\t${tsvField(event.resourceUuid)}\t${event.billingDimension}\t${quantity.text}\t${this.cost(quantity, event.billingDimension)}\n`;
+    // A UTF-16 unit is at most 3 UTF-8 bytes: room for the row is known without measuring it.
+    this.reserve(3 * row.length);
+    this.length += this.rows.write(row, this.length);
+    this.rowEnds[this.size++] = this.length;
+  }
+
+  /** An event read from the body: the same row as add() writes, put together piece by piece. */
+  addFromBody(event: BodyEvent): void {
+    const body = this.body!;
+    const { quantity, idStart, idEnd } = event;
+    const i = this.size;
+    this.idStarts[i] = idStart;
+    this.idEnds[i] = idEnd;
+    // The key digests the prefix and the id's bytes, which are its UTF-8 form as with add().
+    const input = this.keyInput;
+    const prefixLength = this.keyPrefixBytes;
+    for (let from = idStart, to = prefixLength; from < idEnd; ) input[to++] = body[from++];
+    this.keys.write(hash('sha256', new Uint8Array(input.buffer, input.byteOffset, prefixLength + idEnd - idStart), 'binary'), 16 * i, 16, 'binary');
+    const second = this.begin(event.timeMs, event.workspace);
+    this.hashes[i] = this.digester
+      .begin(event.timeMs)
+      .text(event.workspace)
+      .text(event.resourceType)
+      .bytes(body, event.nameStart, event.nameEnd)
+      .bytes(body, event.uuidStart, event.uuidEnd)
+      .text(event.billingDimension)
+      .text(quantity.digits)
+      .value();
+    const cost = this.cost(quantity, event.billingDimension);
+    // Digits of the second included, no field is longer than EVENT_TEXT_MAX_LENGTH bytes (ASCII).
+    this.reserve(this.accountBytes.length + 10 * EVENT_TEXT_MAX_LENGTH);
+    this.copy(this.accountBytes, 0, this.accountBytes.length, TAB);
+    this.copy(body, idStart, idEnd, TAB);
+    this.digits(second, TAB);
+    this.ascii(event.workspace, TAB);
+    this.ascii(event.resourceType, TAB);
+    this.copy(body, event.nameStart, event.nameEnd, TAB);
+    this.copy(body, event.uuidStart, event.uuidEnd, TAB);
+    this.ascii(event.billingDimension, TAB);
+    this.ascii(quantity.text, TAB);
+    this.ascii(cost, NEWLINE);
+    this.rowEnds[this.size++] = this.length;
+  }
+
+  finish(legacyDigest: (index: number) => number): UsageBatch {
+    const { accountId, size, ids, idStarts, idEnds, body, workspaces } = this;
+    return {
+      accountId,
+      size,
+      idOf: (index) => ids[index] ?? body!.toString('latin1', idStarts[index], idEnds[index]),
+      keys: this.keys.subarray(0, 16 * size),
+      hashes: this.hashes.subarray(0, size),
+      legacyDigest,
+      rows: this.rows.subarray(0, this.length),
+      rowEnds: this.rowEnds.subarray(0, size),
+      seconds: this.seconds.subarray(0, size),
+      workspaces,
+    };
+  }
+
+  /** What every event records besides its key, digest and row; returns its epoch second. */
+  private begin(timeMs: number, workspace: string): number {
+    const i = this.size;
+    const second = Math.floor(timeMs / 1000);
+    this.seconds[i] = second;
+    if (!this.workspaces.has(workspace)) this.workspaces.set(workspace, i);
+    return second;
+  }
+
+  private cost(quantity: QuantityText, dimension: string): string {
+    let cost = quantity.costs.get(dimension);
+    if (cost === undefined) {
+      const price = this.prices.get(dimension);
+      if (price === undefined) throw new Error(`no price for billing dimension ${dimension}`);
+      cost = formatScaled(costNano(quantity.nano, price), QUANTITY_SCALE);
+      quantity.costs.set(dimension, cost);
+    }
+    return cost;
+  }
+
+  private reserve(bytes: number): void {
+    if (this.length + bytes <= this.rows.length) return;
+    const grown = Buffer.allocUnsafe(2 * this.rows.length + bytes);
+    this.rows.copy(grown, 0, 0, this.length);
+    this.rows = grown;
+  }
+
+  /** ASCII text without backslashes (nothing to escape), then `end`. */
+  private ascii(text: string, end: number): void {
+    const rows = this.rows;
+    let at = this.length;
+    for (let i = 0; i < text.length; i++) rows[at++] = text.charCodeAt(i);
+    rows[at++] = end;
+    this.length = at;
+  }
+
+  /** Bytes start..stop of `source` (ASCII without backslashes), then `end`. */
+  private copy(source: Buffer, start: number, stop: number, end: number): void {
+    const rows = this.rows;
+    let at = this.length;
+    for (let i = start; i < stop; i++) rows[at++] = source[i];
+    rows[at++] = end;
+    this.length = at;
+  }
+
+  /** A non-negative integer in decimal, then `end`. */
+  private digits(value: number, end: number): void {
+    let width = 1;
+    for (let power = 10; power <= value; power *= 10) width++;
+    const rows = this.rows;
+    let rest = value;
+    for (let at = this.length + width - 1; at >= this.length; at--) {
+      rows[at] = 0x30 + (rest % 10);
+      rest = Math.floor(rest / 10);
+    }
+    rows[this.length + width] = end;
+    this.length += width + 1;
+  }
+}
+
+const TAB = 0x09;
+const NEWLINE = 0x0a;
+
+/** Encodes parsed events priced at `prices` (pico-USD per unit of each dimension). */
+export function encodeUsageBatch(
+  accountId: string,
+  events: UsageEvent[],
+  prices: Map<string, bigint>,
+  legacyDigest = (index: number) => legacyPayloadDigest(events[index]),
+): UsageBatch {
+  const writer = new UsageBatchWriter(accountId, events.length, prices);
+  for (const event of events) writer.add(event);
+  return writer.finish(legacyDigest);
 }
 
 /** Hour starts (epoch seconds) the events at `indices` (all when omitted) fall in (the outbox row lists them for the flush). */
@@ -128,18 +305,6 @@ export function eventKeyPrefix(accountId: string): string {
 export function eventKeyText(keys: Buffer, index: number): string {
   const hex = keys.toString('hex', 16 * index, 16 * index + 16);
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
-}
-
-/**
- * Digest of what an event says (not its id): the first 52 bits of SHA-256, plenty to tell a
- * re-sent event from a different one under the same id, and exact in a double.
- */
-export function payloadDigest(event: UsageEvent, quantityDigits = String(event.quantityNano)): number {
-  const text = `${event.timeMs}\n${event.workspace}\n${event.resourceType}\n${event.resourceName}\n${event.resourceUuid}\n${event.billingDimension}\n${quantityDigits}`;
-  const digest = hash('sha256', text, 'binary');
-  let value = 0;
-  for (let i = 0; i < 6; i++) value = value * 256 + digest.charCodeAt(i);
-  return value * 16 + (digest.charCodeAt(6) >> 4);
 }
 
 /**

@@ -20,8 +20,19 @@ export const MAX_EVENTS_PER_REQUEST = 10_000;
 /** Meters' clocks drift; an event this far ahead of ours is a mistake, not drift. */
 export const MAX_FUTURE_MS = 5 * 60_000;
 export const MAX_QUANTITY = 1e15;
-const MAX_ID_LENGTH = 128;
-const MAX_TEXT_LENGTH = 256;
+/** Length bounds of each text field, in UTF-16 units. */
+export const EVENT_TEXT_LIMITS = {
+  id: { min: 1, max: 128 },
+  timestamp: { min: 1, max: 64 },
+  workspace: { min: 1, max: 256 },
+  resourceType: { min: 1, max: 256 },
+  resourceName: { min: 1, max: 256 },
+  resourceUuid: { min: 0, max: 256 },
+  billingDimension: { min: 1, max: 256 },
+} as const;
+type TextField = keyof typeof EVENT_TEXT_LIMITS;
+/** The most UTF-16 units of any text field (so, of an ASCII one, bytes). */
+export const EVENT_TEXT_MAX_LENGTH = 256;
 
 const EVENT_FIELDS = new Set([
   'id',
@@ -66,18 +77,18 @@ export function parseEvent(raw: unknown, index: number, nowMs: number, quantitie
   for (const name in event) {
     if (!EVENT_FIELDS.has(name)) throw fieldError(index, name, 'is not a supported field (unit and cost follow from the billing dimension)');
   }
-  const id = textField(event, index, 'id', 1, MAX_ID_LENGTH);
-  const timestamp = textField(event, index, 'timestamp', 1, 64);
+  const id = textField(event, index, 'id');
+  const timestamp = textField(event, index, 'timestamp');
   const parsed = parseRfc3339(timestamp);
   if (!parsed) throw fieldError(index, 'timestamp', 'must be an RFC 3339 date-time, e.g. 2026-04-16T12:00:00Z');
   if (parsed.ms < MIN_TIME_MS || parsed.ms >= MAX_TIME_MS) throw fieldError(index, 'timestamp', 'is outside 1970-2105');
   if (parsed.ms > nowMs + MAX_FUTURE_MS) throw fieldError(index, 'timestamp', 'is more than 5 minutes in the future');
-  const workspace = textField(event, index, 'workspace', 1, MAX_TEXT_LENGTH);
-  const resourceType = textField(event, index, 'resourceType', 1, MAX_TEXT_LENGTH);
+  const workspace = textField(event, index, 'workspace');
+  const resourceType = textField(event, index, 'resourceType');
   if (!isResourceType(resourceType)) throw fieldError(index, 'resourceType', `'${resourceType}' is not a known resource type`);
-  const resourceName = textField(event, index, 'resourceName', 1, MAX_TEXT_LENGTH);
-  const resourceUuid = event.resourceUuid === undefined ? '' : textField(event, index, 'resourceUuid', 0, MAX_TEXT_LENGTH);
-  const billingDimension = textField(event, index, 'billingDimension', 1, MAX_TEXT_LENGTH);
+  const resourceName = textField(event, index, 'resourceName');
+  const resourceUuid = event.resourceUuid === undefined ? '' : textField(event, index, 'resourceUuid');
+  const billingDimension = textField(event, index, 'billingDimension');
   if (!isBillingDimension(billingDimension)) throw fieldError(index, 'billingDimension', `'${billingDimension}' is not a known billing dimension`);
   const expectedType = BILLING_DIMENSIONS[billingDimension].resourceType;
   if (resourceType !== expectedType) {
@@ -109,7 +120,8 @@ function fieldError(index: number, field: string, message: string): InvalidInput
   return new InvalidInput(field, `events[${index}].${field} ${message}`, index);
 }
 
-function textField(event: Record<string, unknown>, index: number, field: string, min: number, max: number): string {
+function textField(event: Record<string, unknown>, index: number, field: TextField): string {
+  const { min, max } = EVENT_TEXT_LIMITS[field];
   const value = event[field];
   if (typeof value !== 'string') throw fieldError(index, field, 'must be a string');
   if (value.length < min || value.length > max) throw fieldError(index, field, `must be ${min} to ${max} characters long`);

@@ -1,4 +1,5 @@
-import { eventKeyPrefix, eventKeyText, payloadDigest, writeEventKey } from '../../core/billing/usage-batch';
+import { DIGEST_MARK, legacyPayloadDigest, payloadDigest } from '../../core/billing/payload-digest';
+import { eventKeyPrefix, eventKeyText, writeEventKey } from '../../core/billing/usage-batch';
 import { parseUsageEvents } from '../../core/billing/usage-events';
 import { eventually } from '../helpers/workers';
 import { createBillingTenant, ingest, metricsUrl, startBillingHarness, type BillingHarness, type BillingTenant, type EventInput } from './billing-helpers';
@@ -83,6 +84,25 @@ describe('usage-events ingestion', () => {
     expect((await ingest(h, t, [event('c-new')])).json()).toEqual({ accepted: 1, duplicates: 0 });
     const twice = await ingest(h, t, [event('c-2'), event('c-2', { quantity: 1 })]);
     expect(twice.statusCode).toBe(409);
+  });
+
+  it('knows ids accepted by earlier releases, whose ledger rows hold the earlier digest', async () => {
+    // Rows as a release before the current digest wrote them: SHA-256 based, below DIGEST_MARK.
+    const earlier = [event('old-1'), event('old-2', { resourceName: 'web\\2', timestamp: '2026-03-02T03:00:00+02:00' })];
+    const parsed = parseUsageEvents({ events: earlier }, Date.now());
+    for (const [i, input] of earlier.entries()) {
+      const legacy = legacyPayloadDigest(parsed[i]);
+      expect(legacy).toBeLessThan(DIGEST_MARK);
+      await h.pg.query('INSERT INTO usage_event_ledger (event_key, payload_hash) VALUES ($1, $2)', [keyOf(t.accountId, input.id), String(legacy)]);
+    }
+    // Re-sent as they were (old-2 through the general reading: its name has an escape): duplicates.
+    expect((await ingest(h, t, [...earlier, event('old-3')])).json()).toEqual({ accepted: 1, duplicates: 2 });
+    // Re-sent with another payload: a conflict, whichever digest the ledger holds.
+    for (const changed of [event('old-1', { quantity: 7 }), event('old-2', { resourceName: 'web\\2', timestamp: '2026-03-02T03:00:00+02:00', quantity: 7 }), event('old-3', { quantity: 7 })]) {
+      const res = await ingest(h, t, [changed]);
+      expect(res.statusCode).toBe(409);
+      expect(res.json()).toMatchObject({ index: 0, field: 'id', message: expect.stringContaining(`'${changed.id}'`) });
+    }
   });
 
   it('names the index and field of a bad event', async () => {

@@ -8,13 +8,13 @@ import {
   eventKeyPrefix,
   eventKeyText,
   ledgerCopyData,
-  payloadDigest,
   RAW_COLUMNS,
   selectRows,
   tsvField,
   writeEventKey,
 } from '../../core/billing/usage-batch';
 import { parseEvent, parseUsageEvents } from '../../core/billing/usage-events';
+import { DIGEST_MARK, legacyPayloadDigest, payloadDigest, sameDigest } from '../../core/billing/payload-digest';
 
 const NOW = Date.parse('2026-04-16T12:00:00Z');
 const good = {
@@ -128,15 +128,45 @@ describe('usage batch', () => {
     expect(key('acc-1', '1evt')).not.toBe(key('acc-11', 'evt'));
   });
 
-  it('digests what the event says, not how it was written, as earlier ledgers did', () => {
-    const text = `${Date.parse('2026-04-16T11:00:00Z')}\nprod\nsandbox\nweb\n4f7c\nsandbox_compute_runtime_gbs\n1500000000`;
-    expect(payloadDigest(event)).toBe(parseInt(sha256(text).slice(0, 13), 16));
-    const [same] = parseUsageEvents({ events: [{ ...good, timestamp: '2026-04-16T13:00:00+02:00', id: 'other' }] }, NOW);
+  it('digests what the event says, not how it was written', () => {
+    const [same] = parseUsageEvents({ events: [{ ...good, timestamp: '2026-04-16T13:00:00+02:00', id: 'other', quantity: 1.5000000001 }] }, NOW);
     expect(payloadDigest(same)).toBe(payloadDigest(event));
-    for (const change of [{ quantity: 1.6 }, { resourceName: 'api' }, { timestamp: '2026-04-16T11:00:01Z' }, { resourceUuid: '' }]) {
-      const [changed] = parseUsageEvents({ events: [{ ...good, ...change }] }, NOW);
-      expect(payloadDigest(changed)).not.toBe(payloadDigest(event));
+    expect(payloadDigest(event)).toBeGreaterThanOrEqual(DIGEST_MARK);
+    expect(payloadDigest(event)).toBeLessThan(2 * DIGEST_MARK);
+    const changes = [{ quantity: 1.6 }, { resourceName: 'api' }, { timestamp: '2026-04-16T11:00:00.001Z' }, { resourceUuid: '' }, { workspace: 'prod2' }];
+    // Text moved from one field to the next is a change too.
+    changes.push({ resourceName: 'web4', resourceUuid: 'f7c' } as never);
+    const digests = changes.map((change) => payloadDigest(parseUsageEvents({ events: [{ ...good, ...change }] }, NOW)[0]));
+    expect(new Set([...digests, payloadDigest(event)]).size).toBe(changes.length + 1);
+  });
+
+  it('spreads digests over their 52 bits', () => {
+    // Events differing in one character of one field: no two alike, and every bit of the
+    // digest set about half the time.
+    const digests = Array.from({ length: 4_000 }, (_, i) => payloadDigest(parseUsageEvents({ events: [{ ...good, resourceName: `web-${i}` }] }, NOW)[0]));
+    expect(new Set(digests).size).toBe(digests.length);
+    for (let bit = 0; bit < 52; bit++) {
+      const set = digests.filter((digest) => Math.floor((digest - DIGEST_MARK) / 2 ** bit) % 2 === 1).length;
+      expect(Math.abs(set / digests.length - 0.5)).toBeLessThan(0.05);
     }
+  });
+
+  it('compares a stored digest with the function that made it', () => {
+    // Earlier ledgers hold the first 52 bits of SHA-256 over the event's text, below DIGEST_MARK.
+    const text = `${Date.parse('2026-04-16T11:00:00Z')}\nprod\nsandbox\nweb\n4f7c\nsandbox_compute_runtime_gbs\n1500000000`;
+    const legacy = parseInt(sha256(text).slice(0, 13), 16);
+    expect(legacyPayloadDigest(event)).toBe(legacy);
+    const current = payloadDigest(event);
+    const [changed] = parseUsageEvents({ events: [{ ...good, quantity: 2 }] }, NOW);
+    expect(sameDigest(current, current, () => legacy)).toBe(true);
+    expect(sameDigest(legacy, current, () => legacy)).toBe(true);
+    expect(sameDigest(legacy, payloadDigest(changed), () => legacyPayloadDigest(changed))).toBe(false);
+    expect(sameDigest(current, payloadDigest(changed), () => legacy)).toBe(false);
+    // A current digest is never compared with a legacy one, even when the legacy one would match.
+    expect(sameDigest(current, payloadDigest(changed), () => current)).toBe(false);
+    const batch = encode(good);
+    expect(batch.hashes[0]).toBe(current);
+    expect(batch.legacyDigest(0)).toBe(legacy);
   });
 
   it('renders TabSeparated rows with exact decimals, the second of the event and escaped backslashes', () => {
