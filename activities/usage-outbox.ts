@@ -3,7 +3,7 @@ import { from as copyFrom } from 'pg-copy-streams';
 import { parseScaled, PRICE_SCALE } from '../core/billing/decimal';
 import { InvalidInput } from '../core/billing/errors';
 import { sameDigest } from '../core/billing/payload-digest';
-import { batchHours, encodeUsageBatch, eventKeyText, ledgerCopyData, selectRows, type UsageBatch } from '../core/billing/usage-batch';
+import { encodeUsageBatch, eventKeyText, ledgerCopyData, outboxCopyData, type UsageBatch } from '../core/billing/usage-batch';
 import type { UsageEvent } from '../core/billing/usage-events';
 import { inTransaction } from '../db/transaction';
 
@@ -45,13 +45,8 @@ export async function acceptUsageBatch(pool: Pool, batch: UsageBatch): Promise<A
     await client.query('SAVEPOINT claim');
     const fresh = await claimIds(client, batch);
     if (fresh.length > 0) {
-      const all = fresh.length === batch.size;
-      await client.query('INSERT INTO usage_outbox (account_id, event_count, hours, tsv) VALUES ($1, $2, $3, $4)', [
-        batch.accountId,
-        fresh.length,
-        batchHours(batch, all ? undefined : fresh),
-        all ? batch.rows : selectRows(batch, fresh),
-      ]);
+      const data = outboxCopyData(batch, fresh.length === batch.size ? undefined : fresh);
+      await copyInto(client, 'COPY usage_outbox (account_id, event_count, hours, tsv) FROM STDIN (FORMAT binary)', data);
     }
     return { accepted: fresh.length, duplicates: batch.size - fresh.length };
   });
@@ -66,7 +61,7 @@ async function claimIds(client: PoolClient, batch: UsageBatch): Promise<number[]
   // Nearly always every id is new: one binary COPY, the cheapest way into PostgreSQL. A known id
   // (or one twice in the request) makes it fail as a whole, and the careful path below runs.
   try {
-    await copyInto(client, 'COPY usage_event_ledger (event_key, payload_hash) FROM STDIN (FORMAT binary)', ledgerCopyData(batch));
+    await copyInto(client, 'COPY usage_event_ledger (event_key, payload_hash) FROM STDIN (FORMAT binary)', [ledgerCopyData(batch)]);
     return Array.from({ length: batch.size }, (_, i) => i);
   } catch (err) {
     if ((err as { code?: string }).code !== UNIQUE_VIOLATION) throw err;
@@ -100,12 +95,13 @@ async function claimIds(client: PoolClient, batch: UsageBatch): Promise<number[]
   return candidates.filter((i) => fresh.has(keyOf(i))).sort((a, b) => a - b);
 }
 
-async function copyInto(client: PoolClient, sql: string, data: Buffer): Promise<void> {
+async function copyInto(client: PoolClient, sql: string, pieces: Buffer[]): Promise<void> {
   const stream = client.query(copyFrom(sql));
   // 'finish' comes once the server has confirmed the COPY, 'error' when it refused it.
   await new Promise<void>((resolve, reject) => {
     stream.on('finish', resolve).on('error', reject);
-    stream.end(data);
+    for (const piece of pieces.slice(0, -1)) stream.write(piece);
+    stream.end(pieces[pieces.length - 1]);
   });
 }
 

@@ -333,6 +333,37 @@ export function ledgerCopyData(batch: UsageBatch): Buffer {
 }
 
 /**
+ * The outbox row of the events at `indices` (all when omitted) as PostgreSQL's binary COPY data for
+ * (account_id text, event_count integer, hours bigint[], tsv text), in pieces: the rows are
+ * sent as they are, never copied into a query message (ingestion sends megabytes per request).
+ */
+export function outboxCopyData(batch: UsageBatch, indices?: number[]): Buffer[] {
+  const hours = batchHours(batch, indices);
+  const rows = indices ? selectRows(batch, indices) : batch.rows;
+  const account = Buffer.from(batch.accountId);
+  const arrayBytes = 20 + 12 * hours.length;
+  const head = Buffer.allocUnsafe(COPY_HEADER.length + 2 + 4 + account.length + 8 + 4 + arrayBytes + 4);
+  let at = COPY_HEADER.copy(head, 0);
+  at = head.writeInt16BE(4, at);
+  at = head.writeInt32BE(account.length, at);
+  at += account.copy(head, at);
+  at = head.writeInt32BE(4, at);
+  at = head.writeInt32BE(indices ? indices.length : batch.size, at);
+  // An array: dimensions, no nulls, element type int8, then its length and lower bound.
+  at = head.writeInt32BE(arrayBytes, at);
+  for (const word of [1, 0, INT8_OID, hours.length, 1]) at = head.writeInt32BE(word, at);
+  for (const hour of hours) {
+    at = head.writeInt32BE(8, at);
+    at = head.writeBigInt64BE(BigInt(hour), at);
+  }
+  head.writeInt32BE(rows.length, at);
+  return [head, rows, COPY_TRAILER];
+}
+
+const INT8_OID = 20;
+const COPY_TRAILER = Buffer.from([0xff, 0xff]);
+
+/**
  * `indices` in key order. Each is packed with its position and the leading bits of its key into
  * one exact double (at most 52 bits), so a numeric typed-array sort does nearly all the work.
  */

@@ -8,6 +8,7 @@ import {
   eventKeyPrefix,
   eventKeyText,
   ledgerCopyData,
+  outboxCopyData,
   RAW_COLUMNS,
   selectRows,
   tsvField,
@@ -206,6 +207,33 @@ describe('usage batch', () => {
     expect(Number(data.readBigInt64BE(45))).toBe(batch.hashes[0]);
     expect(data.readInt16BE(53)).toBe(-1);
     expect(ledgerCopyData(encode(good, { ...good, id: 'evt-2', quantity: 2 })).length).toBe(19 + 2 * 34 + 2);
+  });
+
+  it('writes the outbox row as PostgreSQL binary COPY data, its rows sent as they are', () => {
+    const batch = encode(good, { ...good, id: 'evt-2', timestamp: '2026-04-16T09:30:00Z' }, { ...good, id: 'evt-3' });
+    const read = (pieces: Buffer[]) => {
+      const data = Buffer.concat(pieces);
+      let at = 19;
+      const int32 = () => ((at += 4), data.readInt32BE(at - 4));
+      expect(data.readInt16BE(at)).toBe(4);
+      at += 2;
+      const account = data.toString('utf8', at + 4, (at += 4 + data.readInt32BE(at)));
+      expect(int32()).toBe(4);
+      const count = int32();
+      const arrayBytes = int32();
+      const [dimensions, nulls, elementType, length, lowerBound] = [int32(), int32(), int32(), int32(), int32()];
+      expect([dimensions, nulls, elementType, lowerBound, arrayBytes]).toEqual([1, 0, 20, 1, 20 + 12 * length]);
+      const hours = Array.from({ length }, () => (int32(), Number(((at += 8), data.readBigInt64BE(at - 8)))));
+      const tsv = data.toString('utf8', at + 4, (at += 4 + data.readInt32BE(at)));
+      expect(data.readInt16BE(at)).toBe(-1);
+      expect(data.length).toBe(at + 2);
+      return { account, count, hours: hours.sort(), tsv };
+    };
+    const eleven = Date.parse('2026-04-16T11:00:00Z') / 1000;
+    const all = outboxCopyData(batch);
+    expect(all[1]).toBe(batch.rows);
+    expect(read(all)).toEqual({ account: 'acc-1', count: 3, hours: [eleven - 7200, eleven], tsv: batch.rows.toString() });
+    expect(read(outboxCopyData(batch, [0, 2]))).toEqual({ account: 'acc-1', count: 2, hours: [eleven], tsv: selectRows(batch, [0, 2]).toString() });
   });
 
   it('writes the ledger rows in key order, each key with its own digest', () => {
