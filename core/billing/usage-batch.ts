@@ -82,6 +82,8 @@ export class UsageBatchWriter {
   /** The key prefix's bytes, followed by room for an id: what a body event's key digests. */
   private readonly keyInput: Buffer;
   private readonly keyPrefixBytes: number;
+  /** Views of keyInput by id length: a digest needs one of exactly the input's length. */
+  private readonly keyInputViews: Uint8Array[] = [];
   private readonly accountBytes: Buffer;
   private rows: Buffer;
   private length = 0;
@@ -147,7 +149,8 @@ export class UsageBatchWriter {
     const input = this.keyInput;
     const prefixLength = this.keyPrefixBytes;
     for (let from = idStart, to = prefixLength; from < idEnd; ) input[to++] = body[from++];
-    this.keys.write(hash('sha256', new Uint8Array(input.buffer, input.byteOffset, prefixLength + idEnd - idStart), 'binary'), 16 * i, 16, 'binary');
+    const view = (this.keyInputViews[idEnd - idStart] ??= new Uint8Array(input.buffer, input.byteOffset, prefixLength + idEnd - idStart));
+    this.keys.write(hash('sha256', view, 'binary'), 16 * i, 16, 'binary');
     const second = this.begin(event.timeMs, event.workspace);
     this.hashes[i] = this.digester
       .begin(event.timeMs)
@@ -204,7 +207,7 @@ export class UsageBatchWriter {
     if (cost === undefined) {
       const price = this.prices.get(dimension);
       if (price === undefined) throw new Error(`no price for billing dimension ${dimension}`);
-      cost = formatScaled(costNano(quantity.nano, price), QUANTITY_SCALE);
+      cost = costText(quantity.nano, price);
       quantity.costs.set(dimension, cost);
     }
     return cost;
@@ -249,6 +252,29 @@ export class UsageBatchWriter {
     this.length += width + 1;
   }
 }
+
+/**
+ * The cost of a quantity at a price, as text. Requests repeat the quantities and prices of the
+ * requests before them, so the texts are kept across requests (up to a bound).
+ */
+function costText(quantityNano: bigint, pricePico: bigint): string {
+  let atPrice = COST_TEXTS.get(pricePico);
+  if (atPrice === undefined) {
+    if (COST_TEXTS.size >= MAX_COST_TEXTS) COST_TEXTS.clear();
+    atPrice = new Map();
+    COST_TEXTS.set(pricePico, atPrice);
+  }
+  let text = atPrice.get(quantityNano);
+  if (text === undefined) {
+    text = formatScaled(costNano(quantityNano, pricePico), QUANTITY_SCALE);
+    if (atPrice.size >= MAX_COST_TEXTS) atPrice.clear();
+    atPrice.set(quantityNano, text);
+  }
+  return text;
+}
+
+const COST_TEXTS = new Map<bigint, Map<bigint, string>>();
+const MAX_COST_TEXTS = 100_000;
 
 const TAB = 0x09;
 const NEWLINE = 0x0a;
@@ -314,14 +340,16 @@ export function eventKeyText(keys: Buffer, index: number): string {
  * take their keys' locks in one order, so they wait for each other instead of deadlocking.
  */
 export function ledgerCopyData(batch: UsageBatch): Buffer {
-  const order = inKeyOrder(batch.keys, Array.from({ length: batch.size }, (_, i) => i));
+  const order = inKeyOrder(batch.keys, batch.size);
   const data = Buffer.allocUnsafe(COPY_HEADER.length + order.length * ROW_BYTES + 2);
   COPY_HEADER.copy(data, 0);
   let at = COPY_HEADER.length;
-  for (const i of order) {
+  for (let n = 0; n < order.length; n++) {
+    const i = order[n];
     data.writeInt16BE(2, at);
     data.writeInt32BE(16, at + 2);
-    batch.keys.copy(data, at + 6, 16 * i, 16 * i + 16);
+    // Byte by byte: Buffer.copy would make a view object per key.
+    for (let b = 0; b < 16; b++) data[at + 6 + b] = batch.keys[16 * i + b];
     data.writeInt32BE(8, at + 22);
     const digest = batch.hashes[i];
     data.writeUInt32BE(Math.floor(digest / 2 ** 32), at + 26);
@@ -364,27 +392,31 @@ const INT8_OID = 20;
 const COPY_TRAILER = Buffer.from([0xff, 0xff]);
 
 /**
- * `indices` in key order. Each is packed with its position and the leading bits of its key into
- * one exact double (at most 52 bits), so a numeric typed-array sort does nearly all the work.
+ * The first `count` keys' indices in key order. Each is packed with its index and the leading bits
+ * of its key into one exact double (at most 52 bits), so a numeric typed-array sort does nearly
+ * all the work.
  */
-function inKeyOrder(keys: Buffer, indices: number[]): number[] {
-  const positionBits = Math.max(1, Math.ceil(Math.log2(indices.length + 1)));
-  const slots = 2 ** positionBits;
-  const prefixScale = 2 ** (52 - positionBits - 40);
-  const packed = new Float64Array(indices.length);
-  for (let n = 0; n < indices.length; n++) {
-    // The key's first 40 bits, shortened to what leaves room for the position.
-    const prefix = Math.floor(keys.readUIntBE(16 * indices[n], 5) * prefixScale);
-    packed[n] = prefix * slots + n;
+function inKeyOrder(keys: Buffer, count: number): Uint32Array {
+  const indexBits = Math.max(1, Math.ceil(Math.log2(count + 1)));
+  const slots = 2 ** indexBits;
+  const prefixScale = 2 ** (52 - indexBits - 40);
+  const packed = new Float64Array(count);
+  for (let i = 0; i < count; i++) {
+    // The key's first 40 bits, shortened to what leaves room for the index.
+    const prefix = Math.floor(keys.readUIntBE(16 * i, 5) * prefixScale);
+    packed[i] = prefix * slots + i;
   }
   packed.sort();
-  const order = Array.from(packed, (value) => indices[value % slots]);
+  const order = new Uint32Array(count);
+  for (let n = 0; n < count; n++) order[n] = packed[n] % slots;
   // Keys sharing those leading bits (almost never) are put in full order by insertion.
   const samePrefix = (n: number) => Math.floor(packed[n - 1] / slots) === Math.floor(packed[n] / slots);
-  for (let n = 1; n < order.length; n++) {
+  for (let n = 1; n < count; n++) {
     if (!samePrefix(n)) continue;
     for (let m = n; m > 0 && samePrefix(m) && compareKeys(keys, order[m - 1], order[m]) > 0; m--) {
-      [order[m - 1], order[m]] = [order[m], order[m - 1]];
+      const swapped = order[m - 1];
+      order[m - 1] = order[m];
+      order[m] = swapped;
     }
   }
   return order;

@@ -3,7 +3,7 @@ import { quantityToNano } from './decimal';
 import { InvalidInput } from './errors';
 import { legacyPayloadDigest } from './payload-digest';
 import { MAX_TIME_MS, MIN_TIME_MS, parseRfc3339 } from './time';
-import { encodeUsageBatch, UsageBatchWriter, type QuantityText, type UsageBatch } from './usage-batch';
+import { encodeUsageBatch, UsageBatchWriter, type BodyEvent, type QuantityText, type UsageBatch } from './usage-batch';
 import { EVENT_TEXT_LIMITS, MAX_EVENTS_PER_REQUEST, MAX_FUTURE_MS, MAX_QUANTITY, parseUsageEvents } from './usage-events';
 
 /**
@@ -123,6 +123,21 @@ function tableOf<T>(entries: [string, T][]): TextTable<T> {
 const RESOURCE_TYPE_NAMES = tableOf(RESOURCE_TYPES.map((type) => [type, type]));
 const DIMENSIONS = tableOf(BILLING_DIMENSION_NAMES.map((name) => [name, { name, resourceType: BILLING_DIMENSIONS[name].resourceType }]));
 
+/** Where the digits from `at` end. */
+function afterDigits(body: Buffer, at: number): number {
+  while (body[at] >= 0x30 && body[at] <= 0x39) at++;
+  return at;
+}
+
+/** The digit at `at`; NaN if it is not one. */
+function digitAt(body: Buffer, at: number): number {
+  const digit = body[at] - 0x30;
+  return digit >= 0 && digit <= 9 ? digit : NaN;
+}
+
+/** Stands for the quantity until the first event sets one. */
+const NO_QUANTITY: QuantityText = { nano: 0n, digits: '', text: '', costs: new Map() };
+
 /** `YYYY-MM-DDTHH` of a canonical timestamp, whose first such prefix the reader met is remembered. */
 const HOUR_PREFIX = 13;
 
@@ -142,6 +157,20 @@ class PlainBodyReader {
   // text (body[hourStart..hourStart + HOUR_PREFIX]); -1 for none yet.
   private hourStart = -1;
   private hourMs = 0;
+  // Handed to the writer event after event: one object per request, not one per event.
+  private readonly event_: BodyEvent = {
+    idStart: 0,
+    idEnd: 0,
+    timeMs: 0,
+    workspace: '',
+    resourceType: '',
+    nameStart: 0,
+    nameEnd: 0,
+    uuidStart: 0,
+    uuidEnd: 0,
+    billingDimension: '',
+    quantity: NO_QUANTITY,
+  };
 
   constructor(
     private readonly body: Buffer,
@@ -205,19 +234,19 @@ class PlainBodyReader {
     if (resourceType === undefined || dimension === undefined || dimension.resourceType !== resourceType) return false;
     const quantity = this.quantity(writer, starts[QUANTITY], ends[QUANTITY]);
     if (!quantity) return false;
-    writer.addFromBody({
-      idStart: starts[ID],
-      idEnd: ends[ID],
-      timeMs,
-      workspace: this.workspace(starts[WORKSPACE], ends[WORKSPACE]),
-      resourceType,
-      nameStart: starts[RESOURCE_NAME],
-      nameEnd: ends[RESOURCE_NAME],
-      uuidStart: starts[RESOURCE_UUID],
-      uuidEnd: ends[RESOURCE_UUID],
-      billingDimension: dimension.name,
-      quantity,
-    });
+    const event = this.event_;
+    event.idStart = starts[ID];
+    event.idEnd = ends[ID];
+    event.timeMs = timeMs;
+    event.workspace = this.workspace(starts[WORKSPACE], ends[WORKSPACE]);
+    event.resourceType = resourceType;
+    event.nameStart = starts[RESOURCE_NAME];
+    event.nameEnd = ends[RESOURCE_NAME];
+    event.uuidStart = starts[RESOURCE_UUID];
+    event.uuidEnd = ends[RESOURCE_UUID];
+    event.billingDimension = dimension.name;
+    event.quantity = quantity;
+    writer.addFromBody(event);
     return true;
   }
 
@@ -246,22 +275,21 @@ class PlainBodyReader {
     const body = this.body;
     const start = this.at;
     let at = start;
-    const digits = () => {
-      const first = at;
-      while (body[at] >= 0x30 && body[at] <= 0x39) at++;
-      return at > first;
-    };
     if (body[at] === 0x2d /* - */) at++;
     if (body[at] === 0x30 /* 0 */) at++;
-    else if (!(body[at] >= 0x31 && body[at] <= 0x39) || !digits()) return false;
+    else if (!(body[at] >= 0x31 && body[at] <= 0x39)) return false;
+    else at = afterDigits(body, at);
     if (body[at] === 0x2e /* . */) {
-      at++;
-      if (!digits()) return false;
+      const digits = afterDigits(body, at + 1);
+      if (digits === at + 1) return false;
+      at = digits;
     }
     if (body[at] === 0x65 || body[at] === 0x45 /* e E */) {
       at++;
       if (body[at] === 0x2b || body[at] === 0x2d /* + - */) at++;
-      if (!digits()) return false;
+      const digits = afterDigits(body, at);
+      if (digits === at) return false;
+      at = digits;
     }
     this.valueStart = start;
     this.valueEnd = at;
@@ -300,17 +328,13 @@ class PlainBodyReader {
   /** Milliseconds into the hour of `:MM:SS[.mmm]Z` after a canonical timestamp's hour, or undefined. */
   private canonicalTail(start: number, length: number): number | undefined {
     const body = this.body;
-    const digit = (offset: number) => {
-      const code = body[start + offset] - 0x30;
-      return code >= 0 && code <= 9 ? code : NaN;
-    };
     if (body[start + 13] !== COLON || body[start + 16] !== COLON) return undefined;
-    const minute = 10 * digit(14) + digit(15);
-    const second = 10 * digit(17) + digit(18);
+    const minute = 10 * digitAt(body, start + 14) + digitAt(body, start + 15);
+    const second = 10 * digitAt(body, start + 17) + digitAt(body, start + 18);
     let millis = 0;
     if (length === 24) {
       if (body[start + 19] !== 0x2e /* . */) return undefined;
-      millis = 100 * digit(20) + 10 * digit(21) + digit(22);
+      millis = 100 * digitAt(body, start + 20) + 10 * digitAt(body, start + 21) + digitAt(body, start + 22);
     }
     // NaN (a non-digit) fails these too.
     if (!(minute <= 59 && second <= 59 && millis >= 0)) return undefined;
