@@ -25,6 +25,7 @@ export async function startManagementApi(config: HangarConfig, logError: Process
     return { close: () => app.close() };
   }
   let closing = false;
+  cluster.setupPrimary({ execArgv: [...process.execArgv, ...MANAGEMENT_PROCESS_V8_FLAGS] });
   const fork = (): Promise<void> =>
     new Promise((resolve, reject) => {
       const worker = cluster.fork();
@@ -58,6 +59,15 @@ export async function startManagementApi(config: HangarConfig, logError: Process
     },
   };
 }
+
+/**
+ * V8 settings of the processes forked to serve base_url. What an ingestion request allocates
+ * lives while it waits on the database (tens of milliseconds), so it outlives young-generation
+ * collections and dies in the old generation. With V8's default starting limit for that, a
+ * process ran a full collection every 300 ms or so under load; with 256 MB it ran none in a
+ * 2-million-event run (API CPU per event 5.8 us before, 4.2 after).
+ */
+export const MANAGEMENT_PROCESS_V8_FLAGS = ['--initial-old-space-size=256'];
 
 /** The body of a management API process forked by startManagementApi. */
 export async function serveInWorker(config: HangarConfig): Promise<void> {

@@ -46,10 +46,12 @@ export function readPlainBody(
 ): UsageBatch | undefined {
   const reader = new PlainBodyReader(body, nowMs);
   if (!reader.punctuation(OPEN_OBJECT) || reader.key() !== EVENTS_KEY || !reader.punctuation(COLON) || !reader.punctuation(OPEN_ARRAY)) return undefined;
-  const writer = new UsageBatchWriter(accountId, Math.min(MAX_EVENTS_PER_REQUEST, Math.ceil(body.length / MIN_EVENT_BYTES)), prices, body);
+  const capacity = Math.min(MAX_EVENTS_PER_REQUEST, Math.ceil(body.length / MIN_EVENT_BYTES));
+  const writer = new UsageBatchWriter(accountId, capacity, prices, body);
   if (!reader.punctuation(CLOSE_ARRAY)) {
     for (let count = 1; ; count++) {
-      if (count > MAX_EVENTS_PER_REQUEST || !reader.event(writer)) return undefined;
+      // Beyond the capacity, the request is over its limit (or its events shorter than any valid one).
+      if (count > capacity || !reader.event(writer)) return undefined;
       if (reader.punctuation(CLOSE_ARRAY)) break;
       if (!reader.punctuation(COMMA)) return undefined;
     }
@@ -84,10 +86,11 @@ const TEXT_LIMITS = FIELDS.map((name) => (name === 'quantity' ? undefined : EVEN
  * from their bytes without making a string of them.
  */
 class TextTable<T> {
-  private readonly entries = new Map<number, { bytes: Buffer; value: T; next?: { bytes: Buffer; value: T; next?: unknown } }>();
+  /** By a hash of the bytes; texts sharing a hash are chained. */
+  private readonly entries = new Map<number, TextEntry<T>>();
 
   get(source: Buffer, start: number, end: number): T | undefined {
-    for (let entry = this.entries.get(textHash(source, start, end)); entry; entry = entry.next as typeof entry) {
+    for (let entry = this.entries.get(textHash(source, start, end)); entry; entry = entry.next) {
       if (sameBytes(entry.bytes, source, start, end)) return entry.value;
     }
     return undefined;
@@ -97,6 +100,12 @@ class TextTable<T> {
     const key = textHash(source, start, end);
     this.entries.set(key, { bytes: Buffer.from(source.subarray(start, end)), value, next: this.entries.get(key) });
   }
+}
+
+interface TextEntry<T> {
+  bytes: Buffer;
+  value: T;
+  next?: TextEntry<T>;
 }
 
 function textHash(source: Buffer, start: number, end: number): number {

@@ -1,5 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
+import { MANAGEMENT_PROCESS_V8_FLAGS } from '../../api/management-processes';
 import { processTreePids } from '../../scripts/stack/service-process';
 import { freePort } from '../helpers/ports';
 import { eventually } from '../helpers/workers';
@@ -52,6 +54,9 @@ describe('the management API in several processes (HANGAR_API_PROCESSES)', () =>
     };
     await until('two healthy processes', async () => (await healthy()) && workers().length === 2, 60_000);
     const first = workers();
+    // Each runs with the V8 settings meant for them (a replacement too, below).
+    const flagsOf = (pid: number) => fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    for (const pid of first) expect(flagsOf(pid)).toEqual(expect.arrayContaining(MANAGEMENT_PROCESS_V8_FLAGS));
     // Every request is answered, whichever process takes it.
     const statuses = await Promise.all(Array.from({ length: 20 }, () => fetch(`http://127.0.0.1:${basePort}/health`).then((r) => r.status)));
     expect(statuses).toEqual(Array(20).fill(200));
@@ -60,6 +65,7 @@ describe('the management API in several processes (HANGAR_API_PROCESSES)', () =>
     // The other process keeps serving, and a new one takes the place of the dead.
     await until('a replacement process', async () => (await healthy()) && workers().length === 2 && !workers().includes(first[0]), 60_000);
     expect(workers()).toContain(first[1]);
+    for (const pid of workers()) expect(flagsOf(pid)).toEqual(expect.arrayContaining(MANAGEMENT_PROCESS_V8_FLAGS));
     expect(output).toContain('a management API process exited; starting another');
 
     const exited = new Promise<number | null>((resolve) => server!.once('exit', (code) => resolve(code)));
