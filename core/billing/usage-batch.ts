@@ -94,7 +94,7 @@ export class UsageBatchWriter {
     capacity: number,
     /** Pico-USD per unit of each billing dimension. */
     private readonly prices: Map<string, bigint>,
-    /** The request body body events are read from. */
+    /** The request body that addFromBody reads events from. */
     private readonly body?: Buffer,
   ) {
     this.keys = Buffer.allocUnsafe(16 * capacity);
