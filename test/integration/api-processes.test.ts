@@ -52,7 +52,10 @@ describe('the management API in several processes (HANGAR_API_PROCESSES)', () =>
         throw new Error(`${(err as Error).message}; server output:\n${output}`);
       }
     };
-    await until('two healthy processes', async () => (await healthy()) && workers().length === 2, 60_000);
+    // run_url listens once every management process does (api/server.ts): only then is the
+    // start over, and a process killed before it would fail the start instead.
+    const started = async () => (await fetch(`http://127.0.0.1:${runPort}/`).catch(() => undefined)) !== undefined;
+    await until('two healthy processes', async () => (await started()) && (await healthy()) && workers().length === 2, 60_000);
     const first = workers();
     // Each runs with the V8 settings meant for them (a replacement too, below).
     const flagsOf = (pid: number) => fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
