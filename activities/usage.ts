@@ -1,7 +1,7 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { Context } from '@temporalio/activity';
 import type { Client as TemporalClient } from '@temporalio/client';
-import type { Pool } from 'pg';
+import type { Pool, QueryConfig } from 'pg';
 import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { createStagingSql, deltaSql, reconcileSql, STAGING_PREFIX, stagingTable } from '../core/billing/rollup-sql';
@@ -225,20 +225,27 @@ async function nextBatch(pool: Pool, wait: { deadline: number; gatherMs: number;
  * them into the raw table and, on a first attempt, adds them to the rollups.
  */
 async function moveBatch(pool: Pool, clickhouse: ClickHouseClient, tables: UsageTables, batch: OutboxRow[], firstAttempt: boolean): Promise<void> {
-  const { rows } = await pool.query<{ tsv: boolean; data: string }>(
-    'SELECT tsv IS NOT NULL AS tsv, COALESCE(tsv, rows) AS data FROM usage_outbox WHERE seq = ANY($1::bigint[]) ORDER BY seq',
-    [batch.map((row) => row.seq)],
-  );
+  // In binary: each row's events arrive as the bytes PostgreSQL holds, with no decoding into a
+  // JavaScript string (megabytes per row) and no encoding back.
+  // (`binary` is a pg query option its type declarations leave out.)
+  const query: QueryConfig & { binary: boolean } = {
+    text: 'SELECT tsv IS NOT NULL AS tsv, COALESCE(tsv, rows) AS data FROM usage_outbox WHERE seq = ANY($1::bigint[]) ORDER BY seq',
+    values: [batch.map((row) => row.seq)],
+    binary: true,
+    types: AS_BYTES,
+  };
+  const { rows } = await pool.query<{ tsv: Buffer; data: Buffer }>(query);
   await dropStagingLeftovers(clickhouse, tables);
   const staging = stagingTable(tables, randomBytes(8).toString('hex'));
   await clickhouse.command({ query: createStagingSql(tables, staging) });
   try {
     for (const format of ['TabSeparated', 'JSONEachRow'] as const) {
-      const chunks = rows.filter((row) => row.tsv === (format === 'TabSeparated')).map((row) => Buffer.from(row.data));
+      // A binary boolean is one byte, 1 for true.
+      const chunks = rows.filter((row) => (row.tsv[0] === 1) === (format === 'TabSeparated')).map((row) => row.data);
       if (chunks.length === 0) continue;
       // Every TabSeparated row ends with a newline; JSONEachRow text has none after its last line.
-      const body = Buffer.concat(format === 'TabSeparated' ? chunks : chunks.flatMap((chunk) => [chunk, NEWLINE]));
-      const result = await clickhouse.exec({ query: `INSERT INTO ${staging} (${RAW_COLUMNS}) FORMAT ${format}`, values: Readable.from([body]) });
+      const body = format === 'TabSeparated' ? chunks : chunks.flatMap((chunk) => [chunk, NEWLINE]);
+      const result = await clickhouse.exec({ query: `INSERT INTO ${staging} (${RAW_COLUMNS}) FORMAT ${format}`, values: Readable.from(body) });
       // The response carries nothing, but reading it to the end is what confirms the insert.
       await new Promise<void>((resolve, reject) => {
         result.stream.on('end', resolve).on('error', reject).resume();
@@ -250,6 +257,9 @@ async function moveBatch(pool: Pool, clickhouse: ClickHouseClient, tables: Usage
     await clickhouse.command({ query: `DROP TABLE IF EXISTS ${staging}` }).catch(() => undefined);
   }
 }
+
+/** Type parsers that leave every value as its bytes. */
+const AS_BYTES = { getTypeParser: () => (value: Buffer) => value };
 
 /** Staging tables a crashed flush left behind (one flusher runs at a time, so none is in use). */
 async function dropStagingLeftovers(clickhouse: ClickHouseClient, tables: UsageTables): Promise<void> {
