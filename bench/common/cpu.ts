@@ -37,17 +37,19 @@ export function machineBusyMs(): number {
 /** USER_HZ: 100 on every Linux architecture Node runs on. */
 const CLOCK_TICKS = 100;
 
-
 /**
- * CPU time so far (ms) of the processes `pids`, from the kernel's per-process totals (utime and
- * stime of /proc/<pid>/stat, 10 ms ticks): unlike processCpuMs, threads that ended meanwhile
- * still count, which matters for servers with short-lived worker threads (ClickHouse).
+ * CPU time so far (ms) of the processes `pids` and of their children that have ended, from the
+ * kernel's per-process totals (/proc/<pid>/stat, 10 ms ticks): utime and stime, with cutime and
+ * cstime, which a parent gains as it reaps a child. Unlike processCpuMs, threads that ended still
+ * count (ClickHouse's short-lived worker threads), and so do processes (a database backend whose
+ * connection closed): pass whole process trees.
  */
 export function processTotalCpuMs(pids: number[]): number {
   let ticks = 0;
   for (const pid of pids) {
     const fields = statFields(pid);
-    if (fields) ticks += Number(fields[11]) + Number(fields[12]); // utime, stime; a process gone counts nothing
+    // utime, stime, cutime, cstime; a process gone counts nothing here, but in its parent's cutime.
+    if (fields) ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
   }
   return (ticks * 1000) / CLOCK_TICKS;
 }
