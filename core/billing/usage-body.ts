@@ -24,7 +24,7 @@ export function encodeUsageBody(accountId: string, body: Buffer, nowMs: number, 
   return encodeUsageBatch(accountId, parseUsageEvents(parseJsonBody(body), nowMs), prices, legacyDigest);
 }
 
-export function parseJsonBody(body: Buffer): unknown {
+function parseJsonBody(body: Buffer): unknown {
   try {
     return JSON.parse(body.toString());
   } catch (err) {
