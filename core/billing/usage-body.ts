@@ -147,9 +147,8 @@ function digitAt(body: Buffer, at: number): number {
 /** Stands for the quantity until the first event sets one. */
 const NO_QUANTITY: QuantityText = { nano: 0n, digits: '', text: '', costs: new Map() };
 
-/** `YYYY-MM-DDTHH` of a canonical timestamp, whose first such prefix the reader met is remembered. */
+/** Length of `YYYY-MM-DDTHH`, the hour of a canonical timestamp (the reader remembers the last one). */
 const HOUR_PREFIX = 13;
-
 
 class PlainBodyReader {
   private at = 0;

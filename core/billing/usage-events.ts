@@ -32,7 +32,7 @@ export const EVENT_TEXT_LIMITS = {
 } as const;
 type TextField = keyof typeof EVENT_TEXT_LIMITS;
 /** The most UTF-16 units of any text field (so, of an ASCII one, bytes). */
-export const EVENT_TEXT_MAX_LENGTH = 256;
+export const EVENT_TEXT_MAX_LENGTH = Math.max(...Object.values(EVENT_TEXT_LIMITS).map((limits) => limits.max));
 
 const EVENT_FIELDS = new Set([
   'id',
