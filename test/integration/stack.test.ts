@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -11,6 +11,7 @@ import { lockDataDir } from '../../scripts/stack/stack-lock';
 import { superviseChild } from '../../scripts/supervised-child';
 import { findLeftover, isAlive, launchService, parentDeathPrefix, stopLeftover } from '../../scripts/stack/service-process';
 import { sleep } from '../../scripts/stack/timing';
+import { repoRoot, temporalBinary } from '../../scripts/stack/binaries';
 import { backendMallocTunables } from '../../scripts/stack/postgres';
 import { namespaceSearchAttributes, SEARCH_ATTRIBUTES } from '../../scripts/stack/temporal';
 import { testStack } from '../setup/stack';
@@ -298,5 +299,29 @@ describe('a throw-away stack', () => {
     const attempt = startStack(cfg, quiet, { readyTimeoutMs: 1_500 });
     await expect(attempt).rejects.toThrow(/PostgreSQL at postgres:\/\/someone:\*\*\*@127\.0\.0\.1:1\/db was not ready within 2s/);
     await expect(attempt).rejects.not.toThrow(/s3cret/);
+  });
+});
+
+describe('a fresh clone', () => {
+  let cloneDir: string;
+  afterEach(() => fs.rmSync(cloneDir, { recursive: true, force: true }));
+
+  // What CI does first: a clone of the commit under test, then the install step of npm test and
+  // npm start. An install that rewrites a tracked file (npm install "completing" the lock) makes
+  // installs irreproducible and every fresh checkout look modified.
+  test('the install step (npm ci, build, workflow bundle) leaves git status clean', () => {
+    cloneDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hangar-clone-'));
+    const git = (...args: string[]) => execFileSync('git', args, { cwd: cloneDir, encoding: 'utf8' });
+    const head = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: repoRoot(), encoding: 'utf8' }).trim();
+    git('clone', '--quiet', '--no-checkout', repoRoot(), '.');
+    git('checkout', '--quiet', head);
+    // The temporal CLI this run already uses, so that the clone does not fetch its own copy.
+    execFileSync('bash', ['scripts/install-deps.sh'], {
+      cwd: cloneDir,
+      env: { ...process.env, HANGAR_TEMPORAL_BIN: temporalBinary() },
+      stdio: 'pipe',
+    });
+    expect(fs.existsSync(path.join(cloneDir, 'dist', 'workflows.bundle.js'))).toBe(true);
+    expect(git('status', '--porcelain')).toBe('');
   });
 });
