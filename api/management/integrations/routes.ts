@@ -109,7 +109,15 @@ export default async function integrationRoutes(fastify: FastifyInstance) {
 
   app.put(
     '/v0/integrations/connections/:name',
-    { schema: { tags, summary: 'Update an integration connection', params: NameParam, body: ConnectionUpdate, response: { 200: Connection, ...commonErrors } } },
+    {
+      schema: {
+        tags,
+        summary: 'Update an integration connection; new secrets restart the functions bound to it',
+        params: NameParam,
+        body: ConnectionUpdate,
+        response: { 200: Connection, 503: commonErrors[400], ...commonErrors },
+      },
+    },
     async (request) => {
       const workspace = requestWorkspace(request);
       const { metadata, spec } = request.body;
@@ -128,7 +136,15 @@ export default async function integrationRoutes(fastify: FastifyInstance) {
       if (sameSecrets(stored, secret)) return updated;
       // New secrets reach the running servers bound to the connection before the PUT returns:
       // a call made after it is served with them (see connection-rollout.ts).
-      const targets = await startConnectionRollout(app, workspace, request.params.name, request.principal.clientId);
+      const targets = await startConnectionRollout(app, workspace, request.params.name, request.principal.clientId).catch((err: Error) => {
+        request.log.warn({ err: err.message, connection: request.params.name }, 'could not restart the functions bound to a connection');
+        throw new ApiError(
+          503,
+          'unavailable',
+          `integration connection '${request.params.name}' was updated, but the functions bound to it could not be restarted with the new secrets ` +
+            '(the workflow service is unavailable): PUT those functions again to restart them',
+        );
+      });
       return { ...updated, status: { rollout: await awaitConnectionRollout(app.pg, targets, { timeoutMs: ROLLOUT_WAIT_MS }) } };
     },
   );
