@@ -34,8 +34,8 @@ function failureMessage(err: unknown): string {
 /**
  * The OAuth-to-MCP saga for one tenant (auth steps 4-6): exchange the authorization code,
  * create the tenant's integration connection, create its MCP server bound to it; for a tenant
- * provisioned before, restart the servers bound to the connection with the new refresh token. When a step
- * fails, what earlier steps created is removed again and the run is recorded FAILED.
+ * provisioned before, restart the servers bound to the connection with the new refresh token.
+ * When a step fails, what earlier steps created is removed again and the run is recorded FAILED.
  * Workflow id `provision/<workspace>/<integration>/<tenant>` with the USE_EXISTING conflict
  * policy: one run per tenant at a time.
  */
