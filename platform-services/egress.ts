@@ -39,6 +39,9 @@ function unreachable(res: ServerResponse, url: URL, err: Error): void {
 
 /** Only one hop's headers stay behind: the workload's own credentials for the provider go out. */
 const hopHeaders = (headers: IncomingHttpHeaders) => forwardableHeaders(headers, undefined, HOP_BY_HOP_HEADERS);
+/** The failure marker is the egress's alone: a provider's answer never carries it to the workload. */
+const RESPONSE_DROPPED_HEADERS: ReadonlySet<string> = new Set([...HOP_BY_HOP_HEADERS, EGRESS_FAILURE_HEADER]);
+const providerAnswerHeaders = (headers: IncomingHttpHeaders) => forwardableHeaders(headers, undefined, RESPONSE_DROPPED_HEADERS);
 
 /** Streams one allow-listed request out and its answer back. */
 export function forwardEgress(req: IncomingMessage, res: ServerResponse, allowedOrigins: readonly string[]): void {
@@ -54,7 +57,7 @@ export function forwardEgress(req: IncomingMessage, res: ServerResponse, allowed
     upstream: { host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port) || (tls ? 443 : 80), tls },
     path: `${url.pathname}${url.search}`,
     requestHeaders: hopHeaders,
-    responseHeaders: hopHeaders,
+    responseHeaders: providerAnswerHeaders,
     onUnreachable: (err) => unreachable(res, url, err),
   });
 }

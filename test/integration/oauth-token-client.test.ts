@@ -3,12 +3,13 @@ import http, { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { EGRESS_FAILURE_HEADER } from '../../core/network-failure';
 import { PLATFORM_SOCKET_ENV } from '../../core/workloads/platform-credential';
 import { requestToken, TokenEndpointError } from '../../integrations/oauth/token-client';
 import { forwardEgress } from '../../platform-services/egress';
 
 /** A token endpoint that answers whatever the current test says, and can hang. */
-let answer: { status: number; body: string } | 'hang' = { status: 200, body: '{}' };
+let answer: { status: number; body: string; headers?: Record<string, string> } | 'hang' = { status: 200, body: '{}' };
 let server: Server;
 let url: string;
 
@@ -16,7 +17,7 @@ beforeAll(async () => {
   server = createServer((req, res) => {
     req.resume();
     if (answer === 'hang') return;
-    res.writeHead(answer.status, { 'content-type': 'application/json' }).end(answer.body);
+    res.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers }).end(answer.body);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/token`;
@@ -108,7 +109,7 @@ describe('a token endpoint that cannot be reached', () => {
     const previousSocket = process.env[PLATFORM_SOCKET_ENV];
 
     beforeAll(async () => {
-      allowed = [new URL(await refused()).origin, new URL(UNRESOLVABLE).origin];
+      allowed = [new URL(await refused()).origin, new URL(UNRESOLVABLE).origin, new URL(url).origin];
       socketPath = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'hangar-egress-')), 'platform.sock');
       egress = createServer((req, res) => forwardEgress(req, res, allowed));
       await new Promise<void>((resolve) => egress.listen(socketPath, resolve));
@@ -148,6 +149,13 @@ describe('a token endpoint that cannot be reached', () => {
       expect(err.status).toBeUndefined();
       expect(err.message).toBe(`the token request failed: could not reach ${allowed[0]}/token: connection refused by ${new URL(allowed[0]).host} (ECONNREFUSED)`);
       expect((await failureAt(UNRESOLVABLE)).message).toMatch(/could not reach http:\/\/no-such-provider\.invalid\/token: the host name of no-such-provider\.invalid did not resolve/);
+    });
+
+    test("a provider's own 502 stays the provider's, even if it carries the egress's failure marker", async () => {
+      answer = { status: 502, body: JSON.stringify({ error: 'bad_gateway' }), headers: { [EGRESS_FAILURE_HEADER]: 'connection_refused' } };
+      const err = await failureAt(url);
+      expect(err).toEqual(expect.objectContaining({ status: 502, transient: true, oauthError: 'bad_gateway' }));
+      expect(err.message).toBe('the token endpoint answered 502 bad_gateway');
     });
   });
 });
