@@ -1,4 +1,6 @@
+import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
+import { awaitConnectionRollout, startConnectionRollout, type RolloutTarget } from '../api/management/integrations/connection-rollout';
 import { ConnectionStore } from '../api/management/integrations/connection-store';
 import { ProvisioningStore } from '../api/management/integrations/provisioning-store';
 import { RESOURCE_KINDS } from '../api/management/resources/kinds';
@@ -36,6 +38,9 @@ export type ProvisioningOutcome = { status: 'SUCCEEDED'; result: ProvisioningRes
 
 /** A failure that retrying cannot fix (a refused grant, a name taken); the saga compensates at once. */
 const rejected = (message: string) => ApplicationFailure.nonRetryable(message, 'ProvisioningRejected');
+
+/** How long a re-provisioned tenant's server may take to restart with its new refresh token. */
+const ROLLOUT_WAIT_MS = 4 * 60_000;
 
 /** What the provider's OAuth error codes mean for the customer's backend. */
 const GRANT_ERROR_HINTS: Record<string, string> = {
@@ -165,6 +170,26 @@ export function createProvisioningActivities(deps: ActivityDeps) {
         );
       }
       return { connectionName, functionName: name, mcpUrl: functionKind.url(deps.config, run.workspace, name) };
+    },
+
+    /**
+     * For a tenant provisioned before: the servers bound to its connection (its own, and any
+     * other) still hold the old refresh token, perhaps revoked. Each gets a new revision, which
+     * starts with the new one.
+     */
+    async rollOutTenantConnection(run: ProvisioningRun, connectionName: string): Promise<RolloutTarget[]> {
+      return startConnectionRollout(deps, workspaceOf(run), connectionName, run.actor);
+    },
+
+    /** Waits for those restarts: the run succeeds only once the servers serve with the new token. */
+    async awaitTenantRollout(run: ProvisioningRun, targets: RolloutTarget[]): Promise<void> {
+      const outcomes = await awaitConnectionRollout(deps.pg, targets, { timeoutMs: ROLLOUT_WAIT_MS, onPoll: () => Context.current().heartbeat() });
+      const failed = outcomes.find((outcome) => outcome.status === 'FAILED');
+      if (failed) throw rejected(`function '${failed.function}' could not restart with the new refresh token: ${failed.message ?? 'its revision failed'}`);
+      const pending = outcomes.find((outcome) => outcome.status === 'PENDING');
+      if (pending) {
+        throw rejected(`function '${pending.function}' had not restarted with the new refresh token after ${ROLLOUT_WAIT_MS / 1000} s (revision ${pending.revision}): see its events`);
+      }
     },
 
     /** Compensation of step 5: removes the connection if, and only if, this run created it. */

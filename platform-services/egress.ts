@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { HOP_BY_HOP_HEADERS, forwardableHeaders, proxyRequest } from '../api/gateway/proxy';
+import { EGRESS_FAILURE_HEADER, describeNetworkFailure, urlWithoutQuery } from '../core/network-failure';
 
 /**
  * Allow-listed outbound HTTP for a workload whose sandbox has no network. The workload sends
@@ -25,13 +26,22 @@ export function originsOf(urls: readonly string[]): string[] {
   return [...new Set(urls.map((u) => new URL(u).origin))];
 }
 
-function fail(res: ServerResponse, status: number, error: string, message: string): void {
-  res.writeHead(status, { 'content-type': 'application/json' });
+function fail(res: ServerResponse, status: number, error: string, message: string, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { 'content-type': 'application/json', ...headers });
   res.end(JSON.stringify({ error, message }));
+}
+
+/** The provider could not be reached: 502, saying where and why, marked as the egress's own answer. */
+function unreachable(res: ServerResponse, url: URL, err: Error): void {
+  const failure = describeNetworkFailure(err, url.host);
+  fail(res, 502, `egress_${failure.code}`, `could not reach ${urlWithoutQuery(url)}: ${failure.reason}`, { [EGRESS_FAILURE_HEADER]: failure.code });
 }
 
 /** Only one hop's headers stay behind: the workload's own credentials for the provider go out. */
 const hopHeaders = (headers: IncomingHttpHeaders) => forwardableHeaders(headers, undefined, HOP_BY_HOP_HEADERS);
+/** The failure marker is the egress's alone: a provider's answer never carries it to the workload. */
+const RESPONSE_DROPPED_HEADERS: ReadonlySet<string> = new Set([...HOP_BY_HOP_HEADERS, EGRESS_FAILURE_HEADER]);
+const providerAnswerHeaders = (headers: IncomingHttpHeaders) => forwardableHeaders(headers, undefined, RESPONSE_DROPPED_HEADERS);
 
 /** Streams one allow-listed request out and its answer back. */
 export function forwardEgress(req: IncomingMessage, res: ServerResponse, allowedOrigins: readonly string[]): void {
@@ -47,7 +57,7 @@ export function forwardEgress(req: IncomingMessage, res: ServerResponse, allowed
     upstream: { host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port) || (tls ? 443 : 80), tls },
     path: `${url.pathname}${url.search}`,
     requestHeaders: hopHeaders,
-    responseHeaders: hopHeaders,
-    onUnreachable: (err) => fail(res, 502, 'egress_failed', `${url.origin}: ${err.message}`),
+    responseHeaders: providerAnswerHeaders,
+    onUnreachable: (err) => unreachable(res, url, err),
   });
 }

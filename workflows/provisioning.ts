@@ -1,6 +1,6 @@
-import { ActivityFailure, ApplicationFailure, proxyActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, patched, proxyActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { ProvisioningActivities, ProvisioningRun } from '../activities/provisioning';
-import type { ProvisioningResult } from '../core/integrations/provisioning';
+import { tenantResourceName, type ProvisioningResult } from '../core/integrations/provisioning';
 
 /** What the API starts a provisioning with; the run's id is added by the workflow. */
 export type ProvisioningInput = Omit<ProvisioningRun, 'provisioningId'>;
@@ -18,6 +18,14 @@ const store = proxyActivities<ProvisioningActivities>({
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s' },
 });
 
+// Waiting for a tenant's server to restart with its new token: as long as a deployment may take,
+// with a heartbeat.
+const deploys = proxyActivities<ProvisioningActivities>({
+  startToCloseTimeout: '5m',
+  heartbeatTimeout: '30s',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumAttempts: 3 },
+});
+
 function failureMessage(err: unknown): string {
   if (err instanceof ActivityFailure && err.cause) return err.cause.message;
   return err instanceof Error ? err.message : String(err);
@@ -25,13 +33,17 @@ function failureMessage(err: unknown): string {
 
 /**
  * The OAuth-to-MCP saga for one tenant (auth steps 4-6): exchange the authorization code,
- * create the tenant's integration connection, create its MCP server bound to it. When a step
- * fails, what earlier steps created is removed again and the run is recorded FAILED.
+ * create the tenant's integration connection, create its MCP server bound to it; for a tenant
+ * provisioned before, restart the servers bound to the connection with the new refresh token.
+ * When a step fails, what earlier steps created is removed again and the run is recorded FAILED.
  * Workflow id `provision/<workspace>/<integration>/<tenant>` with the USE_EXISTING conflict
  * policy: one run per tenant at a time.
  */
 export async function provisionTenant(input: ProvisioningInput): Promise<ProvisioningResult> {
-  upsertSearchAttributes({ HangarWorkspace: [input.workspace], HangarResourceKind: ['provisioning'], HangarResourceName: [input.tenant] });
+  // Named after what it makes (the tenant's connection and function share the name), so the
+  // Temporal UI finds it beside that function's deployment.
+  const made = tenantResourceName(input.integration, input.tenant);
+  upsertSearchAttributes({ HangarWorkspace: [input.workspace], HangarResourceKind: ['provisioning'], HangarResourceName: [made] });
   const run: ProvisioningRun = { ...input, provisioningId: workflowInfo().firstExecutionRunId };
   const compensations: (() => Promise<void>)[] = [];
   try {
@@ -39,6 +51,11 @@ export async function provisionTenant(input: ProvisioningInput): Promise<Provisi
     const connection = await store.upsertTenantConnection(run, sealedRefreshToken);
     if (connection.createdByThisRun) compensations.unshift(() => store.removeTenantConnection(run, connection.name));
     const result = await store.createTenantFunction(run, connection.name);
+    // A tenant provisioned before: its server still runs with the old refresh token. (Runs that
+    // began before this step existed replay without it.)
+    if (!connection.createdByThisRun && patched('restart-bound-servers')) {
+      await deploys.awaitTenantRollout(run, await store.rollOutTenantConnection(run, connection.name));
+    }
     await store.recordProvisioningOutcome(run, { status: 'SUCCEEDED', result });
     return result;
   } catch (err) {

@@ -48,6 +48,12 @@ export function mergeSecretUpdate(current: Record<string, string>, update: Recor
   );
 }
 
+/** Whether two secret maps hold the same keys with the same values. */
+export function sameSecrets(a: Record<string, string>, b: Record<string, string>): boolean {
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((key) => Object.hasOwn(b, key) && a[key] === b[key]);
+}
+
 /** Replaces every occurrence of the given secrets in a text (e.g. a provider's error message). */
 export function redactSecrets(text: string, secrets: readonly string[]): string {
   let result = text;

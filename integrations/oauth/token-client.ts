@@ -1,5 +1,5 @@
 import { redactSecrets } from '../../core/integrations/secrets';
-import { OutboundTimeoutError, outboundRequest, type OutboundResponse } from '../outbound-http';
+import { OutboundNetworkError, OutboundTimeoutError, outboundRequest, type OutboundResponse } from '../outbound-http';
 
 /** A token endpoint's success answer (RFC 6749 section 5.1). */
 export interface TokenResponse {
@@ -52,8 +52,14 @@ export async function requestToken(
       timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
     });
   } catch (err) {
-    const reason = err instanceof OutboundTimeoutError ? 'timed out' : `failed: ${redact((err as Error).message)}`;
-    throw new TokenEndpointError(`the token request to ${tokenUrl} ${reason}`, undefined, undefined, true);
+    // A network failure's message names the URL (without its query) and what failed.
+    const message =
+      err instanceof OutboundTimeoutError
+        ? `the token request to ${tokenUrl} timed out`
+        : err instanceof OutboundNetworkError
+          ? `the token request failed: ${redact(err.message)}`
+          : `the token request to ${tokenUrl} failed: ${redact((err as Error).message)}`;
+    throw new TokenEndpointError(message, undefined, undefined, true);
   }
   const { text } = response;
   let body: Record<string, unknown> = {};

@@ -43,6 +43,8 @@ interface IssuedToken {
   user: string;
   scopes: string[];
   expiresAt: number;
+  /** The refresh token this access token was obtained with, if any: revoking it ends this one too. */
+  refreshToken?: string;
 }
 
 const secretToken = (prefix: string) => `${prefix}-${randomBytes(18).toString('base64url')}`;
@@ -65,6 +67,8 @@ export class FakeOAuthProvider {
   private readonly codes = new Map<string, IssuedCode>();
   private readonly accessTokens = new Map<string, IssuedToken>();
   private readonly refreshTokens = new Map<string, Omit<IssuedToken, 'expiresAt'>>();
+  /** Revoked refresh tokens, still listed among the secrets handed out. */
+  private readonly revoked = new Set<string>();
   private server!: Server;
   url = '';
 
@@ -94,13 +98,20 @@ export class FakeOAuthProvider {
     for (const token of this.accessTokens.values()) token.expiresAt = 0;
   }
 
+  /** The user revokes the grant (as at Google's account page): the refresh token and its access tokens stop working. */
+  revokeRefreshToken(refreshToken: string): void {
+    this.refreshTokens.delete(refreshToken);
+    this.revoked.add(refreshToken);
+    for (const token of this.accessTokens.values()) if (token.refreshToken === refreshToken) token.expiresAt = 0;
+  }
+
   grantCount(grantType: string): number {
     return this.tokenRequests.filter((request) => request.grantType === grantType && request.status === 200).length;
   }
 
   /** Every code and token handed out so far: none may show in Hangar's responses, logs or history. */
   issuedSecrets(): string[] {
-    return [...this.codes.keys(), ...this.accessTokens.keys(), ...this.refreshTokens.keys()];
+    return [...this.codes.keys(), ...this.accessTokens.keys(), ...this.refreshTokens.keys(), ...this.revoked];
   }
 
   latestRefreshToken(): string | undefined {
@@ -172,12 +183,13 @@ export class FakeOAuthProvider {
       const grant = { clientId: client.clientId, user: code.user, scopes: code.scopes };
       const refreshToken = code.offline ? secretToken('refresh') : undefined;
       if (refreshToken) this.refreshTokens.set(refreshToken, grant);
-      return answer(200, { ...this.issueAccessToken(grant), ...(refreshToken ? { refresh_token: refreshToken } : {}) });
+      return answer(200, { ...this.issueAccessToken({ ...grant, refreshToken }), ...(refreshToken ? { refresh_token: refreshToken } : {}) });
     }
     if (params.get('grant_type') === 'refresh_token') {
-      const grant = this.refreshTokens.get(params.get('refresh_token') ?? '');
+      const refreshToken = params.get('refresh_token') ?? '';
+      const grant = this.refreshTokens.get(refreshToken);
       if (!grant || grant.clientId !== client.clientId) return answer(400, { error: 'invalid_grant', error_description: 'Token has been expired or revoked.' });
-      return answer(200, this.issueAccessToken(grant));
+      return answer(200, this.issueAccessToken({ ...grant, refreshToken }));
     }
     answer(400, { error: 'unsupported_grant_type' });
   }

@@ -63,7 +63,7 @@ afterAll(async () => {
   jest.restoreAllMocks();
 });
 
-const api = async (method: 'GET' | 'POST', url: string, payload?: Record<string, unknown>) => {
+const api = async (method: 'GET' | 'POST' | 'DELETE', url: string, payload?: Record<string, unknown>) => {
   const res = await t.call(tenant.admin.apiKey, { method, url, workspace: tenant.workspace, ...(payload ? { payload } : {}) });
   bodies.push(res.body);
   return res;
@@ -101,6 +101,25 @@ async function tenantResources(name: string) {
     functions: await count("SELECT count(*)::int AS n FROM resources WHERE workspace_id = $1 AND kind = 'functions' AND name = $2"),
   };
 }
+
+/** One call of the tenant server's `whoami` through run_url, in a session of its own. */
+async function whoami(functionName: string): Promise<{ isError: boolean; text: string }> {
+  const client = new McpClient({ name: 'provisioning-test', version: '1.0.0' });
+  try {
+    const transport = new StreamableHTTPClientTransport(new URL(`${runUrl}/${tenant.workspace}/functions/${functionName}/mcp`), {
+      requestInit: { headers: { authorization: `Bearer ${tenant.admin.apiKey}` } },
+    });
+    await client.connect(transport);
+    const result = await client.callTool({ name: 'whoami', arguments: {} });
+    bodies.push(JSON.stringify(result));
+    return { isError: Boolean(result.isError), text: (result.content as { text: string }[]).map((part) => part.text).join('\n') };
+  } finally {
+    await client.close();
+  }
+}
+
+const deployed = (name: string) =>
+  eventually(`function ${name} deployed`, async () => ((await api('GET', `/v0/functions/${name}`)).json().status === 'DEPLOYED' ? true : undefined), 60_000);
 
 test("happy path: the example backend connects a user, and the tenant's MCP server sends email as them", async () => {
   const port = await freePort();
@@ -259,6 +278,96 @@ test('bad requests are refused with the field named', async () => {
   await bad({ tenant: 'Not OK' }, /body\.tenant/);
   await bad({ code: undefined }, /body\.code is required/);
   expect((await api('GET', '/v0/integrations/provisionings/nope')).statusCode).toBe(404);
+});
+
+test('a tenant provisioned anew after its refresh token was revoked is served with the new token at once', async () => {
+  const first = await settled((await provision('revoked', await codeFor('hank@example.com'))).id);
+  expect(first.status).toBe('SUCCEEDED');
+  await deployed('email-revoked');
+  expect(JSON.parse((await whoami('email-revoked')).text)).toEqual(expect.objectContaining({ email: 'hank@example.com' }));
+
+  // The user revokes the grant: the server's own error says to provision the tenant anew.
+  provider.revokeRefreshToken(provider.latestRefreshToken()!);
+  const refused = await whoami('email-revoked');
+  expect(refused).toEqual({ isError: true, text: expect.stringMatching(/invalid_grant.*provisioned anew/) });
+
+  const again = await settled((await provision('revoked', await codeFor('hank@example.com'))).id);
+  expect(again.status).toBe('SUCCEEDED');
+  // SUCCEEDED means the server bound to the connection runs with the new refresh token.
+  const answer = await whoami('email-revoked');
+  expect(answer.isError).toBe(false);
+  expect(JSON.parse(answer.text)).toEqual(expect.objectContaining({ email: 'hank@example.com' }));
+  expect((await api('GET', '/v0/functions/email-revoked/revisions')).json()).toHaveLength(2);
+});
+
+test("a provisioning workflow is found in Temporal by workspace, kind and the name of the resource it made", async () => {
+  const run = await settled((await provision('findme', await codeFor('ivy@example.com'))).id);
+  expect(run.status).toBe('SUCCEEDED');
+  const query = `HangarWorkspace = '${tenant.workspace}' AND HangarResourceKind = 'provisioning' AND HangarResourceName = 'email-findme'`;
+  const found = await eventually('the provisioning in the visibility store', async () => {
+    const ids: string[] = [];
+    for await (const execution of t.app.temporal.workflow.list({ query })) ids.push(execution.workflowId);
+    return ids.length > 0 ? ids : undefined;
+  }, 15_000);
+  expect(found).toEqual([provisioningWorkflowId(tenant.workspace, 'email', 'findme')]);
+});
+
+test('after a provider outage the same unused code starts a new run; in progress or succeeded it stays one run; records can be deleted', async () => {
+  const code = await codeFor('jay@example.com');
+  // Every attempt of this run meets the outage, until it gives up.
+  provider.failTokenRequests(1_000, 503);
+  const outage = await provision('outage', code);
+  expect((await provision('outage', code)).id).toBe(outage.id);
+  const busy = await api('DELETE', `/v0/integrations/provisionings/${outage.id}`);
+  expect(busy.statusCode).toBe(409);
+  expect(busy.json().message).toMatch(/RUNNING/);
+  const failed = await eventually(`provisioning ${outage.id} to fail`, async () => {
+    const current = (await api('GET', `/v0/integrations/provisionings/${outage.id}`)).json();
+    return current.status === 'RUNNING' ? undefined : current;
+  }, 60_000);
+  expect(failed).toEqual(expect.objectContaining({ status: 'FAILED', error: expect.stringMatching(/503/) }));
+  provider.failTokenRequests(0);
+
+  // The code was never exchanged: posting it again is a new run, which succeeds.
+  const retried = await provision('outage', code);
+  expect(retried.id).not.toBe(outage.id);
+  expect((await settled(retried.id)).status).toBe('SUCCEEDED');
+  expect((await provision('outage', code)).id).toBe(retried.id);
+
+  // Deleting a record removes the record only: the tenant's connection and server stay.
+  const deleted = await api('DELETE', `/v0/integrations/provisionings/${outage.id}`);
+  expect(deleted.statusCode).toBe(200);
+  expect(deleted.json()).toEqual(expect.objectContaining({ id: outage.id, status: 'FAILED' }));
+  expect((await api('GET', `/v0/integrations/provisionings/${outage.id}`)).statusCode).toBe(404);
+  expect((await api('DELETE', `/v0/integrations/provisionings/${outage.id}`)).statusCode).toBe(404);
+  expect(await tenantResources('email-outage')).toEqual({ connections: 1, functions: 1 });
+});
+
+test('GET /v0/integrations/provisionings lists the workspace runs newest first, with limit and tenant filters, and nothing of other workspaces', async () => {
+  const listed = await api('GET', '/v0/integrations/provisionings');
+  expect(listed.statusCode).toBe(200);
+  const all = listed.json() as { id: string; tenant: string; createdAt: string }[];
+  const recorded = await t.app.pg.query<{ id: string }>('SELECT id FROM integration_provisionings WHERE workspace_id = $1', [tenant.workspaceId]);
+  expect(new Set(all.map((run) => run.id))).toEqual(new Set(recorded.rows.map((row) => row.id)));
+  expect(all.length).toBeGreaterThan(3);
+  const created = all.map((run) => run.createdAt);
+  expect(created).toEqual([...created].sort().reverse());
+
+  expect((await api('GET', '/v0/integrations/provisionings?limit=2')).json()).toEqual(all.slice(0, 2));
+  const twice = (await api('GET', '/v0/integrations/provisionings?tenant=twice')).json() as { tenant: string }[];
+  expect(twice.length).toBe(2);
+  expect(twice.every((run) => run.tenant === 'twice')).toBe(true);
+  const bad = await api('GET', '/v0/integrations/provisionings?limit=0');
+  expect(bad.statusCode).toBe(400);
+  expect(bad.json().message).toMatch(/limit/);
+
+  const other = await createTenant(t.app.pg, 'prov-other');
+  const theirs = await t.call(other.admin.apiKey, { method: 'GET', url: '/v0/integrations/provisionings', workspace: other.workspace });
+  expect(theirs.statusCode).toBe(200);
+  expect(theirs.json()).toEqual([]);
+  const foreign = await t.call(other.admin.apiKey, { method: 'DELETE', url: `/v0/integrations/provisionings/${all[0].id}`, workspace: other.workspace });
+  expect(foreign.statusCode).toBe(404);
+  expect((await api('GET', `/v0/integrations/provisionings/${all[0].id}`)).statusCode).toBe(200);
 });
 
 test('no secret, code or token appears in any response, log line or workflow history', async () => {

@@ -2,17 +2,19 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { WorkflowIdConflictPolicy } from '@temporalio/common';
 import type { Client } from '@temporalio/client';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
 import { createHash } from 'node:crypto';
 import { findIntegration, INTEGRATIONS, isProvisionable } from '../../../core/integrations/catalog';
 import { provisioningWorkflowId, tenantNameProblem } from '../../../core/integrations/provisioning';
 import type { provisionTenant, ProvisioningInput } from '../../../workflows/provisioning';
-import { ApiError, badRequest, notFound } from '../../errors';
+import { ApiError, badRequest, conflict, notFound } from '../../errors';
 import { commonErrors } from '../common-schemas';
 import { requestWorkspace } from '../workspace-context';
 import { ProvisioningStore, type ProvisioningRow } from './provisioning-store';
-import { IdParam, Provisioning, ProvisioningCreate } from './schemas';
+import { IdParam, Provisioning, ProvisioningCreate, ProvisioningListQuery } from './schemas';
 
 const tags = ['integrations'];
+const DEFAULT_LIST_LIMIT = 100;
 
 function view(row: ProvisioningRow) {
   return {
@@ -28,15 +30,16 @@ function view(row: ProvisioningRow) {
   };
 }
 
+/**
+ * Whether a recorded run answers a request for the code with this hash: it is that code's run
+ * and has not failed. A failed run does not: the provider may never have taken the code (an
+ * outage), so it may be tried again, and a code it did take is refused by the provider at once.
+ */
+const answersCode = (row: ProvisioningRow, codeHash: string) => row.code_hash === codeHash && row.status !== 'FAILED';
+
 const JOIN_ATTEMPTS = 3;
 const CLOSING_WAIT_MS = 10_000;
 
-/**
- * Starts the tenant's provisioning workflow, or joins the run in progress (USE_EXISTING), and
- * returns the run's id. A run that has already recorded its outcome for another code is only
- * closing: this request waits for it to close and starts its own run rather than being handed
- * that finished result.
- */
 interface RunStarter {
   temporal: Client;
   taskQueue: string;
@@ -44,6 +47,12 @@ interface RunStarter {
   recorded(id: string): Promise<ProvisioningRow | undefined>;
 }
 
+/**
+ * Starts the tenant's provisioning workflow, or joins the run in progress (USE_EXISTING), and
+ * returns the run's id. A run that has already recorded an outcome that does not answer this
+ * request (another code's, or a failure) is only closing: this request waits for it to close
+ * and starts its own run rather than being handed that finished result.
+ */
 async function startRun(starter: RunStarter, workflowId: string, input: ProvisioningInput): Promise<string> {
   for (let attempt = 1; ; attempt++) {
     let handle;
@@ -59,7 +68,7 @@ async function startRun(starter: RunStarter, workflowId: string, input: Provisio
       throw new ApiError(503, 'unavailable', 'the workflow service is unavailable; try again shortly');
     }
     const joined = await starter.recorded(handle.firstExecutionRunId);
-    const closing = joined && joined.status !== 'RUNNING' && joined.code_hash !== input.codeHash;
+    const closing = joined && joined.status !== 'RUNNING' && !answersCode(joined, input.codeHash);
     if (!closing || attempt >= JOIN_ATTEMPTS) return handle.firstExecutionRunId;
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([handle.result().catch(() => undefined), new Promise((resolve) => (timer = setTimeout(resolve, CLOSING_WAIT_MS)))]);
@@ -100,7 +109,7 @@ export default async function provisioningRoutes(fastify: FastifyInstance) {
 
       // The same code again (a retried request): the run it started, not a second exchange.
       const earlier = await store.findByCode(workspace.id, integration.name, body.tenant, codeHash);
-      if (earlier) return reply.status(202).send(view(earlier));
+      if (earlier && answersCode(earlier, codeHash)) return reply.status(202).send(view(earlier));
 
       const workflowId = provisioningWorkflowId(workspace.name, integration.name, body.tenant);
       const input: ProvisioningInput = {
@@ -124,6 +133,36 @@ export default async function provisioningRoutes(fastify: FastifyInstance) {
       const row = await store.get(workspace.id, provisioningId);
       if (!row) throw new Error('the provisioning record vanished');
       return reply.status(202).send(view(row));
+    },
+  );
+
+  app.get(
+    '/v0/integrations/provisionings',
+    {
+      schema: { tags, summary: "List the workspace's provisionings, newest first", querystring: ProvisioningListQuery, response: { 200: Type.Array(Provisioning), ...commonErrors } },
+    },
+    async (request) => {
+      const { limit, tenant } = request.query;
+      return (await store.list(requestWorkspace(request).id, { tenant, limit: limit ?? DEFAULT_LIST_LIMIT })).map(view);
+    },
+  );
+
+  app.delete(
+    '/v0/integrations/provisionings/:id',
+    {
+      schema: {
+        tags,
+        summary: "Delete a finished provisioning's record (the connection and function it made stay)",
+        params: IdParam,
+        response: { 200: Provisioning, 409: commonErrors[400], ...commonErrors },
+      },
+    },
+    async (request) => {
+      const workspace = requestWorkspace(request);
+      const outcome = await store.deleteFinished(workspace.id, request.params.id);
+      if (!outcome) throw notFound(`provisioning '${request.params.id}' not found in workspace '${workspace.name}'`);
+      if ('running' in outcome) throw conflict(`provisioning '${request.params.id}' is RUNNING: its record can be deleted once it has finished`);
+      return view(outcome.deleted);
     },
   );
 

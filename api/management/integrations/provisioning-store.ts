@@ -24,8 +24,8 @@ export interface ProvisioningKey {
   actor: string;
 }
 
-const SELECT = `SELECT p.id, w.name AS workspace, p.integration, p.tenant, p.code_hash, p.status, p.result, p.error, p.created_at, p.updated_at
-  FROM integration_provisionings p JOIN workspaces w ON w.id = p.workspace_id`;
+const COLUMNS = 'p.id, w.name AS workspace, p.integration, p.tenant, p.code_hash, p.status, p.result, p.error, p.created_at, p.updated_at';
+const SELECT = `SELECT ${COLUMNS} FROM integration_provisionings p JOIN workspaces w ON w.id = p.workspace_id`;
 
 const INSERT = `INSERT INTO integration_provisionings (id, workspace_id, integration, tenant, code_hash, created_by, status, result, error)
   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`;
@@ -42,6 +42,32 @@ export class ProvisioningStore {
   async get(workspaceId: string, id: string): Promise<ProvisioningRow | undefined> {
     const { rows } = await this.pg.query<ProvisioningRow>(`${SELECT} WHERE p.workspace_id = $1 AND p.id = $2`, [workspaceId, id]);
     return rows[0];
+  }
+
+  /** The workspace's runs, newest first, optionally of one tenant only. */
+  async list(workspaceId: string, filter: { tenant?: string; limit: number }): Promise<ProvisioningRow[]> {
+    const { rows } = await this.pg.query<ProvisioningRow>(
+      `${SELECT} WHERE p.workspace_id = $1 AND ($2::text IS NULL OR p.tenant = $2) ORDER BY p.created_at DESC, p.id DESC LIMIT $3`,
+      [workspaceId, filter.tenant ?? null, filter.limit],
+    );
+    return rows;
+  }
+
+  /**
+   * Deletes the record of a finished run (never what the run made). A run in progress still
+   * writes its outcome, which would bring the record back: it is left alone and reported.
+   */
+  async deleteFinished(workspaceId: string, id: string): Promise<{ deleted: ProvisioningRow } | { running: ProvisioningRow } | undefined> {
+    const { rows } = await this.pg.query<ProvisioningRow>(
+      `WITH p AS (DELETE FROM integration_provisionings WHERE workspace_id = $1 AND id = $2 AND status <> 'RUNNING' RETURNING *)
+       SELECT ${COLUMNS} FROM p JOIN workspaces w ON w.id = p.workspace_id`,
+      [workspaceId, id],
+    );
+    if (rows[0]) return { deleted: rows[0] };
+    const current = await this.get(workspaceId, id);
+    if (!current) return undefined;
+    // It finished between the two statements: delete it now.
+    return current.status === 'RUNNING' ? { running: current } : this.deleteFinished(workspaceId, id);
   }
 
   /** The latest run for the same authorization code: a retried request gets it back. */

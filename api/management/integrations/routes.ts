@@ -2,15 +2,18 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { findIntegration, INTEGRATIONS, type IntegrationDefinition } from '../../../core/integrations/catalog';
-import { mergeSecretUpdate, secretsProblem } from '../../../core/integrations/secrets';
+import { mergeSecretUpdate, sameSecrets, secretsProblem } from '../../../core/integrations/secrets';
 import { ApiError, badRequest, conflict, notFound } from '../../errors';
 import { assertNameUnchanged } from '../resources/named';
 import { NameParam, commonErrors } from '../common-schemas';
 import { requestWorkspace } from '../workspace-context';
+import { awaitConnectionRollout, startConnectionRollout } from './connection-rollout';
 import { ConnectionStore, type ConnectionRow } from './connection-store';
 import { Connection, ConnectionCreate, ConnectionUpdate, Integration } from './schemas';
 
 const tags = ['integrations'];
+/** How long a PUT that changed the secrets waits for the bound functions to serve with them. */
+const ROLLOUT_WAIT_MS = 60_000;
 
 /**
  * The integration catalog and integration connections (endpoint 12). Connection secrets are
@@ -106,7 +109,15 @@ export default async function integrationRoutes(fastify: FastifyInstance) {
 
   app.put(
     '/v0/integrations/connections/:name',
-    { schema: { tags, summary: 'Update an integration connection', params: NameParam, body: ConnectionUpdate, response: { 200: Connection, ...commonErrors } } },
+    {
+      schema: {
+        tags,
+        summary: 'Update an integration connection; new secrets restart the functions bound to it',
+        params: NameParam,
+        body: ConnectionUpdate,
+        response: { 200: Connection, 503: commonErrors[400], ...commonErrors },
+      },
+    },
     async (request) => {
       const workspace = requestWorkspace(request);
       const { metadata, spec } = request.body;
@@ -121,7 +132,20 @@ export default async function integrationRoutes(fastify: FastifyInstance) {
       checkSecrets(integrationNamed(current.integration), secret);
       const input = { displayName: metadata.displayName, labels: metadata.labels ?? current.labels, secret };
       if (!(await store.update(current, input, request.principal.clientId))) throw missing(request.params.name, workspace.name);
-      return envelope((await store.get(workspace.id, request.params.name)) ?? current);
+      const updated = envelope((await store.get(workspace.id, request.params.name)) ?? current);
+      if (sameSecrets(stored, secret)) return updated;
+      // New secrets reach the running servers bound to the connection before the PUT returns:
+      // a call made after it is served with them (see connection-rollout.ts).
+      const targets = await startConnectionRollout(app, workspace, request.params.name, request.principal.clientId).catch((err: Error) => {
+        request.log.warn({ err: err.message, connection: request.params.name }, 'could not restart the functions bound to a connection');
+        throw new ApiError(
+          503,
+          'unavailable',
+          `integration connection '${request.params.name}' was updated, but the functions bound to it could not be restarted with the new secrets ` +
+            '(the workflow service is unavailable): PUT those functions again to restart them',
+        );
+      });
+      return { ...updated, status: { rollout: await awaitConnectionRollout(app.pg, targets, { timeoutMs: ROLLOUT_WAIT_MS }) } };
     },
   );
 

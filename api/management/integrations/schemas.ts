@@ -45,6 +45,25 @@ export const Connection = Type.Object({
     integration: Type.String(),
     secret: Type.Record(Type.String(), Type.String(), { description: 'Masked: never the value, at most its last four characters.' }),
   }),
+  status: Type.Optional(
+    Type.Object(
+      {
+        rollout: Type.Array(
+          Type.Object({
+            function: Type.String(),
+            revision: Type.Integer(),
+            status: Type.Unsafe<'DEPLOYED' | 'FAILED' | 'DELETED' | 'PENDING'>({ type: 'string', enum: ['DEPLOYED', 'FAILED', 'DELETED', 'PENDING'] }),
+            message: Type.Optional(Type.String()),
+          }),
+        ),
+      },
+      {
+        description:
+          'In the answer to a PUT that changed the secrets: each function bound to the connection, the revision that restarted it with them, ' +
+          'and how that ended (PENDING: still deploying after 60 s).',
+      },
+    ),
+  ),
 });
 
 export const Integration = Type.Object({
@@ -94,5 +113,13 @@ export const Provisioning = Type.Object({
   createdAt: Type.String({ format: 'date-time' }),
   updatedAt: Type.String({ format: 'date-time' }),
 });
+
+export const ProvisioningListQuery = Type.Object(
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'At most this many runs, newest first (default 100).' })),
+    tenant: Type.Optional(Type.String({ pattern: TENANT_PATTERN, maxLength: TENANT_MAX_LENGTH, description: "Only this tenant's runs." })),
+  },
+  { additionalProperties: false },
+);
 
 export const IdParam = Type.Object({ id: Type.String({ maxLength: 100 }) });
