@@ -10,6 +10,7 @@ import { PortForwards } from './port-forward';
 import { PortMonitor } from './port-monitor';
 import { ProcessManager } from './process-manager';
 import { processRoutes } from './process-routes';
+import { publicEndpoints } from './routes';
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
 
@@ -33,7 +34,8 @@ function buildApi(config: AgentConfig) {
 }
 
 /**
- * The sandbox API: one HTTP server on a Unix socket, routing by path prefix. Only Node's own
+ * The sandbox API: one HTTP server on a Unix socket, routing by path prefix; routes.ts lists the
+ * routes and which of them only the host may call. Only Node's own
  * modules load at start; the MCP SDK loads on the first /mcp request.
  *
  * `loadConfig` reads the host's configuration file. POST /internal/reload reads it again and
@@ -69,7 +71,7 @@ export function createAgentServer(loadConfig: () => AgentConfig): http.Server {
           name: 'hangar-sandbox-api',
           version: AGENT_VERSION,
           sandbox: api.config.sandboxName,
-          endpoints: ['/health', '/filesystem/{path}', '/filesystem/tree/{path}', '/process', '/network/process/{pid}/ports', '/network/process/{pid}/monitor', '/mcp'],
+          endpoints: publicEndpoints(),
         });
       case 'filesystem':
         return api.filesystem(req, res, rest, query);
