@@ -43,6 +43,17 @@ describe('wrong types are refused, never coerced', () => {
     expect((await t.call(tenant.admin.apiKey, { method: 'GET', url: '/v0/agents/typed', workspace: tenant.workspace })).statusCode).toBe(404);
   });
 
+  test.each([
+    ['jobs', { maxConcurrentTasks: '4' }, 'body.spec.runtime.maxConcurrentTasks must be integer'],
+    ['jobs', { timeout: 'an hour' }, 'body.spec.runtime.timeout must be integer'],
+    ['jobs', { maxRetries: 500 }, 'body.spec.runtime.maxRetries must be <= 100'],
+    ['agents', { readinessTimeoutSeconds: '30' }, 'body.spec.runtime.readinessTimeoutSeconds must be integer'],
+  ])('%s: a setting the runtime reads is declared, not replaced by its default when wrong (%j)', async (kind, runtime, message) => {
+    const res = await send(t.app, 'POST', `/v0/${kind}`, { metadata: { name: 'settings' }, spec: { runtime } });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toEqual({ error: 'bad_request', message });
+  });
+
   test('values of the right type are stored as sent', async () => {
     const created = await agent({ command: ['node', 'agent.js'], memory: 1024 });
     expect(created.statusCode).toBe(200);
