@@ -79,7 +79,7 @@ const UNSWEPT_BODIES: Record<string, string> = {
   'base_url POST /v0/workspaces/:name/callback-secret/rotate': 'takes no body',
   ...Object.fromEntries(['agents', 'functions', 'models', 'jobs'].map((kind) => [`base_url PUT /v0/${kind}/:name/code`, 'a tar.gz archive, streamed to disk'])),
   'base_url POST /v0/accounts/:accountId/usage-events':
-    'read from its bytes by core/billing/usage-body.ts, which refuses each wrong type by name (test/unit/billing-usage-body.test.ts)',
+    'read from its bytes by core/billing/usage-body.ts, which refuses a wrong type naming the event and field (test/unit/billing-events.test.ts)',
   ...proxied('run_url', ['/:workspace/agents/:name', '/:workspace/models/:name', '/:workspace/models/:name/*', '/:workspace/functions/:name/mcp', '/:workspace/functions/:name/mcp/*']),
   ...proxied('sandbox gateway', ['/*']),
 };
@@ -125,38 +125,37 @@ const LISTENERS: Record<string, (onRoute: (route: RouteOptions) => void) => Prom
 };
 
 describe('schema sweep: every body field of every route refuses every wrong JSON type by name', () => {
+  const listeners = new Map<string, Awaited<ReturnType<typeof bodyRoutes>>>();
+  beforeAll(async () => {
+    for (const [name, build] of Object.entries(LISTENERS)) listeners.set(name, await bodyRoutes(name, build));
+  });
+  afterAll(async () => {
+    for (const { app } of listeners.values()) await app.close();
+  });
+
   test.each(Object.keys(LISTENERS))('%s', async (listener) => {
-    const { app, routes } = await bodyRoutes(listener, LISTENERS[listener]);
-    try {
-      const unlisted = routes.filter((route) => !route.body && !UNSWEPT_BODIES[route.key]).map((route) => route.key);
-      expect(unlisted).toEqual([]);
-      const failures: string[] = [];
-      let cases = 0;
-      for (const route of routes) {
-        if (!route.body || UNSWEPT_BODIES[route.key]) continue;
-        for (const mutation of wrongTypeMutations(route.body)) {
-          cases++;
-          const res = await send(app, route.method, concreteUrl(route.url), mutation.body);
-          const message: string = res.json().message ?? '';
-          if (res.statusCode !== 400 || !message.startsWith(`${mutation.field} `)) {
-            failures.push(`${route.key} ${mutation.field} as ${mutation.kind} ${JSON.stringify(mutation.body)}: ${res.statusCode} ${res.body}`);
-          }
+    const { app, routes } = listeners.get(listener)!;
+    const unlisted = routes.filter((route) => !route.body && !UNSWEPT_BODIES[route.key]).map((route) => route.key);
+    expect(unlisted).toEqual([]);
+    const failures: string[] = [];
+    let cases = 0;
+    for (const route of routes) {
+      if (!route.body || UNSWEPT_BODIES[route.key]) continue;
+      for (const mutation of wrongTypeMutations(route.body)) {
+        cases++;
+        const res = await send(app, route.method, concreteUrl(route.url), mutation.body);
+        const message: string = res.json().message ?? '';
+        if (res.statusCode !== 400 || !message.startsWith(`${mutation.field} `)) {
+          failures.push(`${route.key} ${mutation.field} as ${mutation.kind} ${JSON.stringify(mutation.body)}: ${res.statusCode} ${res.body}`);
         }
       }
-      expect(failures).toEqual([]);
-      if (listener === 'base_url') expect(cases).toBeGreaterThan(500);
-    } finally {
-      await app.close();
     }
+    expect(failures).toEqual([]);
+    if (listener === 'base_url') expect(cases).toBeGreaterThan(500);
   }, 120_000);
 
-  test('the exceptions name routes that exist', async () => {
-    const keys = new Set<string>();
-    for (const listener of Object.keys(LISTENERS)) {
-      const { app, routes } = await bodyRoutes(listener, LISTENERS[listener]);
-      routes.forEach((route) => keys.add(route.key));
-      await app.close();
-    }
+  test('the exceptions name routes that exist', () => {
+    const keys = new Set([...listeners.values()].flatMap(({ routes }) => routes.map((route) => route.key)));
     expect(Object.keys(UNSWEPT_BODIES).filter((key) => !keys.has(key))).toEqual([]);
   });
 });
