@@ -49,6 +49,28 @@ export function publicEndpoints(): string[] {
 }
 
 const segmentsOf = (path: string) => path.split('/').filter(Boolean);
+
+/** Whether `segments` begin with a route's, a `{placeholder}` standing for any one segment. */
+const startsWithRoute = (segments: string[], route: string[]) =>
+  route.length <= segments.length && route.every((step, i) => step === segments[i] || /^\{.+\}$/.test(step));
+
+const ROUTE_PATHS = [...new Set(AGENT_ROUTES.map((route) => route.path))].map(segmentsOf);
+
+function matchesRoute(segments: string[], route: string[]): boolean {
+  if (route.at(-1) === '{path}') return startsWithRoute(segments, route.slice(0, -1));
+  return segments.length === route.length && startsWithRoute(segments, route);
+}
+
+/**
+ * Whether the agent serves a path (as sent, without its query), whatever the method; a trailing
+ * slash is allowed. The agent answers 404 for any other, so it serves nothing this table lacks.
+ */
+export function isListedPath(pathname: string): boolean {
+  const segments = pathname.split('/').slice(1);
+  if (segments.at(-1) === '') segments.pop();
+  return ROUTE_PATHS.some((route) => matchesRoute(segments, route));
+}
+
 const INTERNAL_PATHS = AGENT_ROUTES.filter((route) => route.access === 'internal').map((route) => segmentsOf(route.path.toLowerCase()));
 
 /** Percent-escapes of ASCII characters, decoded again and again (`%2569` -> `%69` -> `i`). */
@@ -79,9 +101,6 @@ function readings(rawPath: string): string[][] {
   }
   return [parts, resolved];
 }
-
-const startsWithRoute = (segments: string[], route: string[]) =>
-  route.length <= segments.length && route.every((step, i) => step === segments[i] || /^\{.+\}$/.test(step));
 
 /**
  * Whether a request path (as sent, before any decoding; a query string is ignored) names an

@@ -10,7 +10,7 @@ import { PortForwards } from './port-forward';
 import { PortMonitor } from './port-monitor';
 import { ProcessManager } from './process-manager';
 import { processRoutes } from './process-routes';
-import { publicEndpoints } from './routes';
+import { isListedPath, publicEndpoints } from './routes';
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
 
@@ -49,6 +49,7 @@ export function createAgentServer(loadConfig: () => AgentConfig): http.Server {
   let used = false;
 
   async function route(req: IncomingMessage, res: ServerResponse, pathname: string, query: URLSearchParams): Promise<void> {
+    if (!isListedPath(pathname)) throw new HttpError(404, `no such endpoint: ${req.method} ${pathname}`);
     if (pathname === '/health') {
       const { startedAt } = api;
       return sendJson(res, 200, { status: 'ok', version: AGENT_VERSION, startedAt: startedAt.toISOString(), uptimeSeconds: Math.floor((Date.now() - startedAt.getTime()) / 1000) });

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { AGENT_ROUTES, reachesInternalRoute } from '../../sandbox-agent/routes';
+import { AGENT_ROUTES, isListedPath, reachesInternalRoute } from '../../sandbox-agent/routes';
 import { pathVariant } from '../helpers/path-variants';
 
 const internal = AGENT_ROUTES.filter((route) => route.access === 'internal');
@@ -50,4 +50,15 @@ test('no public route is taken for an internal one, whatever its file path, proc
     ),
     { numRuns: 2_000 },
   );
+});
+
+test('the agent serves the paths of the table, a trailing slash allowed, and nothing else', () => {
+  for (const path of ['/', '/health', '/mcp', '/mcp/', '/filesystem', '/filesystem/workspace/a/b.txt', '/filesystem/tree/home/user', '/process', '/process/',
+    '/process/web', '/process/12/logs/stream', '/network/process/12/monitor', '/network/forward', '/internal/activity', '/internal/reload']) {
+    expect([path, isListedPath(path)]).toEqual([path, true]);
+  }
+  for (const path of ['/nope', '//', '//internal/activity', '/./health', '/internal', '/internal/activity/x', '/INTERNAL/activity', '/health/x',
+    '/process/web/logs/x', '/network/process/12', '/network', '/mcp/x']) {
+    expect([path, isListedPath(path)]).toEqual([path, false]);
+  }
 });
