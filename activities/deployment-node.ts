@@ -9,6 +9,7 @@ import { bundleEntryProblem, bundlePaths } from '../core/workloads/bundles';
 import {
   DEFAULT_WORKLOAD_IMAGE,
   DEFAULT_WORKLOAD_MEMORY_MB,
+  MAX_READINESS_SECONDS,
   WORKLOAD_APP_DIR,
   bundleFilesNamedBy,
   reportedExitCode,
@@ -33,7 +34,6 @@ import type { NodeRuntime } from './sandbox-node';
 
 /** How long a new revision may take to listen on its port, unless its spec says otherwise. */
 const DEFAULT_READINESS_SECONDS = 30;
-const MAX_READINESS_SECONDS = 300;
 /** A crashed workload is restarted by the sandbox agent up to this many times. */
 const MAX_RESTARTS = 1000;
 /** Node inside the workload finds the platform's packages (the MCP SDK) here. */

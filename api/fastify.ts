@@ -1,7 +1,8 @@
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions, type RouteOptions } from 'fastify';
 import { randomUUID } from 'node:crypto';
 import type { HangarConfig } from '../core/config';
 import errors from './plugins/errors';
+import { exactBodyValidators } from './validators';
 import './types';
 
 export interface AppOptions {
@@ -9,6 +10,8 @@ export interface AppOptions {
   logLevel?: string;
   /** Where log lines go (default stdout); tests capture them to prove no secret is logged. */
   logStream?: NodeJS.WritableStream;
+  /** Told of every route as it is registered, schemas included (tests derive their checks from them). */
+  onRoute?: (route: RouteOptions) => void;
 }
 
 /** Never log credentials: request logs carry method, path (no query) and id only. */
@@ -39,13 +42,14 @@ export async function createFastify(config: HangarConfig, options: AppOptions): 
     bodyLimit: config.bodyLimitBytes,
     genReqId: () => randomUUID(),
     requestIdHeader: false,
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', allErrors: false } },
+    schemaController: { compilersFactory: { buildValidator: exactBodyValidators() } },
     frameworkErrors: (err, _request, reply: FastifyReply) => {
       const known = ROUTER_ERRORS[err.code] ?? { status: 500, code: 'internal' };
       reply.status(known.status).send({ error: known.code, message: known.status === 500 ? 'internal server error' : err.message });
     },
   });
   app.decorate('config', config);
+  if (options.onRoute) app.addHook('onRoute', options.onRoute);
   await app.register(errors);
   return app;
 }

@@ -10,6 +10,7 @@ import { PortForwards } from './port-forward';
 import { PortMonitor } from './port-monitor';
 import { ProcessManager } from './process-manager';
 import { processRoutes } from './process-routes';
+import { isListedPath, publicEndpoints } from './routes';
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
 
@@ -33,7 +34,8 @@ function buildApi(config: AgentConfig) {
 }
 
 /**
- * The sandbox API: one HTTP server on a Unix socket, routing by path prefix. Only Node's own
+ * The sandbox API: one HTTP server on a Unix socket, routing by path prefix; routes.ts lists the
+ * routes and which of them only the host may call. Only Node's own
  * modules load at start; the MCP SDK loads on the first /mcp request.
  *
  * `loadConfig` reads the host's configuration file. POST /internal/reload reads it again and
@@ -47,6 +49,7 @@ export function createAgentServer(loadConfig: () => AgentConfig): http.Server {
   let used = false;
 
   async function route(req: IncomingMessage, res: ServerResponse, pathname: string, query: URLSearchParams): Promise<void> {
+    if (!isListedPath(pathname)) throw new HttpError(404, `no such endpoint: ${req.method} ${pathname}`);
     if (pathname === '/health') {
       const { startedAt } = api;
       return sendJson(res, 200, { status: 'ok', version: AGENT_VERSION, startedAt: startedAt.toISOString(), uptimeSeconds: Math.floor((Date.now() - startedAt.getTime()) / 1000) });
@@ -69,7 +72,7 @@ export function createAgentServer(loadConfig: () => AgentConfig): http.Server {
           name: 'hangar-sandbox-api',
           version: AGENT_VERSION,
           sandbox: api.config.sandboxName,
-          endpoints: ['/health', '/filesystem/{path}', '/filesystem/tree/{path}', '/process', '/network/process/{pid}/ports', '/network/process/{pid}/monitor', '/mcp'],
+          endpoints: publicEndpoints(),
         });
       case 'filesystem':
         return api.filesystem(req, res, rest, query);

@@ -4,6 +4,7 @@ import type { HangarConfig } from '../../core/config';
 import { ROUTES_CHANNEL } from '../../core/resource';
 import { sandboxAddressMatcher } from '../../core/sandbox/url-template';
 import { sandboxWorkflowId } from '../../core/sandbox/types';
+import { reachesInternalRoute } from '../../sandbox-agent/routes';
 import { ApiError, forbidden, notFound } from '../errors';
 import type { AppOptions } from '../fastify';
 import { PrincipalCache } from './principal-cache';
@@ -25,7 +26,8 @@ const FREEZE_RECHECK_MS = 100;
  * The sandbox gateway: requests to `{sandbox_url}/...` are authenticated against the sandbox's
  * workspace, a sandbox in standby is thawed on the spot (the first call after resume succeeds),
  * and the request streams to the sandbox's own API over its Unix socket. Platform credentials
- * are not forwarded into the sandbox.
+ * are not forwarded into the sandbox, and the API's internal routes (sandbox-agent/routes.ts)
+ * answer 404.
  */
 export async function buildSandboxGatewayApp(
   config: HangarConfig,
@@ -53,6 +55,8 @@ export async function buildSandboxGatewayApp(
     const [pathOnly, query] = splitQuery(request.url);
     const address = matcher.match(request.headers.host ?? '', pathOnly);
     if (!address?.values.workspace_id || !address.values.sandbox_id) throw notFound(`no sandbox at ${pathOnly}`);
+    // The agent's internal routes serve the host alone, over the socket; from here they do not exist.
+    if (reachesInternalRoute(address.rest)) throw notFound(`no such endpoint: ${request.method} ${address.rest}`);
     const workspace = address.values.workspace_id;
     const name = address.values.sandbox_id;
 

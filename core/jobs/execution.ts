@@ -14,6 +14,8 @@ export const DEFAULT_JOB_MEMORY_MB = 1024;
 export const DEFAULT_MAX_CONCURRENT_TASKS = 10;
 export const DEFAULT_TASK_TIMEOUT_SECONDS = 3600;
 export const MAX_TASK_TIMEOUT_SECONDS = 24 * 3600;
+export const MAX_CONCURRENT_TASKS = 1_000;
+export const MAX_TASK_RETRIES = 100;
 
 /** The job's runtime settings an execution runs with (its spec.runtime, overridden per execution). */
 export interface JobRuntimeSettings {
@@ -107,13 +109,13 @@ export function jobRuntimeSettings(runtime: Record<string, unknown> | undefined,
     }
   }
   const command = Array.isArray(r.command) && r.command.length > 0 && r.command.every((c) => typeof c === 'string') ? (r.command as string[]) : ['node', 'task.js'];
-  const maxRetries = typeof r.maxRetries === 'number' && Number.isInteger(r.maxRetries) && r.maxRetries >= 0 ? Math.min(r.maxRetries, 100) : 0;
+  const maxRetries = typeof r.maxRetries === 'number' && Number.isInteger(r.maxRetries) && r.maxRetries >= 0 ? Math.min(r.maxRetries, MAX_TASK_RETRIES) : 0;
   return {
     image: typeof r.image === 'string' && r.image ? r.image : 'base',
     command,
     memoryMb: request.memory ?? positiveInteger(r.memory, DEFAULT_JOB_MEMORY_MB, 65_536),
     envs: { ...envs, ...request.env },
-    maxConcurrentTasks: positiveInteger(r.maxConcurrentTasks, DEFAULT_MAX_CONCURRENT_TASKS, 1_000),
+    maxConcurrentTasks: positiveInteger(r.maxConcurrentTasks, DEFAULT_MAX_CONCURRENT_TASKS, MAX_CONCURRENT_TASKS),
     maxRetries,
     timeoutSeconds: positiveInteger(r.timeout, DEFAULT_TASK_TIMEOUT_SECONDS, MAX_TASK_TIMEOUT_SECONDS),
   };

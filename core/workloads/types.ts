@@ -18,6 +18,9 @@ export interface WorkloadKey {
   name: string;
 }
 
+/** The longest a new revision may take to listen on its port (`spec.runtime.readinessTimeoutSeconds`). */
+export const MAX_READINESS_SECONDS = 300;
+
 /** What a workload asks of its runtime (`spec.runtime`), as the deployment reads it. */
 export interface WorkloadRuntimeSpec {
   type?: string;

@@ -3,7 +3,9 @@ import { Type, type TSchema } from 'typebox';
 import type { HangarConfig } from '../../../core/config';
 import type { ResourceStatus } from '../../../core/resource';
 import { boundConnections } from '../../../core/integrations/function-binding';
+import { MAX_CONCURRENT_TASKS, MAX_TASK_RETRIES, MAX_TASK_TIMEOUT_SECONDS } from '../../../core/jobs/execution';
 import { isProviderModel } from '../../../core/workloads/provider-model';
+import { MAX_READINESS_SECONDS } from '../../../core/workloads/types';
 import { ResourceName } from '../common-schemas';
 import { validateFunctionSpec, validateModelSpec } from '../integrations/connection-bindings';
 
@@ -42,11 +44,33 @@ export const WorkloadRuntime = Type.Object(
     command: Type.Optional(Type.Array(Type.String({ maxLength: 4_096 }), { maxItems: 100 })),
     minScale: Type.Optional(Type.Integer({ minimum: 0, maximum: 100 })),
     maxScale: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
+    readinessTimeoutSeconds: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: MAX_READINESS_SECONDS, description: 'How long a new revision may take to listen on its port (default 30).' }),
+    ),
   },
   { additionalProperties: true },
 );
 
 const WorkloadSpec = Type.Object({ runtime: Type.Optional(WorkloadRuntime) }, { additionalProperties: true });
+
+// A job's own settings, declared so that a value of the wrong type is refused rather than
+// quietly replaced by the default.
+const JobSpec = Type.Object(
+  {
+    runtime: Type.Optional(
+      Type.Object(
+        {
+          ...WorkloadRuntime.properties,
+          maxConcurrentTasks: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_CONCURRENT_TASKS, description: 'Tasks running at once (default 10).' })),
+          maxRetries: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_TASK_RETRIES, description: 'Retries of a failed task (default 0).' })),
+          timeout: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_TASK_TIMEOUT_SECONDS, description: 'Seconds one task may run (default 3600).' })),
+        },
+        { additionalProperties: true },
+      ),
+    ),
+  },
+  { additionalProperties: true },
+);
 
 const FunctionSpec = Type.Object(
   {
@@ -109,7 +133,7 @@ export const RESOURCE_KINDS: ResourceKind[] = [
   {
     path: 'jobs',
     singular: 'job',
-    spec: WorkloadSpec,
+    spec: JobSpec,
     initialStatus: 'UPLOADING',
     initialMessage: awaitingCode,
     url: (config, workspace, name) => `${config.baseUrl}/${workspace}/jobs/${name}`,
