@@ -242,8 +242,10 @@ describe('platform process supervision', () => {
 
 describe('a throw-away stack', () => {
   let dataDir: string;
-  // Ports of their own, clear of the test stack's and npm start's.
-  const config = () => ({ ...testConfig({ HANGAR_TEST_PORT_OFFSET: '300' }), dataDir });
+  // Ports of their own, clear of the test stack's and npm start's: shifted from this run's own
+  // offset, so that two runs with different offsets (HANGAR_TEST_PORT_OFFSET) do not meet here.
+  const throwAwayOffset = String(Number(process.env.HANGAR_TEST_PORT_OFFSET || 0) + 37);
+  const config = () => ({ ...testConfig({ HANGAR_TEST_PORT_OFFSET: throwAwayOffset }), dataDir });
   const quiet = () => undefined;
 
   beforeEach(() => {
