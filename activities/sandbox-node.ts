@@ -7,7 +7,7 @@ import type { VolumeStore } from '../runtime/volume-store';
 import { whileHeartbeating } from './heartbeat';
 
 /** The runtime plus what metering needs of it. */
-export type NodeRuntime = SandboxRuntime & { imageSizeBytes(image: string): Promise<number> };
+export type NodeRuntime = SandboxRuntime & { imageStorageBytes(id: string, image: string): Promise<number> };
 
 /**
  * The node side of a sandbox's life, run by the runtime worker of the node that hosts it. Every
@@ -67,9 +67,12 @@ export function createSandboxNodeActivities({ runtime, volumes, pg }: { runtime:
       return { frozen: true, lastUsedAt };
     },
 
-    /** What the sandbox holds now: memory charged to its cgroup, and the size of its image. */
+    /**
+     * What the sandbox holds now: memory charged to its cgroup, and its image storage (the image
+     * as the platform stores it plus the sandbox's own writable layer).
+     */
     async measureSandbox(key: SandboxKey, image: string): Promise<{ memoryBytes: number; imageBytes: number }> {
-      const [status, imageBytes] = await Promise.all([runtime.status(key.id), runtime.imageSizeBytes(image)]);
+      const [status, imageBytes] = await Promise.all([runtime.status(key.id), runtime.imageStorageBytes(key.id, image)]);
       return { memoryBytes: status?.memoryUsageBytes ?? 0, imageBytes };
     },
 
