@@ -1,6 +1,7 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Pool } from 'pg';
 import { ResourceStore } from '../api/management/resources/store';
+import { StateHistory } from '../db/state-history';
 import { DEFAULT_SANDBOX_IMAGE, DEFAULT_SANDBOX_MEMORY_MB, type SandboxKey, type SandboxSpec } from '../core/sandbox/types';
 import { SandboxSpecError, type RuntimeVolumeMount, type SandboxRuntime } from '../runtime/types';
 import type { VolumeStore } from '../runtime/volume-store';
@@ -16,6 +17,7 @@ export type NodeRuntime = SandboxRuntime & { imageStorageBytes(id: string, image
  */
 export function createSandboxNodeActivities({ runtime, volumes, pg }: { runtime: NodeRuntime; volumes?: VolumeStore; pg: Pool }) {
   const store = new ResourceStore(pg);
+  const history = new StateHistory(pg);
 
   /** The sandbox's volumes as host folders; the control plane resolved their names to ids. */
   async function volumeMounts(spec: SandboxSpec): Promise<RuntimeVolumeMount[]> {
@@ -35,13 +37,14 @@ export function createSandboxNodeActivities({ runtime, volumes, pg }: { runtime:
      */
     startSandbox: (key: SandboxKey, spec: SandboxSpec): Promise<void> => whileHeartbeating(async () => {
       const mounts = await volumeMounts(spec);
+      const memoryMb = spec.runtime?.memory ?? DEFAULT_SANDBOX_MEMORY_MB;
       try {
         await runtime.start({
           id: key.id,
           workspaceId: key.workspaceId,
           name: key.name,
           image: spec.runtime?.image ?? DEFAULT_SANDBOX_IMAGE,
-          memoryMb: spec.runtime?.memory ?? DEFAULT_SANDBOX_MEMORY_MB,
+          memoryMb,
           envs: (spec.runtime?.envs ?? []).map(({ name, value }) => ({ name, value })),
           volumes: mounts,
         });
@@ -51,6 +54,7 @@ export function createSandboxNodeActivities({ runtime, volumes, pg }: { runtime:
         throw err;
       }
       await store.transition(key.id, 'DEPLOYED', { type: 'Normal', message: 'sandbox is running' }, { state: 'RUNNING', lastUsedAt: new Date().toISOString() });
+      await history.enter({ workspaceId: key.workspaceId, resourceType: 'sandbox', resourceUuid: key.id, resourceName: key.name }, { state: 'RUNNING', memoryMb, storedBytes: 0 }, Date.now());
     }),
 
     /**

@@ -155,7 +155,9 @@ export async function deployment(input: DeploymentInput): Promise<void> {
     if (restart && scale === 'RUNNING' && Date.now() >= lastUsedAt + idleTimeoutMs) await scaleToZero();
     if (usage && Date.now() >= meteredUntil + METER_INTERVAL_MS) await meter(Date.now());
   }
-  await meter(Date.now());
+  const deletedAt = Date.now();
+  await meter(deletedAt);
+  await control.recordWorkloadState(key, deletedAt, undefined);
   await removeServingSandbox();
 
   /** Stops the serving revision's process and sandbox; from then on nothing runs and no compute is charged. */
@@ -263,8 +265,10 @@ export async function deployment(input: DeploymentInput): Promise<void> {
 
   /** What was billable is recorded up to now; from now on, `next` is. */
   async function switchUsage(next: WorkloadUsage | undefined): Promise<void> {
-    await meter(Date.now());
+    const at = Date.now();
+    await meter(at);
     usage = next;
+    await control.recordWorkloadState(key, at, next);
   }
 }
 

@@ -133,7 +133,7 @@ export async function sandboxLifecycle(input: SandboxLifecycleInput): Promise<vo
     }
     if (Date.now() - meteredUntil >= METER_INTERVAL_MS) await meter(Date.now(), state);
     if (persistedState !== state) {
-      await control.setSandboxState(key, state, lastUsedAt);
+      await control.setSandboxState(key, state, lastUsedAt, stateChangedAt);
       persistedState = state;
     }
     const expiry = nextExpiry({
@@ -166,6 +166,7 @@ export async function sandboxLifecycle(input: SandboxLifecycleInput): Promise<vo
         await meter(standbyAt, 'RUNNING');
         state = 'STANDBY';
         meterState = 'STANDBY';
+        stateChangedAt = standbyAt;
       }
     } else {
       await condition(() => deleting || woken, Math.max(1, untilExpiry));

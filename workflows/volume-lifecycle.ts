@@ -64,6 +64,7 @@ export async function volumeLifecycle(input: VolumeLifecycleInput): Promise<void
         storage.kind === 'loop'
           ? { type: 'Normal', message: `storage ready: an ext4 image of ${sizeMb} MB` }
           : { type: 'Warning', message: `storage ready as a plain folder, size not enforced: ${storage.reason}` },
+        { sizeMb },
       );
     } catch (err) {
       await control.markVolumeFailed(key, `failed to create storage: ${(err as Error).message}`);
@@ -76,7 +77,8 @@ export async function volumeLifecycle(input: VolumeLifecycleInput): Promise<void
 
   while (!deleting) {
     if (requestedSizeMb > sizeMb) {
-      await meter(Date.now());
+      const grownAt = Date.now();
+      await meter(grownAt);
       const grown = await node.growVolumeStorage(key, requestedSizeMb);
       sizeMb = requestedSizeMb;
       await control.markVolumeDeployed(
@@ -84,6 +86,7 @@ export async function volumeLifecycle(input: VolumeLifecycleInput): Promise<void
         grown.pending
           ? { type: 'Warning', message: `grown to ${sizeMb} MB; the file system follows when next mounted (online resize refused: ${grown.pending})` }
           : { type: 'Normal', message: `grown to ${sizeMb} MB` },
+        { sizeMb, since: grownAt },
       );
     }
     if (Date.now() - meteredUntil >= METER_INTERVAL_MS) await meter(Date.now());
