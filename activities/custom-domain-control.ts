@@ -16,10 +16,8 @@ export function createCustomDomainControlActivities({ pg }: { pg: Pool }) {
      */
     async markCustomDomainActive(key: CustomDomainKey): Promise<number> {
       await store.transition(key.id, 'DEPLOYED', { type: 'Normal', message: 'routing requests for the domain' }, undefined, 'DEPLOYING');
-      const activeSince = Date.now();
       const domain = { workspaceId: key.workspaceId, resourceType: 'custom_domain' as const, resourceUuid: key.id, resourceName: key.name };
-      await history.enter(domain, { state: 'ACTIVE', memoryMb: 0, storedBytes: 0 }, activeSince);
-      return activeSince;
+      return history.enter(domain, { state: 'ACTIVE', memoryMb: 0, storedBytes: 0 }, Date.now());
     },
     async deleteCustomDomainRecord(key: CustomDomainKey): Promise<void> {
       await store.deleteById(key.id);

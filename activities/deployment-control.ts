@@ -87,7 +87,10 @@ export function createDeploymentControlActivities({ pg }: { pg: Pool }) {
      */
     async recordWorkloadState(key: WorkloadKey, at: number, usage: WorkloadUsage | undefined): Promise<void> {
       const resourceType = workloadResourceType(key.kind);
-      if (!resourceType || !usage) return history.end(key.id, at);
+      if (!resourceType || !usage) {
+        await history.end(key.id, at);
+        return;
+      }
       const facts = { state: usage.memoryMb > 0 ? 'RUNNING' : 'STOPPED', memoryMb: usage.memoryMb, storedBytes: usage.bundleBytes };
       await history.enter({ workspaceId: key.workspaceId, resourceType, resourceUuid: key.id, resourceName: key.name }, facts, at);
     },

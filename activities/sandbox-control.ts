@@ -19,9 +19,10 @@ export function createSandboxControlActivities({ pg }: Pick<ActivityDeps, 'pg'>)
       await store.mergeState(key.id, { state, lastUsedAt: new Date(lastUsedAt).toISOString() });
       await history.changeState(key.id, state, changedAt);
     },
-    async markSandboxDeleting(key: SandboxKey, reason: string): Promise<void> {
+    /** Answers when: its state history ends there, and its metering with it. */
+    async markSandboxDeleting(key: SandboxKey, reason: string): Promise<number> {
       await store.transition(key.id, 'DELETING', { type: 'Normal', message: reason });
-      await history.end(key.id, Date.now());
+      return history.end(key.id, Date.now());
     },
     async deleteSandboxRecord(key: SandboxKey): Promise<void> {
       await store.deleteById(key.id);

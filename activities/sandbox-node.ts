@@ -34,8 +34,9 @@ export function createSandboxNodeActivities({ runtime, volumes, pg }: { runtime:
     /**
      * Starts the sandbox and marks it DEPLOYED (RUNNING) in the same activity: creation is on
      * the user's critical path, and a separate control activity would add a workflow round trip.
+     * Answers since when it runs: where its state history and its metering start.
      */
-    startSandbox: (key: SandboxKey, spec: SandboxSpec): Promise<void> => whileHeartbeating(async () => {
+    startSandbox: (key: SandboxKey, spec: SandboxSpec): Promise<number> => whileHeartbeating(async () => {
       const mounts = await volumeMounts(spec);
       const memoryMb = spec.runtime?.memory ?? DEFAULT_SANDBOX_MEMORY_MB;
       try {
@@ -54,7 +55,8 @@ export function createSandboxNodeActivities({ runtime, volumes, pg }: { runtime:
         throw err;
       }
       await store.transition(key.id, 'DEPLOYED', { type: 'Normal', message: 'sandbox is running' }, { state: 'RUNNING', lastUsedAt: new Date().toISOString() });
-      await history.enter({ workspaceId: key.workspaceId, resourceType: 'sandbox', resourceUuid: key.id, resourceName: key.name }, { state: 'RUNNING', memoryMb, storedBytes: 0 }, Date.now());
+      const sandbox = { workspaceId: key.workspaceId, resourceType: 'sandbox' as const, resourceUuid: key.id, resourceName: key.name };
+      return history.enter(sandbox, { state: 'RUNNING', memoryMb, storedBytes: 0 }, Date.now());
     }),
 
     /**

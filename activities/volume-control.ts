@@ -10,19 +10,24 @@ export function createVolumeControlActivities({ pg }: Pick<ActivityDeps, 'pg'>) 
   const store = new ResourceStore(pg);
   const history = new StateHistory(pg);
   return {
-    /** Its storage holds `sizeMb` from `since` on (when the workflow's metering switched size too). */
-    async markVolumeDeployed(key: VolumeKey, event: Omit<ResourceEvent, 'status' | 'time'>, storage?: { sizeMb: number; since?: number }): Promise<void> {
+    /**
+     * Its storage holds `sizeMb` from `since` on (when the workflow's metering switched size),
+     * by default from now; answers since when, where a new volume's metering starts.
+     */
+    async markVolumeDeployed(key: VolumeKey, event: Omit<ResourceEvent, 'status' | 'time'>, storage?: { sizeMb: number; since?: number }): Promise<number> {
       await store.transition(key.id, 'DEPLOYED', event);
-      if (!storage) return;
+      const since = storage?.since ?? Date.now();
+      if (!storage) return since;
       const facts = { state: 'DEPLOYED', memoryMb: 0, storedBytes: storage.sizeMb * 1024 * 1024 };
-      await history.enter({ workspaceId: key.workspaceId, resourceType: 'volume', resourceUuid: key.id, resourceName: key.name }, facts, storage.since ?? Date.now());
+      return history.enter({ workspaceId: key.workspaceId, resourceType: 'volume', resourceUuid: key.id, resourceName: key.name }, facts, since);
     },
     async markVolumeFailed(key: VolumeKey, message: string): Promise<void> {
       await store.transition(key.id, 'FAILED', { type: 'Warning', message });
     },
-    async markVolumeDeleting(key: VolumeKey, reason: string): Promise<void> {
+    /** Answers when: its state history ends there, and its metering with it. */
+    async markVolumeDeleting(key: VolumeKey, reason: string): Promise<number> {
       await store.transition(key.id, 'DELETING', { type: 'Normal', message: reason });
-      await history.end(key.id, Date.now());
+      return history.end(key.id, Date.now());
     },
     async deleteVolumeRecord(key: VolumeKey): Promise<void> {
       await store.deleteById(key.id);

@@ -32,11 +32,15 @@ export interface ResourceFacts {
 export class StateHistory {
   constructor(private readonly pg: Pool) {}
 
-  /** From `at` on, the resource is `facts`: its open interval (if any) ends there and a new one opens. */
-  async enter(resource: HistoryResource, facts: ResourceFacts, at: number): Promise<void> {
-    await inTransaction(this.pg, async (client) => {
+  /**
+   * From `at` on, the resource is `facts`: its open interval (if any) ends there and a new one
+   * opens. Answers since when the resource is as `facts` say: `at`, or the start of the open
+   * interval that already said so (a retried write), so the caller's metering starts there too.
+   */
+  async enter(resource: HistoryResource, facts: ResourceFacts, at: number): Promise<number> {
+    return inTransaction(this.pg, async (client) => {
       const open = await openInterval(client, resource.resourceUuid);
-      if (open && open.state === facts.state && open.memory_mb === facts.memoryMb && Number(open.stored_bytes) === facts.storedBytes) return;
+      if (open && open.state === facts.state && open.memory_mb === facts.memoryMb && Number(open.stored_bytes) === facts.storedBytes) return open.started_at.getTime();
       // The next interval starts where the last one ended: the history has no gaps nor overlaps.
       const startedAt = (open && (await closeInterval(client, resource.resourceUuid, at))) || new Date(at);
       await client.query(
@@ -45,6 +49,7 @@ export class StateHistory {
          SELECT w.account_id, w.id, w.name, $2, $3, $4, $5, $6, $7, $8 FROM workspaces w WHERE w.id = $1`,
         [resource.workspaceId, resource.resourceType, resource.resourceUuid, resource.resourceName, facts.state, facts.memoryMb, facts.storedBytes, startedAt],
       );
+      return startedAt.getTime();
     });
   }
 
@@ -64,9 +69,15 @@ export class StateHistory {
     });
   }
 
-  /** The resource stops being billed at `at` (deleted, or failed before it ran). */
-  async end(resourceUuid: string, at: number): Promise<void> {
-    await closeInterval(this.pg, resourceUuid, at);
+  /**
+   * The resource stops being billed at `at` (deleted, or failed before it ran). Answers when its
+   * history ended: `at`, or when an earlier call ended it (a retried write).
+   */
+  async end(resourceUuid: string, at: number): Promise<number> {
+    const closed = await closeInterval(this.pg, resourceUuid, at);
+    if (closed) return closed.getTime();
+    const { rows } = await this.pg.query<{ ended_at: Date | null }>('SELECT max(ended_at) AS ended_at FROM resource_state_intervals WHERE resource_uuid = $1', [resourceUuid]);
+    return rows[0]?.ended_at?.getTime() ?? at;
   }
 }
 
@@ -75,11 +86,12 @@ interface OpenInterval {
   state: string;
   memory_mb: number;
   stored_bytes: string;
+  started_at: Date;
 }
 
 async function openInterval(client: PoolClient, resourceUuid: string): Promise<OpenInterval | undefined> {
   const { rows } = await client.query<OpenInterval>(
-    'SELECT id, state, memory_mb, stored_bytes FROM resource_state_intervals WHERE resource_uuid = $1 AND ended_at IS NULL FOR UPDATE',
+    'SELECT id, state, memory_mb, stored_bytes, started_at FROM resource_state_intervals WHERE resource_uuid = $1 AND ended_at IS NULL FOR UPDATE',
     [resourceUuid],
   );
   return rows[0];

@@ -94,17 +94,19 @@ export async function sandboxLifecycle(input: SandboxLifecycleInput): Promise<vo
   upsertSearchAttributes({ HangarWorkspace: [key.workspace], HangarResourceKind: ['sandbox'], HangarResourceName: [key.name] });
 
   let reason = 'deleted by request';
+  // Metering starts when the sandbox was running, as the activity saw it (its state history says the same).
+  let runningSince: number | undefined;
   if (input.phase === 'create') {
     try {
       // Also marks it DEPLOYED (see the activity).
-      await node.startSandbox(key, spec);
+      runningSince = await node.startSandbox(key, spec);
     } catch (err) {
       await control.markSandboxFailed(key, `failed to start: ${(err as Error).message}`);
       // A failed sandbox stays visible (with its reason) until deleted.
       await condition(() => deleting);
       return cleanUp(reason);
     }
-    meteredUntil = Date.now();
+    meteredUntil = runningSince ?? Date.now();
     metering = true;
   }
 
@@ -179,9 +181,9 @@ export async function sandboxLifecycle(input: SandboxLifecycleInput): Promise<vo
   return cleanUp(reason);
 
   async function cleanUp(why: string): Promise<void> {
-    await control.markSandboxDeleting(key, why);
+    const deletedAt = await control.markSandboxDeleting(key, why);
     // Usage up to the end is recorded before the sandbox goes; it was running only if it deployed.
-    if (metering) await meter(Date.now(), state);
+    if (metering) await meter(deletedAt ?? Date.now(), state);
     await node.stopSandbox(key);
     await control.deleteSandboxRecord(key);
   }

@@ -56,10 +56,12 @@ export async function volumeLifecycle(input: VolumeLifecycleInput): Promise<void
     meteredUntil = until;
   }
 
+  let deployedAt: number | undefined;
   if (input.phase === 'create') {
     try {
       const storage = await node.createVolumeStorage(key, sizeMb);
-      await control.markVolumeDeployed(
+      // Metering starts when the volume was deployed, as the activity saw it (its state history says the same).
+      deployedAt = await control.markVolumeDeployed(
         key,
         storage.kind === 'loop'
           ? { type: 'Normal', message: `storage ready: an ext4 image of ${sizeMb} MB` }
@@ -71,7 +73,7 @@ export async function volumeLifecycle(input: VolumeLifecycleInput): Promise<void
       await condition(() => deleting);
       return cleanUp();
     }
-    meteredUntil = Date.now();
+    meteredUntil = deployedAt ?? Date.now();
     metering = true;
   }
 
@@ -99,8 +101,8 @@ export async function volumeLifecycle(input: VolumeLifecycleInput): Promise<void
   return cleanUp();
 
   async function cleanUp(): Promise<void> {
-    await control.markVolumeDeleting(key, 'deleted by request');
-    await meter(Date.now());
+    const deletedAt = await control.markVolumeDeleting(key, 'deleted by request');
+    await meter(deletedAt ?? Date.now());
     await node.deleteVolumeStorage(key);
     await control.deleteVolumeRecord(key);
   }
