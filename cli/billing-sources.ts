@@ -26,6 +26,18 @@ export async function loadReconciliationInputs(pg: Pool, clickhouse: ClickHouseC
   return { intervals, executions, billed };
 }
 
+/**
+ * Accepted usage not in ClickHouse yet (the outbox): normally seconds' worth, more while ClickHouse
+ * is unreachable. Its resources may show as billed less until the flush catches up.
+ */
+export async function pendingUsage(pg: Pool, accountId?: string): Promise<{ events: number; oldest?: number }> {
+  const { rows } = await pg.query<{ events: string | null; oldest: Date | null }>(
+    'SELECT sum(event_count) AS events, min(accepted_at) AS oldest FROM usage_outbox WHERE ($1::text IS NULL OR account_id = $1)',
+    [accountId ?? null],
+  );
+  return { events: Number(rows[0]?.events ?? 0), oldest: rows[0]?.oldest?.getTime() };
+}
+
 async function loadIntervals(pg: Pool, window: SourceWindow): Promise<StateInterval[]> {
   const { rows } = await pg.query<{
     workspace: string;
