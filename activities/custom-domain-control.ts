@@ -1,11 +1,13 @@
 import type { Pool } from 'pg';
 import { ResourceStore } from '../api/management/resources/store';
 import { customDomainUsageTicks, type CustomDomainKey, type CustomDomainMeterPeriod } from '../core/custom-domain/types';
+import { StateHistory } from '../db/state-history';
 import { recordWorkspaceUsage } from './usage-metering';
 
 /** The control-plane side of a custom domain's life: its record, the gateways' routes, its usage. */
 export function createCustomDomainControlActivities({ pg }: { pg: Pool }) {
   const store = new ResourceStore(pg);
+  const history = new StateHistory(pg);
 
   return {
     /**
@@ -14,7 +16,8 @@ export function createCustomDomainControlActivities({ pg }: { pg: Pool }) {
      */
     async markCustomDomainActive(key: CustomDomainKey): Promise<number> {
       await store.transition(key.id, 'DEPLOYED', { type: 'Normal', message: 'routing requests for the domain' }, undefined, 'DEPLOYING');
-      return Date.now();
+      const domain = { workspaceId: key.workspaceId, resourceType: 'custom_domain' as const, resourceUuid: key.id, resourceName: key.name };
+      return history.enter(domain, { state: 'ACTIVE', memoryMb: 0, storedBytes: 0 }, Date.now());
     },
     async deleteCustomDomainRecord(key: CustomDomainKey): Promise<void> {
       await store.deleteById(key.id);

@@ -5,7 +5,7 @@ import { validateModelSpec } from '../api/management/integrations/connection-bin
 import { ResourceStore } from '../api/management/resources/store';
 import { RevisionStore } from '../api/management/workloads/revision-store';
 import type { ResourceStatus } from '../core/resource';
-import { workloadUsageTicks, type WorkloadMeterPeriod } from '../core/workloads/metering';
+import { workloadResourceType, workloadUsageTicks, type WorkloadMeterPeriod, type WorkloadUsage } from '../core/workloads/metering';
 import { providerTarget, type ProviderTarget } from '../core/workloads/provider-model';
 import {
   type ProviderServingRevision,
@@ -15,12 +15,14 @@ import {
   type WorkloadScaleState,
   type WorkloadSpec,
 } from '../core/workloads/types';
+import { StateHistory } from '../db/state-history';
 import { recordWorkspaceUsage } from './usage-metering';
 
 /** The control-plane side of deployments: the resource's status and history, and its revisions. */
 export function createDeploymentControlActivities({ pg }: { pg: Pool }) {
   const resources = new ResourceStore(pg);
   const revisions = new RevisionStore(pg);
+  const history = new StateHistory(pg);
 
   return {
     /** The revision to deploy, or undefined when the workload was deleted meanwhile. */
@@ -77,6 +79,20 @@ export function createDeploymentControlActivities({ pg }: { pg: Pool }) {
       const message = `revision ${revision} failed: ${reason}`;
       if (stillServing === undefined) await resources.transition(key.id, 'FAILED', { type: 'Warning', message });
       else await resources.transition(key.id, 'DEPLOYED', { type: 'Warning', message: `${message}; revision ${stillServing} keeps serving` });
+    },
+
+    /**
+     * The workload's state history: from `at` on it is billed as `usage` (a process of that
+     * memory running or not, its bundle stored), or no longer at all (deleted, or a provider model).
+     */
+    async recordWorkloadState(key: WorkloadKey, at: number, usage: WorkloadUsage | undefined): Promise<void> {
+      const resourceType = workloadResourceType(key.kind);
+      if (!resourceType || !usage) {
+        await history.end(key.id, at);
+        return;
+      }
+      const facts = { state: usage.memoryMb > 0 ? 'RUNNING' : 'STOPPED', memoryMb: usage.memoryMb, storedBytes: usage.bundleBytes };
+      await history.enter({ workspaceId: key.workspaceId, resourceType, resourceUuid: key.id, resourceName: key.name }, facts, at);
     },
 
     /** Idempotent: a retried period produces the same event ids and is counted once. */

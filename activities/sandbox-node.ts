@@ -1,13 +1,14 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Pool } from 'pg';
 import { ResourceStore } from '../api/management/resources/store';
+import { StateHistory } from '../db/state-history';
 import { DEFAULT_SANDBOX_IMAGE, DEFAULT_SANDBOX_MEMORY_MB, type SandboxKey, type SandboxSpec } from '../core/sandbox/types';
 import { SandboxSpecError, type RuntimeVolumeMount, type SandboxRuntime } from '../runtime/types';
 import type { VolumeStore } from '../runtime/volume-store';
 import { whileHeartbeating } from './heartbeat';
 
 /** The runtime plus what metering needs of it. */
-export type NodeRuntime = SandboxRuntime & { imageSizeBytes(image: string): Promise<number> };
+export type NodeRuntime = SandboxRuntime & { imageStorageBytes(id: string, image: string): Promise<number> };
 
 /**
  * The node side of a sandbox's life, run by the runtime worker of the node that hosts it. Every
@@ -16,6 +17,7 @@ export type NodeRuntime = SandboxRuntime & { imageSizeBytes(image: string): Prom
  */
 export function createSandboxNodeActivities({ runtime, volumes, pg }: { runtime: NodeRuntime; volumes?: VolumeStore; pg: Pool }) {
   const store = new ResourceStore(pg);
+  const history = new StateHistory(pg);
 
   /** The sandbox's volumes as host folders; the control plane resolved their names to ids. */
   async function volumeMounts(spec: SandboxSpec): Promise<RuntimeVolumeMount[]> {
@@ -32,16 +34,18 @@ export function createSandboxNodeActivities({ runtime, volumes, pg }: { runtime:
     /**
      * Starts the sandbox and marks it DEPLOYED (RUNNING) in the same activity: creation is on
      * the user's critical path, and a separate control activity would add a workflow round trip.
+     * Answers since when it runs: where its state history and its metering start.
      */
-    startSandbox: (key: SandboxKey, spec: SandboxSpec): Promise<void> => whileHeartbeating(async () => {
+    startSandbox: (key: SandboxKey, spec: SandboxSpec): Promise<number> => whileHeartbeating(async () => {
       const mounts = await volumeMounts(spec);
+      const memoryMb = spec.runtime?.memory ?? DEFAULT_SANDBOX_MEMORY_MB;
       try {
         await runtime.start({
           id: key.id,
           workspaceId: key.workspaceId,
           name: key.name,
           image: spec.runtime?.image ?? DEFAULT_SANDBOX_IMAGE,
-          memoryMb: spec.runtime?.memory ?? DEFAULT_SANDBOX_MEMORY_MB,
+          memoryMb,
           envs: (spec.runtime?.envs ?? []).map(({ name, value }) => ({ name, value })),
           volumes: mounts,
         });
@@ -51,6 +55,8 @@ export function createSandboxNodeActivities({ runtime, volumes, pg }: { runtime:
         throw err;
       }
       await store.transition(key.id, 'DEPLOYED', { type: 'Normal', message: 'sandbox is running' }, { state: 'RUNNING', lastUsedAt: new Date().toISOString() });
+      const sandbox = { workspaceId: key.workspaceId, resourceType: 'sandbox' as const, resourceUuid: key.id, resourceName: key.name };
+      return history.enter(sandbox, { state: 'RUNNING', memoryMb, storedBytes: 0 }, Date.now());
     }),
 
     /**
@@ -67,9 +73,12 @@ export function createSandboxNodeActivities({ runtime, volumes, pg }: { runtime:
       return { frozen: true, lastUsedAt };
     },
 
-    /** What the sandbox holds now: memory charged to its cgroup, and the size of its image. */
+    /**
+     * What the sandbox holds now: memory charged to its cgroup, and its image storage (the image
+     * as the platform stores it plus the sandbox's own writable layer).
+     */
     async measureSandbox(key: SandboxKey, image: string): Promise<{ memoryBytes: number; imageBytes: number }> {
-      const [status, imageBytes] = await Promise.all([runtime.status(key.id), runtime.imageSizeBytes(image)]);
+      const [status, imageBytes] = await Promise.all([runtime.status(key.id), runtime.imageStorageBytes(key.id, image)]);
       return { memoryBytes: status?.memoryUsageBytes ?? 0, imageBytes };
     },
 

@@ -7,6 +7,7 @@ import { bwrapArguments, type LaunchPlan } from './bwrap-args';
 import { detectCgroupDriver, type CgroupDriver, type CgroupOptions, type SandboxCgroup } from './cgroups';
 import { SANDBOX_ETC_FILE_NAMES } from './etc-files';
 import { isSameProcess, processStartTicks } from './host-process';
+import { diskUsageBytes } from './disk-usage';
 import { DEFAULT_IMAGE, ImageCatalog, imageDefinition } from './image';
 import { SANDBOX_AGENT_CONFIG, assertSandboxId, sandboxLayout, type SandboxLayout } from './layout';
 import { SANDBOX_ENV, installCode, prepareSandboxFolders, writeIdentityFiles, type SandboxUser } from './sandbox-files';
@@ -89,8 +90,13 @@ export class BwrapRuntime implements SandboxRuntime {
     return sandboxLayout(this.options.dataDir, id);
   }
 
-  imageSizeBytes(image: string): Promise<number> {
-    return this.images.sizeBytes(image);
+  /**
+   * A sandbox's image storage: its image as the platform stores it plus what the sandbox wrote
+   * to its own writable layer (its folders under `fs/`), whatever else the node has installed.
+   */
+  async imageStorageBytes(id: string, image: string): Promise<number> {
+    const layer = this.layout(id).writable.map((folder) => folder.hostPath).filter((folder) => fs.existsSync(folder));
+    return this.images.storedBytes(image) + (await diskUsageBytes(layer));
   }
 
   async start(spec: RuntimeSandboxSpec): Promise<SandboxHandle> {

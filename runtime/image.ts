@@ -1,4 +1,3 @@
-import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -22,6 +21,15 @@ export interface ImageDefinition {
    * /etc/shadow, keys or service settings.
    */
   hostEtcEntries: string[];
+  /**
+   * Bytes the platform stores for the image, billed to every sandbox that uses it as image
+   * storage (with the sandbox's own writable layer). `base` stores none: its files are the host's
+   * own system folders, which the platform neither made nor keeps, and which grow whenever the
+   * operator installs a package; billing them would charge a user for the node's software. The
+   * /etc folder built for the image is not counted either: it is derived from the host's /etc
+   * (it changes with the host's packages), a few hundred kilobytes shared by every sandbox.
+   */
+  storedBytes: number;
 }
 
 /** One step of the image's read-only tree, as found on this host. */
@@ -61,6 +69,7 @@ const BASE: ImageDefinition = {
     'gai.conf',
     'host.conf',
   ],
+  storedBytes: 0,
 };
 
 const IMAGES = new Map<string, ImageDefinition>([[BASE.name, BASE]]);
@@ -88,7 +97,6 @@ export function imageDefinition(name: string): ImageDefinition {
  */
 export class ImageCatalog {
   private readonly resolved = new Map<string, ResolvedImage>();
-  private readonly sizes = new Map<string, Promise<number>>();
 
   constructor(
     private readonly dataDir: string,
@@ -105,17 +113,9 @@ export class ImageCatalog {
     return image;
   }
 
-  /** Bytes the image's read-only folders hold on disk, for image storage metering (measured once). */
-  sizeBytes(name: string): Promise<number> {
-    const image = this.resolve(name);
-    let size = this.sizes.get(image.name);
-    if (!size) {
-      const folders = image.mounts.filter((m) => m.kind === 'ro-bind').map((m) => m.path);
-      size = diskUsage(folders);
-      size.catch(() => this.sizes.delete(image.name));
-      this.sizes.set(image.name, size);
-    }
-    return size;
+  /** Bytes the platform stores for the image (see ImageDefinition.storedBytes). */
+  storedBytes(name: string): number {
+    return imageDefinition(name).storedBytes;
   }
 
   private buildEtc(definition: ImageDefinition): string {
@@ -169,16 +169,4 @@ function fingerprint(hash: ReturnType<typeof createHash>, file: string): void {
   hash.update(`${file}\0${stat.mode}\0${stat.size}\0${stat.mtimeMs}\0`);
   if (stat.isSymbolicLink()) hash.update(fs.readlinkSync(file));
   else if (stat.isDirectory()) for (const name of fs.readdirSync(file).sort()) fingerprint(hash, path.join(file, name));
-}
-
-/** `du` counts hard links once and stays on one filesystem, as the image's storage really is. */
-function diskUsage(folders: string[]): Promise<number> {
-  return new Promise((resolve, reject) => {
-    execFile('du', ['-sxb', '--total', ...folders], { maxBuffer: 1 << 20 }, (err, stdout) => {
-      if (err) return reject(new Error(`du failed: ${err.message}`));
-      const total = /^(\d+)\s+total$/m.exec(stdout);
-      if (!total) return reject(new Error(`du printed no total: ${stdout.slice(0, 200)}`));
-      resolve(Number(total[1]));
-    });
-  });
 }

@@ -5,6 +5,7 @@ import {
   continueAsNew,
   defineSignal,
   defineUpdate,
+  patched,
   proxyActivities,
   setHandler,
   upsertSearchAttributes,
@@ -59,6 +60,12 @@ const MAX_HISTORY_EVENTS = 2_000;
 const DEFAULT_IDLE_TIMEOUT_MS = 300_000;
 /** Usage is recorded at every change of what runs and at least this often. */
 const METER_INTERVAL_MS = 60_000;
+/**
+ * A run that began before the state history existed replays its recorded steps without the
+ * history's writes (Temporal replays a history command by command) and makes them from its next
+ * change of usage on.
+ */
+const STATE_HISTORY_PATCH = 'state-history';
 
 /**
  * One workload's deployments, for its whole life: each new revision goes BUILDING (unpack and
@@ -155,7 +162,9 @@ export async function deployment(input: DeploymentInput): Promise<void> {
     if (restart && scale === 'RUNNING' && Date.now() >= lastUsedAt + idleTimeoutMs) await scaleToZero();
     if (usage && Date.now() >= meteredUntil + METER_INTERVAL_MS) await meter(Date.now());
   }
-  await meter(Date.now());
+  const deletedAt = Date.now();
+  await meter(deletedAt);
+  if (patched(STATE_HISTORY_PATCH)) await control.recordWorkloadState(key, deletedAt, undefined);
   await removeServingSandbox();
 
   /** Stops the serving revision's process and sandbox; from then on nothing runs and no compute is charged. */
@@ -263,8 +272,10 @@ export async function deployment(input: DeploymentInput): Promise<void> {
 
   /** What was billable is recorded up to now; from now on, `next` is. */
   async function switchUsage(next: WorkloadUsage | undefined): Promise<void> {
-    await meter(Date.now());
+    const at = Date.now();
+    await meter(at);
     usage = next;
+    if (patched(STATE_HISTORY_PATCH)) await control.recordWorkloadState(key, at, next);
   }
 }
 

@@ -94,17 +94,19 @@ export async function sandboxLifecycle(input: SandboxLifecycleInput): Promise<vo
   upsertSearchAttributes({ HangarWorkspace: [key.workspace], HangarResourceKind: ['sandbox'], HangarResourceName: [key.name] });
 
   let reason = 'deleted by request';
+  // Metering starts when the sandbox was running, as the activity saw it (its state history says the same).
+  let runningSince: number | undefined;
   if (input.phase === 'create') {
     try {
       // Also marks it DEPLOYED (see the activity).
-      await node.startSandbox(key, spec);
+      runningSince = await node.startSandbox(key, spec);
     } catch (err) {
       await control.markSandboxFailed(key, `failed to start: ${(err as Error).message}`);
       // A failed sandbox stays visible (with its reason) until deleted.
       await condition(() => deleting);
       return cleanUp(reason);
     }
-    meteredUntil = Date.now();
+    meteredUntil = runningSince ?? Date.now();
     metering = true;
   }
 
@@ -133,7 +135,7 @@ export async function sandboxLifecycle(input: SandboxLifecycleInput): Promise<vo
     }
     if (Date.now() - meteredUntil >= METER_INTERVAL_MS) await meter(Date.now(), state);
     if (persistedState !== state) {
-      await control.setSandboxState(key, state, lastUsedAt);
+      await control.setSandboxState(key, state, lastUsedAt, stateChangedAt);
       persistedState = state;
     }
     const expiry = nextExpiry({
@@ -166,6 +168,7 @@ export async function sandboxLifecycle(input: SandboxLifecycleInput): Promise<vo
         await meter(standbyAt, 'RUNNING');
         state = 'STANDBY';
         meterState = 'STANDBY';
+        stateChangedAt = standbyAt;
       }
     } else {
       await condition(() => deleting || woken, Math.max(1, untilExpiry));
@@ -178,9 +181,9 @@ export async function sandboxLifecycle(input: SandboxLifecycleInput): Promise<vo
   return cleanUp(reason);
 
   async function cleanUp(why: string): Promise<void> {
-    await control.markSandboxDeleting(key, why);
+    const deletedAt = await control.markSandboxDeleting(key, why);
     // Usage up to the end is recorded before the sandbox goes; it was running only if it deployed.
-    if (metering) await meter(Date.now(), state);
+    if (metering) await meter(deletedAt ?? Date.now(), state);
     await node.stopSandbox(key);
     await control.deleteSandboxRecord(key);
   }

@@ -56,27 +56,31 @@ export async function volumeLifecycle(input: VolumeLifecycleInput): Promise<void
     meteredUntil = until;
   }
 
+  let deployedAt: number | undefined;
   if (input.phase === 'create') {
     try {
       const storage = await node.createVolumeStorage(key, sizeMb);
-      await control.markVolumeDeployed(
+      // Metering starts when the volume was deployed, as the activity saw it (its state history says the same).
+      deployedAt = await control.markVolumeDeployed(
         key,
         storage.kind === 'loop'
           ? { type: 'Normal', message: `storage ready: an ext4 image of ${sizeMb} MB` }
           : { type: 'Warning', message: `storage ready as a plain folder, size not enforced: ${storage.reason}` },
+        { sizeMb },
       );
     } catch (err) {
       await control.markVolumeFailed(key, `failed to create storage: ${(err as Error).message}`);
       await condition(() => deleting);
       return cleanUp();
     }
-    meteredUntil = Date.now();
+    meteredUntil = deployedAt ?? Date.now();
     metering = true;
   }
 
   while (!deleting) {
     if (requestedSizeMb > sizeMb) {
-      await meter(Date.now());
+      const grownAt = Date.now();
+      await meter(grownAt);
       const grown = await node.growVolumeStorage(key, requestedSizeMb);
       sizeMb = requestedSizeMb;
       await control.markVolumeDeployed(
@@ -84,6 +88,7 @@ export async function volumeLifecycle(input: VolumeLifecycleInput): Promise<void
         grown.pending
           ? { type: 'Warning', message: `grown to ${sizeMb} MB; the file system follows when next mounted (online resize refused: ${grown.pending})` }
           : { type: 'Normal', message: `grown to ${sizeMb} MB` },
+        { sizeMb, since: grownAt },
       );
     }
     if (Date.now() - meteredUntil >= METER_INTERVAL_MS) await meter(Date.now());
@@ -96,8 +101,8 @@ export async function volumeLifecycle(input: VolumeLifecycleInput): Promise<void
   return cleanUp();
 
   async function cleanUp(): Promise<void> {
-    await control.markVolumeDeleting(key, 'deleted by request');
-    await meter(Date.now());
+    const deletedAt = await control.markVolumeDeleting(key, 'deleted by request');
+    await meter(deletedAt ?? Date.now());
     await node.deleteVolumeStorage(key);
     await control.deleteVolumeRecord(key);
   }

@@ -14,13 +14,13 @@ export interface SandboxMeterPeriod {
   memoryMb: number;
   /** Memory kept for the frozen state (standby). */
   frozenBytes: number;
-  /** Its writable layer on disk: the sandbox's own part of its image. */
+  /** Its image storage: the image as the platform stores it plus the sandbox's own writable layer. */
   diskBytes: number;
 }
 
 /**
  * What a sandbox used over one period, in GB-seconds: compute (its memory limit) while RUNNING,
- * snapshot storage (the frozen memory) while in STANDBY, and image storage (its writable layer)
+ * snapshot storage (the frozen memory) while in STANDBY, and image storage (stored image + layer)
  * throughout. Zero quantities are not recorded.
  */
 export function sandboxUsageTicks(period: SandboxMeterPeriod): UsageTick[] {

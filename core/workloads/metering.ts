@@ -28,6 +28,11 @@ const DIMENSIONS: Record<WorkloadKind, { resourceType: ResourceType; compute?: B
   models: undefined,
 };
 
+/** The billed resource type of a workload kind; models have none. */
+export function workloadResourceType(kind: WorkloadKind): ResourceType | undefined {
+  return DIMENSIONS[kind]?.resourceType;
+}
+
 /**
  * Usage of one workload over one period in GB-seconds: compute (its memory limit) while its
  * process runs, and image storage (its bundle) while it is stored. Zero quantities are dropped;

@@ -9,6 +9,7 @@ import * as agentThreads from './010_agent_threads';
 import * as usageOutboxTsv from './011_usage_outbox_tsv';
 import * as usagePendingRollups from './012_usage_pending_rollups';
 import * as usageAdditiveRollups from './013_usage_additive_rollups';
+import * as resourceStateIntervals from './014_resource_state_intervals';
 
 export interface Migration {
   name: string;
@@ -16,4 +17,4 @@ export interface Migration {
 }
 
 /** Applied in this order; a migration, once released, is never edited: add a new one. */
-export const migrations: Migration[] = [foundation, billing, integrations, workloads, jobs, asyncRequests, customDomains, agentThreads, usageOutboxTsv, usagePendingRollups, usageAdditiveRollups];
+export const migrations: Migration[] = [foundation, billing, integrations, workloads, jobs, asyncRequests, customDomains, agentThreads, usageOutboxTsv, usagePendingRollups, usageAdditiveRollups, resourceStateIntervals];

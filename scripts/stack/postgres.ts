@@ -27,6 +27,11 @@ function urlOf(password: string, port: number, database: string): string {
   return `postgres://${ROLE}:${encodeURIComponent(password)}@127.0.0.1:${port}/${database}`;
 }
 
+/** Where the local PostgreSQL of `npm start` answers, for tools that run beside it (billing:check). */
+export function localPostgresUrl(password: string, port: number): string {
+  return urlOf(password, port, DATABASE);
+}
+
 async function query(connectionString: string, sql: string): Promise<number> {
   const client = new Client({ connectionString, connectionTimeoutMillis: 3_000 });
   try {

@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { ROUTES_CHANNEL } from '../../../core/resource';
 import type { HangarConfig } from '../../../core/config';
+import { StateHistory } from '../../../db/state-history';
 import {
   customDomainRouteKey,
   customDomainWorkflowId,
@@ -40,6 +41,7 @@ function customDomainUrl(config: HangarConfig, spec: CustomDomainSpec): string {
  */
 export default async function customDomainRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const history = new StateHistory(app.pg);
   const store = new ResourceStore(app.pg);
   const config = app.config;
   // The platform's own hosts: a domain claiming one would take over the platform's routes.
@@ -167,12 +169,15 @@ export default async function customDomainRoutes(fastify: FastifyInstance) {
       if (row.status !== 'DELETING') {
         await store.transition(row.id, 'DELETING', { type: 'Normal', message: 'deleted by request' });
       }
+      // Billing ends now too, in the state history as in the workflow (a repeated DELETE moves neither).
+      const deletedAt = Date.now();
+      await history.end(row.id, deletedAt);
       await app.temporal.workflow.signalWithStart<typeof customDomainLifecycle, [number]>('customDomainLifecycle', {
         taskQueue: config.taskQueue,
         workflowId: customDomainWorkflowId(workspace.name, row.name),
         args: [{ key: keyOf(row, workspace.id), phase: 'delete' }],
         signal: 'delete',
-        signalArgs: [Date.now()],
+        signalArgs: [deletedAt],
       });
       return envelope({ ...row, status: 'DELETING' });
     },
