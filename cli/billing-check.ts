@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createClickHouse } from '../api/plugins/clickhouse';
 import { createPool } from '../api/plugins/postgres';
-import { formatTable } from '../bench/common/table';
+import { formatTable } from '../core/text-table';
 import { DEFAULT_RECONCILE_OPTIONS, reconcile, type ReconcileReport } from '../core/billing/reconciliation';
 import { usageTables } from '../core/billing/storage';
 import { loadConfig, type HangarConfig } from '../core/config';

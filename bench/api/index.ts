@@ -15,7 +15,7 @@ import { HttpClient } from '../common/http';
 import { measureInterleaved } from '../common/load';
 import { ratios, type LatencySummary } from '../common/stats';
 import { configOnStack } from '../common/stack';
-import { formatTable } from '../common/table';
+import { formatTable } from '../../core/text-table';
 import { benchApiConfig } from './config';
 import { comparisons, measurements, type ScenarioContext } from './scenarios';
 import { seedTenant } from './seed';

@@ -12,7 +12,7 @@ import { deploymentWorkflowId, revisionSandboxId } from '../../core/workloads/ty
 import { repoRoot } from '../../scripts/stack/binaries';
 import { benchConfig, startBenchPlatform } from '../common/platform';
 import { summarize, type LatencySummary } from '../common/stats';
-import { formatTable } from '../common/table';
+import { formatTable } from '../../core/text-table';
 
 /**
  * Scale-to-zero cold start (after a build, as root: `npm run bench:cold-start`).

@@ -18,7 +18,7 @@ import { machineBusyMs, processCpuMs } from '../common/cpu';
 import { LoadProcess, measureLoads, type CpuMeter, type LoadFigures, type LoadTarget } from '../common/load-process';
 import { benchEnv } from '../common/platform';
 import { configOnStack } from '../common/stack';
-import { formatTable } from '../common/table';
+import { formatTable } from '../../core/text-table';
 
 /**
  * Inference gateway benchmark (after a build, as root: `node dist/bench/workloads/gateway.js`).

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import * as tar from 'tar';
 import { TERMINAL_EXECUTION_STATUSES, type ExecutionStatus } from '../../core/jobs/execution';
-import { formatTable } from '../common/table';
+import { formatTable } from '../../core/text-table';
 import { benchConfig, startBenchPlatform } from '../common/platform';
 
 /**
