@@ -62,6 +62,8 @@ export interface SandboxRoute {
 /** A route is trusted this long without news; deployments also invalidate it at once (LISTEN). */
 const ROUTE_TTL_MS = 2_000;
 const MAX_ROUTES = 10_000;
+const RELISTEN_FIRST_DELAY_MS = 200;
+const RELISTEN_MAX_DELAY_MS = 5_000;
 
 interface RouteRow {
   id: string;
@@ -86,6 +88,8 @@ export class RouteCache {
   /** Callers waiting for news of one resource (a wake), by resource id. */
   private readonly waiters = new Map<string, (() => void)[]>();
   private listener?: PoolClient;
+  private closed = false;
+  private relistenTimer?: NodeJS.Timeout;
 
   constructor(
     private readonly pg: Pool,
@@ -96,20 +100,47 @@ export class RouteCache {
 
   async listen(): Promise<void> {
     const client = await this.pg.connect();
-    client.on('notification', (message) => {
-      const id = message.payload ?? '';
-      this.forget(id);
-      const waiting = this.waiters.get(id);
-      this.waiters.delete(id);
-      for (const resolve of waiting ?? []) resolve();
-    });
-    // A lost listener means missed invalidations: fall back to the TTL alone, and say nothing more.
-    client.on('error', () => this.routes.clear());
-    await client.query(`LISTEN ${this.channel}`);
+    client.on('notification', (message) => this.notified(message.payload ?? ''));
+    client.once('error', () => this.listenerLost(client));
+    try {
+      await client.query(`LISTEN ${this.channel}`);
+    } catch (err) {
+      client.release(true);
+      throw err;
+    }
+    if (this.closed) return client.release(true);
     this.listener = client;
   }
 
+  private notified(id: string): void {
+    this.forget(id);
+    const waiting = this.waiters.get(id);
+    this.waiters.delete(id);
+    for (const resolve of waiting ?? []) resolve();
+  }
+
+  /**
+   * The listening connection is gone (a database restart): notices are missed until a new one
+   * listens, so forget every route, and listen again, retrying while the database is away. The
+   * TTL alone keeps routes fresh meanwhile.
+   */
+  private listenerLost(client: PoolClient): void {
+    if (this.listener === client) this.listener = undefined;
+    client.release(true);
+    this.routes.clear();
+    const retry = (delayMs: number) => {
+      if (this.closed) return;
+      this.relistenTimer = setTimeout(() => {
+        this.routes.clear(); // notices may have been missed until now too
+        this.listen().catch(() => retry(Math.min(delayMs * 2, RELISTEN_MAX_DELAY_MS)));
+      }, delayMs);
+    };
+    retry(RELISTEN_FIRST_DELAY_MS);
+  }
+
   async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.relistenTimer);
     this.listener?.release(true);
     this.listener = undefined;
   }
