@@ -87,7 +87,7 @@ export class RouteCache {
   private readonly routes = new Map<string, { route: WorkloadRoute | DomainRoute | SandboxRoute | undefined; at: number }>();
   /** Callers waiting for news of one resource (a wake), by resource id. */
   private readonly waiters = new Map<string, (() => void)[]>();
-  private listener?: PoolClient;
+  private listener?: { client: PoolClient; drop: () => void };
   private closed = false;
   private relistenTimer?: NodeJS.Timeout;
 
@@ -100,16 +100,26 @@ export class RouteCache {
 
   async listen(): Promise<void> {
     const client = await this.pg.connect();
+    let released = false;
+    // A lost connection can both fail the statement under way and emit 'error': release once.
+    const drop = () => {
+      if (!released) client.release(true);
+      released = true;
+    };
     client.on('notification', (message) => this.notified(message.payload ?? ''));
-    client.once('error', () => this.listenerLost(client));
+    client.once('error', () => {
+      drop();
+      // Lost while setting up, listen() itself fails, and its caller decides.
+      if (this.listener?.client === client) this.listenerLost();
+    });
     try {
       await client.query(`LISTEN ${this.channel}`);
     } catch (err) {
-      client.release(true);
+      drop();
       throw err;
     }
-    if (this.closed) return client.release(true);
-    this.listener = client;
+    if (this.closed) return drop();
+    this.listener = { client, drop };
   }
 
   private notified(id: string): void {
@@ -124,9 +134,8 @@ export class RouteCache {
    * listens, so forget every route, and listen again, retrying while the database is away. The
    * TTL alone keeps routes fresh meanwhile.
    */
-  private listenerLost(client: PoolClient): void {
-    if (this.listener === client) this.listener = undefined;
-    client.release(true);
+  private listenerLost(): void {
+    this.listener = undefined;
     this.routes.clear();
     const retry = (delayMs: number) => {
       if (this.closed) return;
@@ -141,7 +150,7 @@ export class RouteCache {
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.relistenTimer);
-    this.listener?.release(true);
+    this.listener?.drop();
     this.listener = undefined;
   }
 
