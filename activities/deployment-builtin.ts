@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Pool } from 'pg';
 import { ConnectionStore } from '../api/management/integrations/connection-store';
+import { survivingConnectionLoss } from '../api/plugins/postgres';
 import type { HangarConfig } from '../core/config';
 import { findIntegration } from '../core/integrations/catalog';
 import { boundConnections } from '../core/integrations/function-binding';
@@ -45,9 +46,7 @@ export class BuiltinWorkloads {
     const [connectionName] = boundConnections(spec);
     if (key.kind !== 'functions' || !connectionName) throw ApplicationFailure.nonRetryable('no code bundle: upload one with PUT .../code', 'WorkloadDeployError');
     if (!this.pool) {
-      this.pool = new Pool({ connectionString: this.config.databaseUrl, max: 2, allowExitOnIdle: true });
-      // An idle client losing its connection (database restart) must not crash the worker.
-      this.pool.on('error', () => undefined);
+      this.pool = survivingConnectionLoss(new Pool({ connectionString: this.config.databaseUrl, max: 2, allowExitOnIdle: true }));
     }
     const store = new ConnectionStore(this.pool, new SecretBox(loadMasterKey(this.config)));
     const row = await store.get(key.workspaceId, connectionName);

@@ -6,6 +6,7 @@ import { apiHealthy, platformEnv, PLATFORM_PROCESSES } from './platform-processe
 import { prepare } from './prepare';
 import type { Stack } from './stack';
 import { repoRoot } from './stack/binaries';
+import type { ServiceEvent } from './stack/service-supervisor';
 import { waitUntilReady } from './stack/readiness';
 import { maskPassword } from './stack/urls';
 import { superviseChild, type SupervisedChild } from './supervised-child';
@@ -68,10 +69,13 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', () => void shutdown('SIGINT', 0));
   process.on('SIGTERM', () => void shutdown('SIGTERM', 0));
-  // Services are not restarted behind the platform's back: a dead database means stop and say why.
-  const onUnexpectedExit = (service: string, how: string, logFile: string) =>
-    void shutdown(`${service} died (${how}; see ${path.relative(process.cwd(), logFile)})`, 1);
-  const prepared = await prepare(config, step, { onUnexpectedExit });
+  // A service that died is restarted (scripts/stack/service-supervisor.ts) while the platform
+  // processes keep serving what does not need it; only one that keeps dying stops everything.
+  const onServiceEvent = (event: ServiceEvent) => {
+    console.error(`[${elapsed()}] [stack] ${event.message}`);
+    if (event.kind === 'gave-up') void shutdown(`${event.service} keeps dying`, 1);
+  };
+  const prepared = await prepare(config, step, { onServiceEvent });
   stack = prepared.stack;
   const { credentials } = prepared;
 

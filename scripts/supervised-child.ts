@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import readline from 'node:readline';
 import { parentDeathPrefix } from './stack/service-process';
 import { settlesWithin } from './stack/timing';
+import { decideRestart, NO_CRASH_YET, type RestartPolicy } from './restart-policy';
 
 /**
  * A platform process (API server, control worker) kept running by `npm start`: restarted with
@@ -27,15 +28,8 @@ export interface SupervisedChild {
   stop(timeoutMs?: number): Promise<void>;
 }
 
-const FIRST_DELAY_MS = 1_000;
-const MAX_DELAY_MS = 30_000;
-/** A child that ran this long before crashing starts over at the shortest delay. */
-const STABLE_AFTER_MS = 60_000;
-
-/** Delay before restart number `crashesInARow` (1 for the first): 1 s, 2 s, 4 s, ... at most 30 s. */
-export function restartDelayMs(crashesInARow: number): number {
-  return Math.min(MAX_DELAY_MS, FIRST_DELAY_MS * 2 ** Math.max(0, crashesInARow - 1));
-}
+/** Platform processes are always worth another try: a growing delay, and no budget to give up on. */
+export const CHILD_RESTART_POLICY: RestartPolicy = { firstDelayMs: 1_000, maxDelayMs: 30_000, stableAfterMs: 60_000 };
 
 function killGroup(pid: number): void {
   try {
@@ -49,7 +43,7 @@ export function superviseChild(spec: ChildSpec): SupervisedChild {
   let current: ChildProcess | undefined;
   let exited: Promise<void> = Promise.resolve();
   let stopped = false;
-  let crashes = 0;
+  let restarts = NO_CRASH_YET;
   let restartTimer: NodeJS.Timeout | undefined;
 
   const launch = () => {
@@ -69,8 +63,10 @@ export function superviseChild(spec: ChildSpec): SupervisedChild {
         if (child.pid) killGroup(child.pid);
         resolve();
         if (stopped) return;
-        crashes = Date.now() - startedAt >= STABLE_AFTER_MS ? 1 : crashes + 1;
-        const delay = restartDelayMs(crashes);
+        const next = decideRestart(CHILD_RESTART_POLICY, restarts, { at: Date.now(), upForMs: Date.now() - startedAt });
+        restarts = next.state;
+        // Without a budget the policy always restarts.
+        const delay = next.decision.restart ? next.decision.delayMs : CHILD_RESTART_POLICY.maxDelayMs;
         spec.log(`${spec.name} exited (${signal ? `signal ${signal}` : `exit code ${code}`}); restarting in ${delay / 1000}s`);
         restartTimer = setTimeout(launch, delay);
       }),

@@ -62,6 +62,8 @@ export interface SandboxRoute {
 /** A route is trusted this long without news; deployments also invalidate it at once (LISTEN). */
 const ROUTE_TTL_MS = 2_000;
 const MAX_ROUTES = 10_000;
+const RELISTEN_FIRST_DELAY_MS = 200;
+const RELISTEN_MAX_DELAY_MS = 5_000;
 
 interface RouteRow {
   id: string;
@@ -85,7 +87,9 @@ export class RouteCache {
   private readonly routes = new Map<string, { route: WorkloadRoute | DomainRoute | SandboxRoute | undefined; at: number }>();
   /** Callers waiting for news of one resource (a wake), by resource id. */
   private readonly waiters = new Map<string, (() => void)[]>();
-  private listener?: PoolClient;
+  private listener?: { client: PoolClient; drop: () => void };
+  private closed = false;
+  private relistenTimer?: NodeJS.Timeout;
 
   constructor(
     private readonly pg: Pool,
@@ -96,21 +100,57 @@ export class RouteCache {
 
   async listen(): Promise<void> {
     const client = await this.pg.connect();
-    client.on('notification', (message) => {
-      const id = message.payload ?? '';
-      this.forget(id);
-      const waiting = this.waiters.get(id);
-      this.waiters.delete(id);
-      for (const resolve of waiting ?? []) resolve();
+    let released = false;
+    // A lost connection can both fail the statement under way and emit 'error': release once.
+    const drop = () => {
+      if (!released) client.release(true);
+      released = true;
+    };
+    client.on('notification', (message) => this.notified(message.payload ?? ''));
+    client.once('error', () => {
+      drop();
+      // Lost while setting up, listen() itself fails, and its caller decides.
+      if (this.listener?.client === client) this.listenerLost();
     });
-    // A lost listener means missed invalidations: fall back to the TTL alone, and say nothing more.
-    client.on('error', () => this.routes.clear());
-    await client.query(`LISTEN ${this.channel}`);
-    this.listener = client;
+    try {
+      await client.query(`LISTEN ${this.channel}`);
+    } catch (err) {
+      drop();
+      throw err;
+    }
+    if (this.closed) return drop();
+    this.listener = { client, drop };
+  }
+
+  private notified(id: string): void {
+    this.forget(id);
+    const waiting = this.waiters.get(id);
+    this.waiters.delete(id);
+    for (const resolve of waiting ?? []) resolve();
+  }
+
+  /**
+   * The listening connection is gone (a database restart): notices are missed until a new one
+   * listens, so forget every route, and listen again, retrying while the database is away. The
+   * TTL alone keeps routes fresh meanwhile.
+   */
+  private listenerLost(): void {
+    this.listener = undefined;
+    this.routes.clear();
+    const retry = (delayMs: number) => {
+      if (this.closed) return;
+      this.relistenTimer = setTimeout(() => {
+        this.routes.clear(); // notices may have been missed until now too
+        this.listen().catch(() => retry(Math.min(delayMs * 2, RELISTEN_MAX_DELAY_MS)));
+      }, delayMs);
+    };
+    retry(RELISTEN_FIRST_DELAY_MS);
   }
 
   async close(): Promise<void> {
-    this.listener?.release(true);
+    this.closed = true;
+    clearTimeout(this.relistenTimer);
+    this.listener?.drop();
     this.listener = undefined;
   }
 

@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
+import { isBackendUnavailable } from '../backend-unavailable';
 import { ApiError } from '../errors';
 
 interface ValidationIssue {
@@ -35,8 +36,9 @@ const FRAMEWORK_ERRORS: Record<string, { status: number; code: string; message?:
 };
 
 /**
- * Every error leaves as JSON `{error, message}`; a client never sees a stack trace. Unexpected
- * errors are logged with their stack and answered with a generic 500.
+ * Every error leaves as JSON `{error, message}`; a client never sees a stack trace. A backing
+ * service out of reach is a 503 with Retry-After; other unexpected errors are logged with their
+ * stack and answered with a generic 500.
  */
 export default fp(async function errorHandling(app: FastifyInstance) {
   app.setErrorHandler((err: FastifyError, request, reply) => {
@@ -51,6 +53,11 @@ export default fp(async function errorHandling(app: FastifyInstance) {
     if (known) return reply.status(known.status).send({ error: known.code, message: known.message ?? err.message });
     if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
       return reply.status(err.statusCode).send({ error: 'bad_request', message: err.message });
+    }
+    if (isBackendUnavailable(err)) {
+      // Expected while a local service restarts: one line, no stack, and an answer worth retrying.
+      request.log.warn({ code: (err as { code?: unknown }).code, message: err.message }, 'a backing service is unavailable');
+      return reply.status(503).header('retry-after', '1').send({ error: 'unavailable', message: 'a service the platform depends on is unavailable; retry shortly' });
     }
     request.log.error({ err }, 'unhandled error');
     return reply.status(500).send({ error: 'internal', message: 'internal server error' });

@@ -1,9 +1,11 @@
 import type { HangarConfig } from '../../core/config';
+import { SERVICE_RESTART_POLICY, type RestartPolicy } from '../restart-policy';
 import { prepareExternalClickHouse, startLocalClickHouse } from './clickhouse';
 import { notStarted, type LaunchContext, type StartedService } from './local-service';
 import { startLocalPostgres, waitForExternalPostgres } from './postgres';
 import { servicePasswords, type ServicePasswords } from './service-passwords';
 import { lockDataDir } from './stack-lock';
+import type { ServiceEvent } from './service-supervisor';
 import { prepareExternalTemporal, startLocalTemporal } from './temporal';
 
 export interface Stack {
@@ -33,8 +35,13 @@ export interface StackOptions {
   readyTimeoutMs?: number;
   /** How long to wait when another supervisor holds the data folder (0: fail at once). */
   lockWaitMs?: number;
-  /** Called when a service started here dies on its own (crash, OOM kill) after it was ready. */
-  onUnexpectedExit?: (service: string, how: string, logFile: string) => void;
+  /**
+   * Told when a service started here dies on its own (crash, OOM kill) after it was ready, when it
+   * is back after a restart, and when it is given up (then the caller should stop).
+   */
+  onServiceEvent?: (event: ServiceEvent) => void;
+  /** How services started here are restarted (SERVICE_RESTART_POLICY by default); none with keepRunning. */
+  restartPolicy?: RestartPolicy;
 }
 
 const DEFAULT_READY_TIMEOUT_MS = 120_000;
@@ -52,7 +59,9 @@ export async function startStack(config: HangarConfig, log: (line: string) => vo
     bindToParent: !keep,
     reuseRunning: keep,
     readyTimeoutMs: options.readyTimeoutMs ?? DEFAULT_READY_TIMEOUT_MS,
-    onUnexpectedExit: options.onUnexpectedExit,
+    // Services kept running outlive this process, so it cannot watch them; the next start adopts or replaces them.
+    restartPolicy: keep ? undefined : (options.restartPolicy ?? SERVICE_RESTART_POLICY),
+    onServiceEvent: options.onServiceEvent,
   };
   const started: StartedService[] = [];
   const timed = async <T extends { service: StartedService }>(name: string, start: () => Promise<T>): Promise<T> => {

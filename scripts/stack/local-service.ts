@@ -1,5 +1,7 @@
+import type { RestartPolicy } from '../restart-policy';
 import { assertPortFree, waitUntilReady } from './readiness';
-import { findLeftover, launchService, stopLeftover, type ServiceSpec } from './service-process';
+import { findLeftover, launchService, stopLeftover, type ServiceProcess, type ServiceSpec } from './service-process';
+import { superviseService, type ServiceEvent } from './service-supervisor';
 
 export type Log = (line: string) => void;
 
@@ -11,8 +13,10 @@ export interface LaunchContext {
   /** Adopt a healthy service left running by an earlier start instead of restarting it. */
   reuseRunning: boolean;
   readyTimeoutMs: number;
-  /** Told when a service this start launched dies without being asked to. */
-  onUnexpectedExit?: (name: string, how: string, logFile: string) => void;
+  /** Start a service this start launched again when it dies on its own; without one a death is only reported. */
+  restartPolicy?: RestartPolicy;
+  /** Told when a service this start launched dies without being asked to, is back, or is given up. */
+  onServiceEvent?: (event: ServiceEvent) => void;
 }
 
 export interface StartedService {
@@ -55,6 +59,13 @@ export async function runLocalService(ctx: LaunchContext, plan: LocalServicePlan
     }
     await stopLeftover(leftover, spec.stopSignal);
   }
+  const launch = () => launchUntilReady(ctx, plan);
+  return superviseService(ctx, spec, await launch(), launch);
+}
+
+/** Prepares, checks the ports, launches and waits until ready; a launch that never gets there is stopped again. */
+export async function launchUntilReady(ctx: LaunchContext, plan: LocalServicePlan): Promise<ServiceProcess> {
+  const { spec } = plan;
   await plan.prepare?.();
   for (const { port, purpose } of plan.ports) await assertPortFree(port, purpose);
   const proc = await launchService({ ...spec, bindToParent: ctx.bindToParent });
@@ -64,14 +75,5 @@ export async function runLocalService(ctx: LaunchContext, plan: LocalServicePlan
     await proc.stop();
     throw err;
   }
-  let stopping = false;
-  void proc.exited.then((how) => {
-    if (!stopping) ctx.onUnexpectedExit?.(spec.name, how, spec.logFile);
-  });
-  return {
-    stop: () => {
-      stopping = true;
-      return proc.stop();
-    },
-  };
+  return proc;
 }

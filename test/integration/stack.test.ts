@@ -7,9 +7,10 @@ import { createClient } from '@clickhouse/client';
 import { Client } from 'pg';
 import { startStack } from '../../scripts/stack';
 import { runLocalService } from '../../scripts/stack/local-service';
+import type { ServiceEvent } from '../../scripts/stack/service-supervisor';
 import { lockDataDir } from '../../scripts/stack/stack-lock';
 import { superviseChild } from '../../scripts/supervised-child';
-import { findLeftover, isAlive, launchService, parentDeathPrefix, stopLeftover } from '../../scripts/stack/service-process';
+import { findLeftover, isAlive, launchService, parentDeathPrefix, processTreePids, stopLeftover } from '../../scripts/stack/service-process';
 import { sleep } from '../../scripts/stack/timing';
 import { repoRoot, temporalBinary } from '../../scripts/stack/binaries';
 import { backendMallocTunables } from '../../scripts/stack/postgres';
@@ -175,22 +176,76 @@ describe('process supervision', () => {
     expect(findLeftover(pidFile, dir)).toBeUndefined();
   });
 
-  test('a service that dies on its own is reported; one stopped on purpose is not', async () => {
-    const deaths: string[] = [];
-    const ctx = { log: () => undefined, bindToParent: true, reuseRunning: false, readyTimeoutMs: 5_000, onUnexpectedExit: (name: string, how: string) => deaths.push(`${name}: ${how}`) };
-    const plan = { spec: spec('sleep 300'), ports: [], probe: async () => undefined };
-    const crashing = await runLocalService(ctx, plan);
-    const pid = Number(fs.readFileSync(path.join(dir, 'fake.pid'), 'utf8'));
-    process.kill(pid, 'SIGKILL');
-    const deadline = Date.now() + 5_000;
-    while (!deaths.length && Date.now() < deadline) await sleep(50);
-    expect(deaths).toEqual(['fake: signal SIGKILL']);
-    await crashing.stop();
+  /** A launch context restarting quickly, recording every service event. */
+  const restartingContext = (budget = { restarts: 3, windowMs: 60_000 }) => {
+    const events: ServiceEvent[] = [];
+    const ctx = {
+      log: () => undefined,
+      bindToParent: true,
+      reuseRunning: false,
+      readyTimeoutMs: 5_000,
+      restartPolicy: { firstDelayMs: 50, maxDelayMs: 200, stableAfterMs: 60_000, budget },
+      onServiceEvent: (event: ServiceEvent) => events.push(event),
+    };
+    return { ctx, events };
+  };
+  const pidOf = () => Number(fs.readFileSync(path.join(dir, 'fake.pid'), 'utf8'));
+  const serviceRunning = () => {
+    try {
+      return isAlive(pidOf());
+    } catch {
+      return false; // no pid file between a death and the restart
+    }
+  };
+  const until = async (what: string, check: () => boolean) => {
+    const deadline = Date.now() + 10_000;
+    while (!check()) {
+      if (Date.now() > deadline) throw new Error(`not within 10s: ${what}`);
+      await sleep(50);
+    }
+  };
 
-    const stopped = await runLocalService(ctx, plan);
-    await stopped.stop();
-    await sleep(200);
-    expect(deaths).toHaveLength(1);
+  test('a service that dies on its own is restarted with what it forked gone, and said so; one stopped on purpose is not', async () => {
+    const { ctx, events } = restartingContext();
+    // Forks helpers into its group, as PostgreSQL forks backends: a SIGKILL of the main process leaves them behind.
+    const service = await runLocalService(ctx, { spec: spec('sleep 300 & sleep 300; wait'), ports: [], probe: async () => undefined });
+    try {
+      const first = pidOf();
+      await until('the helpers are forked', () => processTreePids(first).length >= 3);
+      const firstTree = processTreePids(first);
+      process.kill(first, 'SIGKILL');
+      await until('the service is back', () => events.some((e) => e.kind === 'back'));
+      expect(events.map((e) => e.kind)).toEqual(['died', 'back']);
+      expect(events[0].message).toMatch(/^fake died \(signal SIGKILL; see .*fake\.log\); restarting in 0\.05s \(restart 1 of 3 in 60s\)$/);
+      // The helpers of the killed one went with it.
+      expect(firstTree.filter(isAlive)).toEqual([]);
+      const second = pidOf();
+      expect(second).not.toBe(first);
+      expect(isAlive(second)).toBe(true);
+    } finally {
+      await service.stop();
+    }
+    await sleep(300);
+    expect(events.map((e) => e.kind)).toEqual(['died', 'back']);
+    expect(processesMentioning(dir)).toEqual([]);
+  });
+
+  test('a service that keeps dying is given up once the restart budget is spent, and not started again', async () => {
+    const { ctx, events } = restartingContext({ restarts: 2, windowMs: 60_000 });
+    const service = await runLocalService(ctx, { spec: spec('sleep 300'), ports: [], probe: async () => undefined });
+    try {
+      for (let kill = 1; kill <= 3; kill++) {
+        await until(`launch ${kill} is ready`, () => events.filter((e) => e.kind === 'back').length === kill - 1 && serviceRunning());
+        process.kill(pidOf(), 'SIGKILL');
+        await until(`death ${kill} is told`, () => events.filter((e) => e.kind !== 'back').length === kill);
+      }
+      expect(events.map((e) => e.kind)).toEqual(['died', 'back', 'died', 'back', 'gave-up']);
+      expect(events[4].message).toMatch(/^fake died \(signal SIGKILL; see .*\) after 2 restarts in 60s: giving up$/);
+      await sleep(500);
+      expect(processesMentioning(dir)).toEqual([]);
+    } finally {
+      await service.stop();
+    }
   });
 
   test('the data-folder lock is taken over from a dead owner, and refused while its owner lives', async () => {

@@ -34,7 +34,7 @@ export default async function globalSetup(globalConfig: JestSelection): Promise<
   bundling.catch(() => undefined); // awaited below; a failed stack start must not leave it unhandled
   const keepRunning = process.env.HANGAR_TEST_KEEP_STACK === '1';
   // Another test run on the same folder finishes first: its services are not ours to stop.
-  const stack = await startStack(config, log, { keepRunning, fastWrites: true, lockWaitMs: 15 * 60_000 });
+  const stack = await startStack(config, log, { keepRunning, fastWrites: true, lockWaitMs: 15 * 60_000, onServiceEvent: (event) => log(event.message) });
   try {
     await applySchemas(stack);
     await bundling;

@@ -1,7 +1,8 @@
 import path from 'node:path';
 import { clickhouseServerConfig, clickhouseUsersConfig } from '../../scripts/stack/clickhouse-config';
 import { clickhouseTarget, maskPassword } from '../../scripts/stack/urls';
-import { restartDelayMs } from '../../scripts/supervised-child';
+import { restartDelayMs } from '../../scripts/restart-policy';
+import { CHILD_RESTART_POLICY } from '../../scripts/supervised-child';
 import { onlyUnitTestsSelected, type JestSelection } from '../setup/selection';
 import { TEST_PORTS, testConfig } from '../setup/test-config';
 
@@ -68,9 +69,9 @@ describe('ClickHouse configuration', () => {
   });
 });
 
-describe('restartDelayMs', () => {
+describe('the restart delay of platform processes', () => {
   test('doubles from 1 s and stops at 30 s', () => {
-    expect([1, 2, 3, 4, 5, 6, 7, 20].map(restartDelayMs)).toEqual([1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000]);
+    expect([1, 2, 3, 4, 5, 6, 7, 20].map((n) => restartDelayMs(CHILD_RESTART_POLICY, n))).toEqual([1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000]);
   });
 });
 
