@@ -2,7 +2,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import type { Pool } from 'pg';
 import { ResourceStore } from '../api/management/resources/store';
 import { DEFAULT_SANDBOX_IMAGE, DEFAULT_SANDBOX_MEMORY_MB, type SandboxKey, type SandboxSpec } from '../core/sandbox/types';
-import { SandboxSpecError, type RuntimeVolumeMount, type SandboxRuntime } from '../runtime/types';
+import { SandboxSpecError, type FreezeState, type RuntimeVolumeMount, type SandboxRuntime } from '../runtime/types';
 import type { VolumeStore } from '../runtime/volume-store';
 import { whileHeartbeating } from './heartbeat';
 
@@ -32,8 +32,9 @@ export function createSandboxNodeActivities({ runtime, volumes, pg }: { runtime:
     /**
      * Starts the sandbox and marks it DEPLOYED (RUNNING) in the same activity: creation is on
      * the user's critical path, and a separate control activity would add a workflow round trip.
+     * Answers when it was running, by this node's clock: metering starts there.
      */
-    startSandbox: (key: SandboxKey, spec: SandboxSpec): Promise<void> => whileHeartbeating(async () => {
+    startSandbox: (key: SandboxKey, spec: SandboxSpec): Promise<{ startedAt: number }> => whileHeartbeating(async () => {
       const mounts = await volumeMounts(spec);
       try {
         await runtime.start({
@@ -50,21 +51,38 @@ export function createSandboxNodeActivities({ runtime, volumes, pg }: { runtime:
         if (err instanceof SandboxSpecError) throw ApplicationFailure.nonRetryable(err.message, 'SandboxSpecError');
         throw err;
       }
-      await store.transition(key.id, 'DEPLOYED', { type: 'Normal', message: 'sandbox is running' }, { state: 'RUNNING', lastUsedAt: new Date().toISOString() });
+      const startedAt = Date.now();
+      await store.transition(key.id, 'DEPLOYED', { type: 'Normal', message: 'sandbox is running' }, { state: 'RUNNING', lastUsedAt: new Date(startedAt).toISOString() });
+      return { startedAt };
     }),
 
     /**
      * Freezes the sandbox unless it is serving a request, running a command someone waits on, or
      * was used within the idle period (the gateway's touches are throttled, the sandbox's own
-     * record is exact). Returns the last use it saw, so the workflow can wait again from there.
+     * record is exact). Returns the last use it saw, so the workflow can wait again from there,
+     * and the node's freeze state either way.
+     *
+     * It freezes only in the generation the workflow knows of (`knownGeneration`): a sandbox
+     * frozen and thawed since (by this activity's earlier attempt, whose answer was lost with
+     * its worker) is reported, not frozen again, so the workflow hears of every freeze cycle
+     * before the next starts. A frozen sandbox is reported as is: it cannot be asked for its
+     * activity.
      */
-    async enterStandby(key: SandboxKey, idleTimeoutMs: number): Promise<{ frozen: boolean; lastUsedAt: number }> {
+    async enterStandby(key: SandboxKey, idleTimeoutMs: number, knownGeneration?: number): Promise<StandbyAnswer> {
+      const before = await runtime.freezeState(key.id);
+      const unseen = knownGeneration !== undefined && before.generation !== knownGeneration;
+      if (before.frozen || unseen) return { frozen: before.frozen, lastUsedAt: 0, freeze: before };
       const activity = await runtime.activity(key.id);
       const lastUsedAt = Date.parse(activity.lastRequestAt) || 0;
-      if (activity.inflightRequests > 0) return { frozen: false, lastUsedAt: Date.now() };
-      if (Date.now() - lastUsedAt < idleTimeoutMs) return { frozen: false, lastUsedAt };
-      await runtime.freeze(key.id);
-      return { frozen: true, lastUsedAt };
+      if (activity.inflightRequests > 0) return { frozen: false, lastUsedAt: Date.now(), freeze: before };
+      if (Date.now() - lastUsedAt < idleTimeoutMs) return { frozen: false, lastUsedAt, freeze: before };
+      return { frozen: true, lastUsedAt, freeze: await runtime.freeze(key.id) };
+    },
+
+    /** The sandbox's freeze state now, and the moment it was read (by this node's clock). */
+    async freezeState(key: SandboxKey): Promise<ObservedFreeze> {
+      const state = await runtime.freezeState(key.id);
+      return { ...state, observedAt: Date.now() };
     },
 
     /** What the sandbox holds now: memory charged to its cgroup, and the size of its image. */
@@ -73,8 +91,25 @@ export function createSandboxNodeActivities({ runtime, volumes, pg }: { runtime:
       return { memoryBytes: status?.memoryUsageBytes ?? 0, imageBytes };
     },
 
-    stopSandbox: (key: SandboxKey): Promise<void> => whileHeartbeating(() => runtime.remove(key.id)),
+    /**
+     * Removes the sandbox. Answers when it was gone (metering ends there) and its last freeze
+     * state, so that a thaw the workflow did not hear of is still metered as running.
+     */
+    stopSandbox: (key: SandboxKey): Promise<{ stoppedAt: number; freeze?: FreezeState }> => whileHeartbeating(async () => {
+      const freeze = await runtime.freezeState(key.id).catch(() => undefined);
+      await runtime.remove(key.id);
+      return { stoppedAt: Date.now(), freeze };
+    }),
   };
 }
+
+/** What enterStandby did, and the node's freeze state after it. */
+export interface StandbyAnswer {
+  frozen: boolean;
+  lastUsedAt: number;
+  freeze: FreezeState;
+}
+
+export type ObservedFreeze = FreezeState & { observedAt: number };
 
 export type SandboxNodeActivities = ReturnType<typeof createSandboxNodeActivities>;
