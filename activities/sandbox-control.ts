@@ -14,21 +14,24 @@ export function createSandboxControlActivities({ pg }: Pick<ActivityDeps, 'pg'>)
       await store.transition(key.id, 'FAILED', { type: 'Warning', message });
       await history.end(key.id, Date.now());
     },
-    /** `changedAt`: when the workflow saw the change, where its metering switches dimension too. */
-    async setSandboxState(key: SandboxKey, state: SandboxState, lastUsedAt: number, changedAt = Date.now()): Promise<void> {
+    async setSandboxState(key: SandboxKey, state: SandboxState, lastUsedAt: number): Promise<void> {
       await store.mergeState(key.id, { state, lastUsedAt: new Date(lastUsedAt).toISOString() });
-      await history.changeState(key.id, state, changedAt);
     },
-    /** Answers when: its state history ends there, and its metering with it. */
-    async markSandboxDeleting(key: SandboxKey, reason: string): Promise<number> {
+    async markSandboxDeleting(key: SandboxKey, reason: string): Promise<void> {
       await store.transition(key.id, 'DELETING', { type: 'Normal', message: reason });
-      return history.end(key.id, Date.now());
     },
-    async deleteSandboxRecord(key: SandboxKey): Promise<void> {
+    /** `stoppedAt`: when the node removed it, where its metering ended; its state history ends there too. */
+    async deleteSandboxRecord(key: SandboxKey, stoppedAt?: number): Promise<void> {
+      if (stoppedAt !== undefined) await history.end(key.id, stoppedAt);
       await store.deleteById(key.id);
     },
-    /** Idempotent: a retried period produces the same event ids and is counted once. */
+    /**
+     * Idempotent: a retried period produces the same event ids and is counted once. The state
+     * history takes the period's state from its start, so that history and bills split at the
+     * same instants, the node's (freeze, thaw), whenever the workflow learnt of them.
+     */
     async recordSandboxUsage(period: Omit<SandboxMeterPeriod, 'accountId'>): Promise<void> {
+      await history.changeState(period.key.id, period.state, period.from);
       await recordWorkspaceUsage(pg, period.key.workspaceId, (accountId) => sandboxUsageTicks({ ...period, accountId }));
     },
   };

@@ -3,7 +3,7 @@ import type { Pool } from 'pg';
 import { ResourceStore } from '../api/management/resources/store';
 import { StateHistory } from '../db/state-history';
 import { DEFAULT_SANDBOX_IMAGE, DEFAULT_SANDBOX_MEMORY_MB, type SandboxKey, type SandboxSpec } from '../core/sandbox/types';
-import { SandboxSpecError, type RuntimeVolumeMount, type SandboxRuntime } from '../runtime/types';
+import { SandboxSpecError, type FreezeState, type RuntimeVolumeMount, type SandboxRuntime } from '../runtime/types';
 import type { VolumeStore } from '../runtime/volume-store';
 import { whileHeartbeating } from './heartbeat';
 
@@ -34,9 +34,9 @@ export function createSandboxNodeActivities({ runtime, volumes, pg }: { runtime:
     /**
      * Starts the sandbox and marks it DEPLOYED (RUNNING) in the same activity: creation is on
      * the user's critical path, and a separate control activity would add a workflow round trip.
-     * Answers since when it runs: where its state history and its metering start.
+     * Answers since when it runs, by this node's clock: where its state history and its metering start.
      */
-    startSandbox: (key: SandboxKey, spec: SandboxSpec): Promise<number> => whileHeartbeating(async () => {
+    startSandbox: (key: SandboxKey, spec: SandboxSpec): Promise<{ startedAt: number }> => whileHeartbeating(async () => {
       const mounts = await volumeMounts(spec);
       const memoryMb = spec.runtime?.memory ?? DEFAULT_SANDBOX_MEMORY_MB;
       try {
@@ -56,21 +56,36 @@ export function createSandboxNodeActivities({ runtime, volumes, pg }: { runtime:
       }
       await store.transition(key.id, 'DEPLOYED', { type: 'Normal', message: 'sandbox is running' }, { state: 'RUNNING', lastUsedAt: new Date().toISOString() });
       const sandbox = { workspaceId: key.workspaceId, resourceType: 'sandbox' as const, resourceUuid: key.id, resourceName: key.name };
-      return history.enter(sandbox, { state: 'RUNNING', memoryMb, storedBytes: 0 }, Date.now());
+      return { startedAt: await history.enter(sandbox, { state: 'RUNNING', memoryMb, storedBytes: 0 }, Date.now()) };
     }),
 
     /**
      * Freezes the sandbox unless it is serving a request, running a command someone waits on, or
      * was used within the idle period (the gateway's touches are throttled, the sandbox's own
-     * record is exact). Returns the last use it saw, so the workflow can wait again from there.
+     * record is exact). Returns the last use it saw, so the workflow can wait again from there,
+     * and the node's freeze state either way.
+     *
+     * It freezes only in the generation the workflow knows of (`knownGeneration`): a sandbox
+     * frozen and thawed since (by this activity's earlier attempt, whose answer was lost with
+     * its worker) is reported, not frozen again, so the workflow hears of every freeze cycle
+     * before the next starts. A frozen sandbox is reported as is: it cannot be asked for its
+     * activity.
      */
-    async enterStandby(key: SandboxKey, idleTimeoutMs: number): Promise<{ frozen: boolean; lastUsedAt: number }> {
+    async enterStandby(key: SandboxKey, idleTimeoutMs: number, knownGeneration?: number): Promise<StandbyAnswer> {
+      const before = await runtime.freezeState(key.id);
+      const unseen = knownGeneration !== undefined && before.generation !== knownGeneration;
+      if (before.frozen || unseen) return { frozen: before.frozen, lastUsedAt: 0, freeze: before };
       const activity = await runtime.activity(key.id);
       const lastUsedAt = Date.parse(activity.lastRequestAt) || 0;
-      if (activity.inflightRequests > 0) return { frozen: false, lastUsedAt: Date.now() };
-      if (Date.now() - lastUsedAt < idleTimeoutMs) return { frozen: false, lastUsedAt };
-      await runtime.freeze(key.id);
-      return { frozen: true, lastUsedAt };
+      if (activity.inflightRequests > 0) return { frozen: false, lastUsedAt: Date.now(), freeze: before };
+      if (Date.now() - lastUsedAt < idleTimeoutMs) return { frozen: false, lastUsedAt, freeze: before };
+      return { frozen: true, lastUsedAt, freeze: await runtime.freeze(key.id) };
+    },
+
+    /** The sandbox's freeze state now, and the moment it was read (by this node's clock). */
+    async freezeState(key: SandboxKey): Promise<ObservedFreeze> {
+      const state = await runtime.freezeState(key.id);
+      return { ...state, observedAt: Date.now() };
     },
 
     /**
@@ -82,8 +97,25 @@ export function createSandboxNodeActivities({ runtime, volumes, pg }: { runtime:
       return { memoryBytes: status?.memoryUsageBytes ?? 0, imageBytes };
     },
 
-    stopSandbox: (key: SandboxKey): Promise<void> => whileHeartbeating(() => runtime.remove(key.id)),
+    /**
+     * Removes the sandbox. Answers when it was gone (metering ends there) and its last freeze
+     * state, so that a thaw the workflow did not hear of is still metered as running.
+     */
+    stopSandbox: (key: SandboxKey): Promise<{ stoppedAt: number; freeze?: FreezeState }> => whileHeartbeating(async () => {
+      const freeze = await runtime.freezeState(key.id).catch(() => undefined);
+      await runtime.remove(key.id);
+      return { stoppedAt: Date.now(), freeze };
+    }),
   };
 }
+
+/** What enterStandby did, and the node's freeze state after it. */
+export interface StandbyAnswer {
+  frozen: boolean;
+  lastUsedAt: number;
+  freeze: FreezeState;
+}
+
+export type ObservedFreeze = FreezeState & { observedAt: number };
 
 export type SandboxNodeActivities = ReturnType<typeof createSandboxNodeActivities>;

@@ -16,6 +16,7 @@ import { StateStore, type SandboxRecord } from './state-store';
 import { WarmPool, isWarmId, setHostname } from './warm-pool';
 import {
   SandboxNotFoundError,
+  type FreezeState,
   SandboxStartError,
   type RuntimeSandboxSpec,
   type SandboxActivity,
@@ -256,12 +257,46 @@ export class BwrapRuntime implements SandboxRuntime {
     await this.exclusive(id, () => fsp.rm(this.layout(id).root, { recursive: true, force: true }));
   }
 
-  async freeze(id: string): Promise<void> {
-    await this.exclusive(id, async () => (await this.liveCgroup(id)).freeze());
+  freeze(id: string): Promise<FreezeState> {
+    return this.exclusive(id, async () => {
+      const { record, cgroup, state } = await this.settledFreeze(id);
+      if (state.frozen) return state;
+      await cgroup.freeze();
+      return this.recordFreeze(record, { ...state, frozen: true, frozenAt: Date.now() });
+    });
   }
 
-  async thaw(id: string): Promise<void> {
-    await this.exclusive(id, async () => (await this.liveCgroup(id)).thaw());
+  thaw(id: string): Promise<FreezeState> {
+    return this.exclusive(id, async () => {
+      const { record, cgroup, state } = await this.settledFreeze(id);
+      if (!state.frozen) return state;
+      await cgroup.thaw();
+      return this.recordFreeze(record, { ...state, generation: state.generation + 1, frozen: false, thawedAt: Date.now() });
+    });
+  }
+
+  freezeState(id: string): Promise<FreezeState> {
+    return this.exclusive(id, async () => (await this.settledFreeze(id)).state);
+  }
+
+  /**
+   * The sandbox's freeze state with the record and the cgroup agreeing. The cgroup is the truth:
+   * a worker that died between changing the cgroup and recording it left the record behind, so
+   * the change is recorded now (as of now; the moment it really happened is lost with the worker).
+   */
+  private async settledFreeze(id: string): Promise<{ record: SandboxRecord; cgroup: SandboxCgroup; state: FreezeState }> {
+    const cgroup = await this.liveCgroup(id);
+    const record = (await this.store.read(id))!;
+    const frozen = await cgroup.isFrozen();
+    const known: FreezeState = record.freeze ?? { generation: 0, frozen: false };
+    if (known.frozen === frozen) return { record, cgroup, state: known };
+    const state = frozen ? { ...known, frozen, frozenAt: Date.now() } : { ...known, generation: known.generation + 1, frozen, thawedAt: Date.now() };
+    return { record, cgroup, state: await this.recordFreeze(record, state) };
+  }
+
+  private async recordFreeze(record: SandboxRecord, state: FreezeState): Promise<FreezeState> {
+    await this.store.write({ ...record, freeze: state });
+    return state;
   }
 
   async isFrozen(id: string): Promise<boolean> {

@@ -1,7 +1,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { sandboxesDir, sandboxLayout } from './layout';
-import type { RuntimeSandboxSpec } from './types';
+import type { FreezeState, RuntimeSandboxSpec } from './types';
 
 /**
  * The runtime's durable record of one sandbox, in its folder. Written before the sandbox's
@@ -17,6 +17,8 @@ export interface SandboxRecord {
   pid?: number;
   pidStartTicks?: number;
   startedAt?: string;
+  /** The last freeze or thaw (absent until the first freeze): see FreezeState. */
+  freeze?: FreezeState;
 }
 
 export class StateStore {

@@ -1,3 +1,7 @@
+import type { FreezeState } from '../core/sandbox/lifecycle';
+
+export type { FreezeState };
+
 /** What the runtime needs to start one sandbox on this node. */
 export interface RuntimeSandboxSpec {
   /** Unique on the node; becomes the hostname and the cgroup's name. */
@@ -66,8 +70,11 @@ export interface SandboxRuntime {
   stop(id: string): Promise<void>;
   /** Stops the sandbox and deletes its files. */
   remove(id: string): Promise<void>;
-  freeze(id: string): Promise<void>;
-  thaw(id: string): Promise<void>;
+  /** Freezes the sandbox (a no-op when frozen); answers the freeze that holds it. */
+  freeze(id: string): Promise<FreezeState>;
+  /** Thaws the sandbox (a no-op when running); answers the generation it runs in. */
+  thaw(id: string): Promise<FreezeState>;
+  freezeState(id: string): Promise<FreezeState>;
   isFrozen(id: string): Promise<boolean>;
   status(id: string): Promise<SandboxStatus | undefined>;
   list(): Promise<SandboxStatus[]>;

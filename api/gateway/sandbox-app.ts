@@ -5,6 +5,7 @@ import { ROUTES_CHANNEL } from '../../core/resource';
 import { sandboxAddressMatcher } from '../../core/sandbox/url-template';
 import { sandboxWorkflowId } from '../../core/sandbox/types';
 import { reachesInternalRoute } from '../../sandbox-agent/routes';
+import type { FreezeState } from '../../runtime/types';
 import { ApiError, forbidden, notFound } from '../errors';
 import type { AppOptions } from '../fastify';
 import { PrincipalCache } from './principal-cache';
@@ -17,7 +18,8 @@ import { WorkflowTouches } from './workflow-touches';
 export interface SandboxNodeAccess {
   socketPath(sandboxId: string): string;
   isFrozen(sandboxId: string): Promise<boolean>;
-  thaw(sandboxId: string): Promise<void>;
+  /** Thaws it (a no-op when running) and answers the freeze generation it now runs in, and since when (thawedAt). */
+  thaw(sandboxId: string): Promise<FreezeState>;
 }
 
 const FREEZE_RECHECK_MS = 100;
@@ -43,7 +45,8 @@ export async function buildSandboxGatewayApp(
   const agents = new SandboxAgents();
   const principals = new PrincipalCache((headers) => app.authenticator.authenticate(headers));
   const touches = new WorkflowTouches(
-    (workflowId, which, at) => app.temporal.workflow.getHandle(workflowId).signal(which, at),
+    (workflowId, which, at, generation) =>
+      generation === undefined ? app.temporal.workflow.getHandle(workflowId).signal(which, at) : app.temporal.workflow.getHandle(workflowId).signal(which, at, generation),
     (workflowId, which, err) => app.log.warn({ err: err.message, workflowId }, `could not signal ${which}`),
   );
 
@@ -70,11 +73,18 @@ export async function buildSandboxGatewayApp(
     }
 
     const workflowId = sandboxWorkflowId(workspace, name);
+    /**
+     * The thaw's generation goes with `resumed`: the workflow compares it with the freeze it made,
+     * so a resume heard before the freeze's answer still ends that freeze.
+     */
+    const resume = async () => {
+      const thawed = await node.thaw(route.resourceId);
+      touches.resumed(workflowId, thawed.thawedAt ?? Date.now(), thawed.generation);
+    };
     if (await node.isFrozen(route.resourceId)) {
-      await node.thaw(route.resourceId);
+      await resume();
       // Idle connections kept across the freeze are closed by the sandbox as soon as it thaws.
       agents.reset(route.resourceId);
-      touches.signal(workflowId, 'resumed');
     } else {
       touches.touch(workflowId);
     }
@@ -88,9 +98,7 @@ export async function buildSandboxGatewayApp(
       node
         .isFrozen(route.resourceId)
         .then(async (frozen) => {
-          if (!frozen) return;
-          await node.thaw(route.resourceId);
-          touches.signal(workflowId, 'resumed');
+          if (frozen) await resume();
         })
         .catch(() => undefined);
     }, FREEZE_RECHECK_MS);

@@ -18,7 +18,7 @@ export class WorkflowTouches {
   private readonly inflight = new Map<string, { requests: number; timer: NodeJS.Timeout }>();
 
   constructor(
-    private readonly send: (workflowId: string, signal: string, at: number) => Promise<void>,
+    private readonly send: (workflowId: string, signal: string, at: number, generation?: number) => Promise<void>,
     private readonly onError: (workflowId: string, signal: string, err: Error) => void,
     private readonly intervalMs = TOUCH_INTERVAL_MS,
   ) {}
@@ -28,6 +28,12 @@ export class WorkflowTouches {
     const at = Date.now();
     this.noted(workflowId, at);
     this.send(workflowId, signal, at).catch((err) => this.onError(workflowId, signal, err as Error));
+  }
+
+  /** Sends `resumed` now: the sandbox thawed `at` (node clock) into freeze generation `generation`. */
+  resumed(workflowId: string, at: number, generation: number): void {
+    this.noted(workflowId);
+    this.send(workflowId, 'resumed', at, generation).catch((err) => this.onError(workflowId, 'resumed', err as Error));
   }
 
   /** Signals `touch` unless the workflow heard from this gateway within the interval. */
