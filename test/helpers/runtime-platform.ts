@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { buildRunApp } from '../../api/gateway/run-app';
+import { buildSandboxGatewayApp } from '../../api/gateway/sandbox-app';
 import type { DeployTarget } from '../../cli/deploy';
 import type { HangarConfig } from '../../core/config';
 import type { AppOptions } from '../../api/fastify';
@@ -38,6 +39,29 @@ export async function startWorkloadPlatform(
     started.control = await startControlWorker(t.config, t.app.pg);
     started.node = await startNodeWorker(t.config, runtime);
     return started as WorkloadPlatform;
+  } catch (err) {
+    await stopRuntimeTest(started);
+    throw err;
+  }
+}
+
+/** What sandbox tests run beside their app: a node's runtime, the sandbox gateway and both workers. */
+export interface SandboxPlatform {
+  runtime: ReturnType<typeof testRuntime>;
+  gateway: FastifyInstance;
+  control: RunningWorker;
+  node: RunningWorker;
+}
+
+/** Starts the sandbox platform for the app `t`; on a failure, stops what it had started. */
+export async function startSandboxPlatform(t: TestApp): Promise<SandboxPlatform> {
+  const runtime = testRuntime(t.config.dataDir);
+  const started: Partial<SandboxPlatform> = { runtime };
+  try {
+    started.gateway = await buildSandboxGatewayApp(t.config, runtime);
+    started.control = await startControlWorker(t.config, t.app.pg);
+    started.node = await startNodeWorker(t.config, runtime);
+    return started as SandboxPlatform;
   } catch (err) {
     await stopRuntimeTest(started);
     throw err;

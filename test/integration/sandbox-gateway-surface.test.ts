@@ -1,14 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import fc from 'fast-check';
-import { buildSandboxGatewayApp } from '../../api/gateway/sandbox-app';
 import { renderSandboxUrl } from '../../core/sandbox/url-template';
 import { AGENT_ROUTES, type AgentRoute } from '../../sandbox-agent/routes';
 import { pathVariant } from '../helpers/path-variants';
 import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../helpers/platform';
 import { tenantResources } from '../helpers/resources';
-import { stopRuntimeTest } from '../helpers/runtime-platform';
+import { stopRuntimeTest, startSandboxPlatform } from '../helpers/runtime-platform';
 import { callSandbox, exec, testRuntime } from '../helpers/sandbox-runtime';
-import { startControlWorker, startNodeWorker, type RunningWorker } from '../helpers/workers';
+import { type RunningWorker } from '../helpers/workers';
 
 // What of the sandbox agent's API a workspace member reaches through the sandbox gateway: every
 // public route of the agent's table, and none of its internal ones, however spelt; the host
@@ -27,10 +26,7 @@ let sandboxHost: string;
 beforeAll(async () => {
   t = await startTestApp({ taskQueue: unique('surface') });
   tenant = await createTenant(t.app.pg, 'surface');
-  runtime = testRuntime(t.config.dataDir);
-  gateway = await buildSandboxGatewayApp(t.config, runtime);
-  control = await startControlWorker(t.config, t.app.pg);
-  node = await startNodeWorker(t.config, runtime);
+  ({ runtime, gateway, control, node } = await startSandboxPlatform(t));
   const resources = tenantResources(t, tenant);
   expect((await resources.api('POST', '/v0/sandboxes', { metadata: { name: 'box' }, spec: { runtime: { memory: 256 } } })).statusCode).toBe(200);
   await resources.status('sandboxes', 'box', 'DEPLOYED');

@@ -1,10 +1,9 @@
 import type { FastifyInstance } from 'fastify';
-import { buildSandboxGatewayApp } from '../../api/gateway/sandbox-app';
 import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../helpers/platform';
 import { tenantResources } from '../helpers/resources';
-import { stopRuntimeTest } from '../helpers/runtime-platform';
+import { stopRuntimeTest, startSandboxPlatform } from '../helpers/runtime-platform';
 import { testRuntime } from '../helpers/sandbox-runtime';
-import { eventually, startControlWorker, startNodeWorker, type RunningWorker } from '../helpers/workers';
+import { eventually, type RunningWorker } from '../helpers/workers';
 
 /**
  * The resume-versus-freeze race of issue #14 against the real node: one request to each of
@@ -27,10 +26,7 @@ let runtime: ReturnType<typeof testRuntime>;
 beforeAll(async () => {
   t = await startTestApp({ taskQueue: unique('standby-race'), sandboxIdleSeconds: IDLE_SECONDS });
   tenant = await createTenant(t.app.pg, 'race');
-  runtime = testRuntime(t.config.dataDir);
-  gateway = await buildSandboxGatewayApp(t.config, runtime);
-  control = await startControlWorker(t.config, t.app.pg);
-  node = await startNodeWorker(t.config, runtime);
+  ({ runtime, gateway, control, node } = await startSandboxPlatform(t));
 }, 60_000);
 
 afterAll(() => stopRuntimeTest({ runtime, node, control, gateway, t }), 60_000);

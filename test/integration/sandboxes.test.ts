@@ -1,11 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import fs from 'node:fs';
-import { buildSandboxGatewayApp } from '../../api/gateway/sandbox-app';
 import { sandboxWorkflowId } from '../../core/sandbox/types';
 import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../helpers/platform';
 import { tenantResources } from '../helpers/resources';
 import { testRuntime } from '../helpers/sandbox-runtime';
-import { stopRuntimeTest } from '../helpers/runtime-platform';
+import { stopRuntimeTest, startSandboxPlatform } from '../helpers/runtime-platform';
 import { eventually, startControlWorker, startNodeWorker, type RunningWorker } from '../helpers/workers';
 import { outboxEvents } from '../helpers/usage-outbox';
 
@@ -19,10 +18,7 @@ let runtime: ReturnType<typeof testRuntime>;
 beforeAll(async () => {
   t = await startTestApp({ taskQueue: unique('sandboxes'), sandboxIdleSeconds: 2 });
   tenant = await createTenant(t.app.pg, 'sbx');
-  runtime = testRuntime(t.config.dataDir);
-  gateway = await buildSandboxGatewayApp(t.config, runtime);
-  control = await startControlWorker(t.config, t.app.pg);
-  node = await startNodeWorker(t.config, runtime);
+  ({ runtime, gateway, control, node } = await startSandboxPlatform(t));
 }, 60_000);
 
 afterAll(() => stopRuntimeTest({ runtime, node, control, gateway, t }), 60_000);

@@ -1,14 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
-import { buildSandboxGatewayApp } from '../../api/gateway/sandbox-app';
 import type { FastifyInstance } from 'fastify';
 import { volumeWorkflowId } from '../../core/volume/types';
 import { VolumeStore } from '../../runtime/volume-store';
 import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../helpers/platform';
 import { tenantResources } from '../helpers/resources';
 import { testRuntime } from '../helpers/sandbox-runtime';
-import { stopRuntimeTest } from '../helpers/runtime-platform';
-import { eventually, startControlWorker, startNodeWorker, type RunningWorker } from '../helpers/workers';
+import { stopRuntimeTest, startSandboxPlatform } from '../helpers/runtime-platform';
+import { eventually, type RunningWorker } from '../helpers/workers';
 import { outboxEvents } from '../helpers/usage-outbox';
 
 let t: TestApp;
@@ -22,11 +21,8 @@ let store: VolumeStore;
 beforeAll(async () => {
   t = await startTestApp({ taskQueue: unique('volumes') });
   tenant = await createTenant(t.app.pg, 'vol');
-  runtime = testRuntime(t.config.dataDir);
+  ({ runtime, gateway, control, node } = await startSandboxPlatform(t));
   store = new VolumeStore({ dataDir: t.config.dataDir });
-  gateway = await buildSandboxGatewayApp(t.config, runtime);
-  control = await startControlWorker(t.config, t.app.pg);
-  node = await startNodeWorker(t.config, runtime);
 }, 60_000);
 
 afterAll(() => stopRuntimeTest({ runtime, node, control, gateway, t }), 60_000);
