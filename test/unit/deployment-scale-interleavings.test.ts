@@ -119,7 +119,7 @@ test('every generated schedule leaves the reported scale, the usage and the wake
       if (problems.length > 0) findings.push(problems[0]);
       if (problems.length > 0 && process.env.HANGAR_INTERLEAVING_DEBUG) {
         const node = nodes.get(workflowId)!;
-        console.log(JSON.stringify({ schedule, history: node.history, acknowledged: node.acknowledged, usage: [...node.usage.values()], events: await eventSummary(workflowId) }));
+        console.log(JSON.stringify({ problems, schedule, history: node.history, acknowledged: node.acknowledged, usage: [...node.usage.values()], events: await eventSummary(workflowId) }));
       }
       expect(problems).toEqual([]);
     }),
