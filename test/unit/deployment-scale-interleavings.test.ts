@@ -19,6 +19,12 @@ import type { DeploymentInput } from '../../workflows/deployment';
  * process runs on the node; compute usage covers exactly the time a served process ran, each
  * second once, nothing after the deletion; every wake update answered a socket of a running
  * process or failed, and none hangs; nothing runs after the deletion.
+ *
+ * "The time a process ran" is as the workflow learnt it, from the activities' answers: the node
+ * activities answer no time of their effect, so after a lost answer the workflow bills from (or
+ * up to) the retry's answer, a retry interval after the process really started (or stopped). That
+ * gap is what the activities' interface allows, not checked here; closing it needs the node to
+ * answer when it started and stopped a process, as the sandbox's stopSandbox does.
  */
 
 const RUNS = Number(process.env.HANGAR_INTERLEAVING_RUNS || 20);
