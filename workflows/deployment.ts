@@ -66,6 +66,8 @@ const METER_INTERVAL_MS = 60_000;
  * change of usage on.
  */
 const STATE_HISTORY_PATCH = 'state-history';
+/** Wakes asked for while the workload is being deleted fail instead of answering its socket. */
+const REFUSE_WAKES_WHILE_DELETING_PATCH = 'refuse-wakes-while-deleting';
 
 /**
  * One workload's deployments, for its whole life: each new revision goes BUILDING (unpack and
@@ -121,6 +123,9 @@ export async function deployment(input: DeploymentInput): Promise<void> {
     lastUsedAt = Math.max(lastUsedAt, at);
   });
   setHandler(wakeUpdate, async () => {
+    // A workload being deleted is not handed out, even while its process still runs: the caller
+    // would be sent to a socket about to go (found by the scale-to-zero interleaving test).
+    if (deleting && patched(REFUSE_WAKES_WHILE_DELETING_PATCH)) throw startFailure('the workload is being deleted');
     lastUsedAt = Math.max(lastUsedAt, Date.now());
     const running = () => serving !== undefined && scale === 'RUNNING' && !stopping;
     if (!running()) {

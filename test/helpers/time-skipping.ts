@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { temporal } from '@temporalio/proto';
+import { defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { repoRoot } from '../../scripts/stack/binaries';
@@ -14,15 +15,38 @@ import { SEARCH_ATTRIBUTES } from '../../scripts/stack/temporal';
  */
 export async function createTimeSkippingEnvironment(): Promise<TestWorkflowEnvironment> {
   quietWorkers();
-  const env = await TestWorkflowEnvironment.createTimeSkipping({
-    server: { executable: { type: 'existing-path', path: path.join(repoRoot(), 'scripts', 'temporal-test-server.sh') } },
+  // The client's calls are retried as usual, except once the environment is closing: a retry
+  // still waiting when the channel closes throws from its timer, outside any promise
+  // ("Channel has been shut down"), and fails the whole test file.
+  const retry = defaultGrpcRetryOptions({ maxIntervalMs: () => RETRY_MAX_INTERVAL_MS });
+  const closing = { now: false };
+  // createTimeSkipping takes no connection options; the factory it calls does (1.24).
+  const create = (TestWorkflowEnvironment as unknown as { create(opts: object): Promise<TestWorkflowEnvironment> }).create.bind(TestWorkflowEnvironment);
+  const env = await create({
+    server: { type: 'time-skipping', executable: { type: 'existing-path', path: path.join(repoRoot(), 'scripts', 'temporal-test-server.sh') } },
+    supportsTimeSkipping: true,
+    connectionOptions: {
+      interceptors: [makeGrpcRetryInterceptor({ ...retry, retryableDecider: (attempt, status) => !closing.now && retry.retryableDecider(attempt, status) })],
+    },
   });
+  closingFlags.set(env, closing);
   const keyword = temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD;
   await env.connection.operatorService.addSearchAttributes({
     namespace: env.namespace ?? 'default',
     searchAttributes: Object.fromEntries(SEARCH_ATTRIBUTES.map((name) => [name, keyword])),
   });
   return env;
+}
+
+const RETRY_MAX_INTERVAL_MS = 1_000;
+const closingFlags = new WeakMap<TestWorkflowEnvironment, { now: boolean }>();
+
+/** Stops retrying the environment's calls, lets a retry already waiting run, then tears it down. */
+export async function closeTimeSkippingEnvironment(env: TestWorkflowEnvironment): Promise<void> {
+  const closing = closingFlags.get(env);
+  if (closing) closing.now = true;
+  await new Promise((resolve) => setTimeout(resolve, RETRY_MAX_INTERVAL_MS * 1.5));
+  await env.teardown();
 }
 
 /**
@@ -52,5 +76,32 @@ function quietWorkers(): void {
     Runtime.install({ logger, telemetryOptions: { logging: { forward: {}, filter: { core: 'WARN', other: 'ERROR' } } } });
   } catch {
     // A runtime is already installed (another test file in this process made a worker).
+  }
+}
+
+/**
+ * Servers an interleaving test set aside (its timer bug, a stuck replay), each with the schedule
+ * that was running on it. A server is closed only at the end, once its schedule has stopped
+ * using it: closing it under a call that waits to be retried (the server busy) makes the retry
+ * throw outside any promise ("Channel has been shut down"), which fails the whole test file.
+ */
+export class SetAsideServers {
+  private readonly aside: { run: Promise<unknown>; stop: () => Promise<void> }[] = [];
+  private readonly retired = new WeakSet<TestWorkflowEnvironment>();
+
+  add(server: TestWorkflowEnvironment, run: Promise<unknown>, stop: () => Promise<void>): void {
+    this.retired.add(server);
+    this.aside.push({ run: run.catch(() => undefined), stop });
+  }
+
+  /** Ends a set-aside schedule at its next look at its server. */
+  check(server: TestWorkflowEnvironment): void {
+    if (this.retired.has(server)) throw new Error('this schedule was set aside');
+  }
+
+  /** Gives the schedules still waiting on a server a moment; the close then cancels their calls. */
+  async closeAll(): Promise<void> {
+    await Promise.race([Promise.allSettled(this.aside.map((aside) => aside.run)), new Promise((resolve) => setTimeout(resolve, 10_000))]);
+    for (const aside of this.aside) await aside.stop();
   }
 }

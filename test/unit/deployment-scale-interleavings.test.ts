@@ -3,7 +3,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import fc from 'fast-check';
 import { DeploymentNodeModel } from '../fakes/deployment-node-model';
-import { createTimeSkippingEnvironment, testServerTimerRejections } from '../helpers/time-skipping';
+import { closeTimeSkippingEnvironment, createTimeSkippingEnvironment, SetAsideServers, testServerTimerRejections } from '../helpers/time-skipping';
 import type { DeploymentInput } from '../../workflows/deployment';
 
 /**
@@ -72,7 +72,12 @@ beforeAll(async () => {
   await startServer();
 }, 120_000);
 
-afterAll(stopServer, 30_000);
+const setAside = new SetAsideServers();
+
+afterAll(async () => {
+  await setAside.closeAll();
+  await stopServer();
+}, 60_000);
 
 /**
  * A fresh test server and worker. A workflow the test server rejected for its timer bug holds its
@@ -107,20 +112,27 @@ async function startServer(): Promise<void> {
 }
 
 async function stopServer(): Promise<void> {
-  await worker?.stop();
-  await env?.teardown();
+  await stopping(env, worker)();
+}
+
+function stopping(server: TestWorkflowEnvironment | undefined, itsWorker: typeof worker): () => Promise<void> {
+  return async () => {
+    await itsWorker?.stop();
+    if (server) await closeTimeSkippingEnvironment(server);
+  };
 }
 
 test('every generated schedule leaves the reported scale, the usage and the wakes true to the node', async () => {
   await fc.assert(
     fc.asyncProperty(scheduleArb, async (schedule) => {
       const workflowId = `deployment-${runs++}`;
-      const problems = await withinRealTime(runSchedule(schedule, workflowId), workflowId);
+      const run = runSchedule(schedule, workflowId);
+      const problems = await withinRealTime(run, workflowId);
       // A schedule the test server could not run (its timer bug) proves nothing either way.
       if (problems === 'test server fault' || problems === 'update replay fault') {
         if (problems === 'test server fault') discarded++;
         else replayFaults++;
-        await stopServer();
+        setAside.add(env, run, stopping(env, worker));
         await startServer();
         fc.pre(false);
         return;
@@ -189,6 +201,7 @@ async function runSchedule(schedule: Schedule, workflowId: string): Promise<stri
   await server.client.workflow.start('deployment', { taskQueue: TASK_QUEUE, workflowId, args: [input] });
   await handle().signal('revision', 1);
   for (const step of schedule.idle) {
+    setAside.check(server);
     await server.sleep(step.advanceMs);
     for (const action of step.actions) await act(action);
   }
@@ -196,7 +209,9 @@ async function runSchedule(schedule: Schedule, workflowId: string): Promise<stri
   // to zero and a usage interval to pass, from whatever point the schedule left it at.
   settling = true;
   node.failingStarts = 0;
+  setAside.check(server);
   await server.sleep(IDLE_TIMEOUT_MS + 2 * 60_000);
+  setAside.check(server);
   if ((await handle().describe()).status.name === 'RUNNING') {
     await settled(node);
     checkScale(node, problems, 'after idling');
@@ -238,7 +253,10 @@ async function settled(node: DeploymentNodeModel): Promise<void> {
  */
 async function finished(server: TestWorkflowEnvironment, workflowId: string): Promise<void> {
   const handle = server.client.workflow.getHandle(workflowId);
-  while ((await handle.describe()).status.name === 'RUNNING') await new Promise((resolve) => setTimeout(resolve, 20));
+  while ((await handle.describe()).status.name === 'RUNNING') {
+    setAside.check(server);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
   await handle.result();
 }
 

@@ -3,7 +3,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import fc from 'fast-check';
 import { SandboxNodeModel } from '../fakes/sandbox-node-model';
-import { createTimeSkippingEnvironment, testServerTimerRejections } from '../helpers/time-skipping';
+import { closeTimeSkippingEnvironment, createTimeSkippingEnvironment, SetAsideServers, testServerTimerRejections } from '../helpers/time-skipping';
 import type { SandboxLifecycleInput } from '../../workflows/sandbox-lifecycle';
 
 /**
@@ -46,27 +46,12 @@ beforeAll(async () => {
   await startServer();
 }, 120_000);
 
+const setAside = new SetAsideServers();
+
 afterAll(async () => {
-  // Schedules set aside end at their next look at their server; one waiting on the server is
-  // given a moment, and its call is then cancelled by the close.
-  await Promise.race([Promise.allSettled(setAside.map((aside) => aside.run)), new Promise((resolve) => setTimeout(resolve, 10_000))]);
-  for (const aside of setAside) await aside.stop();
+  await setAside.closeAll();
   await stopServer();
 }, 60_000);
-
-/**
- * Servers set aside for the test server's timer bug, with the schedule that was running on them.
- * A server is closed only at the end, once its schedule has stopped using it: closing it under a
- * call that is waiting to be retried (the server busy) makes the retry throw outside any promise
- * ("Channel has been shut down"), failing the whole file.
- */
-const setAside: { run: Promise<unknown>; stop(): Promise<void> }[] = [];
-const retired = new WeakSet<TestWorkflowEnvironment>();
-
-/** Ends a set-aside schedule at its next look at the server. */
-function stillInUse(server: TestWorkflowEnvironment): void {
-  if (retired.has(server)) throw new Error('this schedule was set aside');
-}
 
 /**
  * A fresh test server and worker. A workflow the test server rejected for its timer bug holds its
@@ -107,7 +92,7 @@ async function stopServer(): Promise<void> {
 function stopping(server: TestWorkflowEnvironment | undefined, itsWorker: typeof worker): () => Promise<void> {
   return async () => {
     await itsWorker?.stop();
-    await server?.teardown();
+    if (server) await closeTimeSkippingEnvironment(server);
   };
 }
 
@@ -120,8 +105,7 @@ test('every generated schedule leaves the reported state and the usage true to t
       // A schedule the test server could not run (its timer bug) proves nothing either way.
       if (problems === 'test server fault') {
         discarded++;
-        retired.add(env);
-        setAside.push({ run: run.catch(() => undefined), stop: stopping(env, worker) });
+        setAside.add(env, run, stopping(env, worker));
         await startServer();
         fc.pre(false);
         return;
@@ -170,7 +154,7 @@ async function runSchedule(schedule: Schedule, workflowId: string): Promise<stri
   };
   await server.client.workflow.start('sandboxLifecycle', { taskQueue: TASK_QUEUE, workflowId, args: [input] });
   for (const step of schedule.idle) {
-    stillInUse(server);
+    setAside.check(server);
     await server.sleep(step.advanceMs);
     for (const action of step.actions) await act(action);
   }
@@ -180,9 +164,9 @@ async function runSchedule(schedule: Schedule, workflowId: string): Promise<stri
   // Nothing more happens; long enough for an idle sandbox to freeze and a standby to ask its node
   // (a lost resume) at its next meter, from whatever point the schedule left it at.
   settling = true;
-  stillInUse(server);
+  setAside.check(server);
   await server.sleep(IDLE_TIMEOUT_MS + 2 * 60_000);
-  stillInUse(server);
+  setAside.check(server);
   trace('describe');
   if ((await handle().describe()).status.name === 'RUNNING') {
     trace('settle');
@@ -206,7 +190,7 @@ async function settledState(server: TestWorkflowEnvironment, workflowId: string,
   let previous = '';
   const persisted = () => node.reportedStates.at(-1) ?? 'RUNNING';
   for (let attempt = 0; attempt < 100; attempt++) {
-    stillInUse(server);
+    setAside.check(server);
     const { state } = await server.client.workflow.getHandle(workflowId).query<{ state: string }>('state');
     if (node.inflight === 0 && state === previous && persisted() === state) break;
     previous = state;
@@ -223,7 +207,7 @@ async function settledState(server: TestWorkflowEnvironment, workflowId: string,
 async function finished(server: TestWorkflowEnvironment, workflowId: string): Promise<void> {
   const handle = server.client.workflow.getHandle(workflowId);
   while ((await handle.describe()).status.name === 'RUNNING') {
-    stillInUse(server);
+    setAside.check(server);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
   await handle.result();
