@@ -105,3 +105,44 @@ export class SetAsideServers {
     for (const aside of this.aside) await aside.stop();
   }
 }
+
+/** A test server with its worker, stopped in that order (the worker's polls end first). */
+export function stopping(server: TestWorkflowEnvironment | undefined, worker: { stop(): Promise<void> } | undefined): () => Promise<void> {
+  return async () => {
+    await worker?.stop();
+    if (server) await closeTimeSkippingEnvironment(server);
+  };
+}
+
+/**
+ * Waits for the workflow to end with time skipping locked (unlike result()): the clean-up needs
+ * no timer, and the test server mishandles a timer it skips to while a workflow task that
+ * cancels it runs (temporalio/sdk-java#2606), which a `delete` signal's task does.
+ */
+export async function finished(server: TestWorkflowEnvironment, workflowId: string, setAside: SetAsideServers): Promise<void> {
+  const handle = server.client.workflow.getHandle(workflowId);
+  while ((await handle.describe()).status.name === 'RUNNING') {
+    setAside.check(server);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  await handle.result();
+}
+
+/** The workflow's history, an event a line: activities with their input and result, signals and updates. */
+export async function eventSummary(server: TestWorkflowEnvironment, workflowId: string): Promise<string[]> {
+  const history = await server.client.workflow.getHandle(workflowId).fetchHistory();
+  const text = (payloads?: { payloads?: { data?: Uint8Array | null }[] | null } | null) => (payloads?.payloads ?? []).map((p) => Buffer.from(p.data ?? []).toString()).join(',');
+  return (history.events ?? []).map((event) => {
+    const scheduled = event.activityTaskScheduledEventAttributes;
+    const signalled = event.workflowExecutionSignaledEventAttributes;
+    const detail = scheduled
+      ? `${scheduled.activityType?.name}(${text(scheduled.input)})`
+      : signalled
+        ? `${signalled.signalName}(${text(signalled.input)})`
+        : text(event.activityTaskCompletedEventAttributes?.result) || (event.workflowTaskFailedEventAttributes?.failure?.message ?? '');
+    return `${event.eventId} ${event.eventType} ${detail}`;
+  });
+}
+
+/** Workflow bundling logs nothing the tests read. */
+export const quietLogger = { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };

@@ -3,7 +3,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import fc from 'fast-check';
 import { DeploymentNodeModel } from '../fakes/deployment-node-model';
-import { closeTimeSkippingEnvironment, createTimeSkippingEnvironment, SetAsideServers, testServerTimerRejections } from '../helpers/time-skipping';
+import { createTimeSkippingEnvironment, eventSummary, finished, quietLogger, SetAsideServers, stopping, testServerTimerRejections } from '../helpers/time-skipping';
 import type { DeploymentInput } from '../../workflows/deployment';
 
 /**
@@ -115,13 +115,6 @@ async function stopServer(): Promise<void> {
   await stopping(env, worker)();
 }
 
-function stopping(server: TestWorkflowEnvironment | undefined, itsWorker: typeof worker): () => Promise<void> {
-  return async () => {
-    await itsWorker?.stop();
-    if (server) await closeTimeSkippingEnvironment(server);
-  };
-}
-
 test('every generated schedule leaves the reported scale, the usage and the wakes true to the node', async () => {
   await fc.assert(
     fc.asyncProperty(scheduleArb, async (schedule) => {
@@ -140,7 +133,7 @@ test('every generated schedule leaves the reported scale, the usage and the wake
       if (problems.length > 0) findings.push(problems[0]);
       if (problems.length > 0 && process.env.HANGAR_INTERLEAVING_DEBUG) {
         const node = nodes.get(workflowId)!;
-        console.log(JSON.stringify({ problems, schedule, history: node.history, acknowledged: node.acknowledged, usage: [...node.usage.values()], events: await eventSummary(workflowId) }));
+        console.log(JSON.stringify({ problems, schedule, history: node.history, acknowledged: node.acknowledged, usage: [...node.usage.values()], events: await eventSummary(env, workflowId) }));
       }
       expect(problems).toEqual([]);
     }),
@@ -221,7 +214,7 @@ async function runSchedule(schedule: Schedule, workflowId: string): Promise<stri
     if ((await handle().describe()).status.name === 'RUNNING') checkScale(node, problems, 'after a wake');
     await handle().signal('delete');
   }
-  await finished(server, workflowId);
+  await finished(server, workflowId, setAside);
   // Every update must have an outcome by now: the workflow ended.
   const hung = await Promise.race([Promise.all(updates).then(() => false), new Promise<boolean>((resolve) => setTimeout(() => resolve(true), 10_000))]);
   if (hung) problems.push('a wake update never returned');
@@ -247,20 +240,6 @@ async function settled(node: DeploymentNodeModel): Promise<void> {
 }
 
 /**
- * Waits for the workflow to end with time skipping locked (unlike result()): the clean-up needs
- * no timer, and the test server mishandles a timer it skips to while a workflow task that
- * cancels it runs (temporalio/sdk-java#2606), which a `delete` signal's task does.
- */
-async function finished(server: TestWorkflowEnvironment, workflowId: string): Promise<void> {
-  const handle = server.client.workflow.getHandle(workflowId);
-  while ((await handle.describe()).status.name === 'RUNNING') {
-    setAside.check(server);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  await handle.result();
-}
-
-/**
  * A schedule takes about a second. One whose workflow task the test server rejected for its timer
  * bug is ended and set aside; one that stalls otherwise (a stuck workflow) fails with its history.
  */
@@ -276,7 +255,7 @@ async function withinRealTime(run: Promise<string[]>, workflowId: string): Promi
   while (outcome === undefined) {
     if (testServerTimerRejections() > rejectedBefore) return 'test server fault';
     if (++polls % 40 === 0 && (await updateReplayFault(workflowId))) return 'update replay fault';
-    if (Date.now() > deadline) return [`schedule stalled; its workflow's last events: ${(await eventSummary(workflowId)).slice(-12).join(' | ')}`];
+    if (Date.now() > deadline) return [`schedule stalled; its workflow's last events: ${(await eventSummary(env, workflowId)).slice(-12).join(' | ')}`];
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   return outcome;
@@ -321,20 +300,3 @@ async function updateReplayFault(workflowId: string): Promise<boolean> {
   });
 }
 
-/** The workflow's history, an event a line: activities with their input and result, signals and updates. */
-async function eventSummary(workflowId: string): Promise<string[]> {
-  const history = await env.client.workflow.getHandle(workflowId).fetchHistory();
-  const text = (payloads?: { payloads?: { data?: Uint8Array | null }[] | null } | null) => (payloads?.payloads ?? []).map((p) => Buffer.from(p.data ?? []).toString()).join(',');
-  return (history.events ?? []).map((event) => {
-    const scheduled = event.activityTaskScheduledEventAttributes;
-    const signalled = event.workflowExecutionSignaledEventAttributes;
-    const detail = scheduled
-      ? `${scheduled.activityType?.name}(${text(scheduled.input)})`
-      : signalled
-        ? `${signalled.signalName}(${text(signalled.input)})`
-        : text(event.activityTaskCompletedEventAttributes?.result) || (event.workflowTaskFailedEventAttributes?.failure?.message ?? '');
-    return `${event.eventId} ${event.eventType} ${detail}`;
-  });
-}
-
-const quietLogger = { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };

@@ -3,7 +3,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import fc from 'fast-check';
 import { SandboxNodeModel } from '../fakes/sandbox-node-model';
-import { closeTimeSkippingEnvironment, createTimeSkippingEnvironment, SetAsideServers, testServerTimerRejections } from '../helpers/time-skipping';
+import { createTimeSkippingEnvironment, eventSummary, finished, quietLogger, SetAsideServers, stopping, testServerTimerRejections } from '../helpers/time-skipping';
 import type { SandboxLifecycleInput } from '../../workflows/sandbox-lifecycle';
 
 /**
@@ -89,13 +89,6 @@ async function stopServer(): Promise<void> {
   await stopping(env, worker)();
 }
 
-function stopping(server: TestWorkflowEnvironment | undefined, itsWorker: typeof worker): () => Promise<void> {
-  return async () => {
-    await itsWorker?.stop();
-    if (server) await closeTimeSkippingEnvironment(server);
-  };
-}
-
 test('every generated schedule leaves the reported state and the usage true to the node', async () => {
   await fc.assert(
     fc.asyncProperty(scheduleArb, async (schedule) => {
@@ -111,7 +104,7 @@ test('every generated schedule leaves the reported state and the usage true to t
         return;
       }
       if (problems.length > 0) findings.push(problems[0]);
-      if (problems.length > 0 && process.env.HANGAR_INTERLEAVING_DEBUG) console.log(JSON.stringify({ schedule, node: nodes.get(workflowId)!.history, usage: [...nodes.get(workflowId)!.usage.values()], events: await eventSummary(workflowId) }));
+      if (problems.length > 0 && process.env.HANGAR_INTERLEAVING_DEBUG) console.log(JSON.stringify({ schedule, node: nodes.get(workflowId)!.history, usage: [...nodes.get(workflowId)!.usage.values()], events: await eventSummary(env, workflowId) }));
       expect(problems).toEqual([]);
     }),
     { numRuns: RUNS, seed: process.env.HANGAR_INTERLEAVING_SEED ? Number(process.env.HANGAR_INTERLEAVING_SEED) : undefined },
@@ -177,7 +170,7 @@ async function runSchedule(schedule: Schedule, workflowId: string): Promise<stri
     await handle().signal('delete');
   }
   trace('result');
-  await finished(server, workflowId);
+  await finished(server, workflowId, setAside);
   trace('done');
   return [...problems, ...node.meteringProblems()];
 }
@@ -200,20 +193,6 @@ async function settledState(server: TestWorkflowEnvironment, workflowId: string,
 }
 
 /**
- * Waits for the workflow to end with time skipping locked (unlike result()): the clean-up needs
- * no timer, and the test server mishandles a timer it skips to while a workflow task that
- * cancels it runs (temporalio/sdk-java#2606), which a `delete` signal's task does.
- */
-async function finished(server: TestWorkflowEnvironment, workflowId: string): Promise<void> {
-  const handle = server.client.workflow.getHandle(workflowId);
-  while ((await handle.describe()).status.name === 'RUNNING') {
-    setAside.check(server);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  await handle.result();
-}
-
-/**
  * A schedule takes about a second. One whose workflow task the test server rejected for its timer
  * bug is ended and set aside; one that stalls otherwise (a stuck workflow) fails with its history.
  */
@@ -229,26 +208,9 @@ async function withinRealTime(run: Promise<string[]>, workflowId: string): Promi
     if (testServerTimerRejections() > rejectedBefore) {
       return 'test server fault';
     }
-    if (Date.now() > deadline) return [`schedule stalled; its workflow's last events: ${(await eventSummary(workflowId)).slice(-12).join(' | ')}`];
+    if (Date.now() > deadline) return [`schedule stalled; its workflow's last events: ${(await eventSummary(env, workflowId)).slice(-12).join(' | ')}`];
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   return outcome;
 }
 
-/** The workflow's history, an event a line: activities with their input and result, signals. */
-async function eventSummary(workflowId: string): Promise<string[]> {
-  const history = await env.client.workflow.getHandle(workflowId).fetchHistory();
-  const text = (payloads?: { payloads?: { data?: Uint8Array | null }[] | null } | null) => (payloads?.payloads ?? []).map((p) => Buffer.from(p.data ?? []).toString()).join(',');
-  return (history.events ?? []).map((event) => {
-    const scheduled = event.activityTaskScheduledEventAttributes;
-    const signalled = event.workflowExecutionSignaledEventAttributes;
-    const detail = scheduled
-      ? `${scheduled.activityType?.name}(${text(scheduled.input)})`
-      : signalled
-        ? `${signalled.signalName}(${text(signalled.input)})`
-        : text(event.activityTaskCompletedEventAttributes?.result) || (event.workflowTaskFailedEventAttributes?.failure?.message ?? '');
-    return `${event.eventId} ${event.eventType} ${detail}`;
-  });
-}
-
-const quietLogger = { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
