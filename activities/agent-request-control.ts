@@ -1,6 +1,6 @@
-import { AgentRequestStore } from '../api/gateway/agent-request-store';
-import { asyncRequestUsageTick, type AgentRequestKey } from '../core/agents/async-requests';
-import type { ActivityDeps } from './deps';
+import { AgentRequestStore } from '../store/agent-requests';
+import { asyncRequestUsageTick, type AgentRequestKey } from '../domain/agents/async-requests';
+import type { ActivityDeps } from './support/activity-deps';
 import { recordUsage } from './usage-metering';
 
 /** The control-plane side of async agent requests: their metering and their recorded outcome. */

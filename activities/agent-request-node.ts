@@ -2,15 +2,15 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import http from 'node:http';
 import type { Pool } from 'pg';
-import { AgentRequestStore, agentRequestView, type AgentAnswer } from '../api/gateway/agent-request-store';
-import { WorkflowTouches, touchIntervalMs } from '../api/gateway/workflow-touches';
-import { CallbackSecretStore } from '../api/management/workspaces/callback-secret-store';
-import { ASYNC_RESULT_BODY_LIMIT, type AgentRequestKey, type AgentRequestStatus } from '../core/agents/async-requests';
-import { signCallback } from '../core/callback-signature';
-import type { HangarConfig } from '../core/config';
-import { loadMasterKey } from '../core/master-key';
-import { SecretBox } from '../core/secret-box';
-import { deploymentWorkflowId, type WorkloadScaleState } from '../core/workloads/types';
+import { AgentRequestStore, agentRequestView, type AgentAnswer } from '../store/agent-requests';
+import { WorkflowTouches, touchIntervalMs } from '../store/workflow-touches';
+import { CallbackSecretStore } from '../store/callback-secrets';
+import { ASYNC_RESULT_BODY_LIMIT, type AgentRequestKey, type AgentRequestStatus } from '../domain/agents/async-requests';
+import { signCallback } from '../domain/callback-signature';
+import type { HangarConfig } from '../domain/config';
+import { loadMasterKey } from '../domain/master-key';
+import { SecretBox } from '../domain/secret-box';
+import { deploymentWorkflowId, type WorkloadScaleState } from '../domain/workloads/workload';
 import { postCallback } from './callback';
 
 /** Answers worth another attempt: the agent (or what stands before it) is briefly unavailable. */

@@ -1,5 +1,5 @@
 import { ApplicationFailure, log } from '@temporalio/activity';
-import type { PortEvent } from '../sandbox-agent/port-events';
+import type { PortEvent } from '../sandbox-agent/contract/port-events';
 
 export interface PortCallbackFailure {
   sandboxId: string;

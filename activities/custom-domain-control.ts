@@ -1,7 +1,7 @@
 import type { Pool } from 'pg';
-import { ResourceStore } from '../api/management/resources/store';
-import { customDomainUsageTicks, type CustomDomainKey, type CustomDomainMeterPeriod } from '../core/custom-domain/types';
-import { StateHistory } from '../db/state-history';
+import { ResourceStore } from '../store/resources';
+import { customDomainUsageTicks, type CustomDomainKey, type CustomDomainMeterPeriod } from '../domain/custom-domain/custom-domain';
+import { StateHistory } from '../store/state-history';
 import { recordWorkspaceUsage } from './usage-metering';
 
 /** The control-plane side of a custom domain's life: its record, the gateways' routes, its usage. */

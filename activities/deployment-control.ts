@@ -1,12 +1,12 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Pool } from 'pg';
-import { ApiError } from '../api/errors';
-import { validateModelSpec } from '../api/management/integrations/connection-bindings';
-import { ResourceStore } from '../api/management/resources/store';
-import { RevisionStore } from '../api/management/workloads/revision-store';
-import type { ResourceStatus } from '../core/resource';
-import { workloadResourceType, workloadUsageTicks, type WorkloadMeterPeriod, type WorkloadUsage } from '../core/workloads/metering';
-import { providerTarget, type ProviderTarget } from '../core/workloads/provider-model';
+import { ApiError } from '../domain/errors';
+import { validateModelSpec } from '../control-plane/connection-bindings';
+import { ResourceStore } from '../store/resources';
+import { RevisionStore } from '../store/revisions';
+import type { ResourceStatus } from '../domain/resource';
+import { workloadResourceType, workloadUsageTicks, type WorkloadMeterPeriod, type WorkloadUsage } from '../domain/workloads/metering';
+import { providerTarget, type ProviderTarget } from '../domain/workloads/provider-model';
 import {
   type ProviderServingRevision,
   type RevisionRecord,
@@ -14,8 +14,8 @@ import {
   type WorkloadKey,
   type WorkloadScaleState,
   type WorkloadSpec,
-} from '../core/workloads/types';
-import { StateHistory } from '../db/state-history';
+} from '../domain/workloads/workload';
+import { StateHistory } from '../store/state-history';
 import { recordWorkspaceUsage } from './usage-metering';
 
 /** The control-plane side of deployments: the resource's status and history, and its revisions. */

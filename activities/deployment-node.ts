@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import * as tar from 'tar';
-import { bundleEntryProblem, bundlePaths } from '../core/workloads/bundles';
+import { bundleEntryProblem, bundlePaths } from '../domain/workloads/bundles';
 import {
   DEFAULT_WORKLOAD_IMAGE,
   DEFAULT_WORKLOAD_MEMORY_MB,
@@ -21,14 +21,14 @@ import {
   workloadPort,
   type WorkloadKey,
   type WorkloadSpec,
-} from '../core/workloads/types';
-import { PLATFORM_SOCKET_ENV, PLATFORM_TOKEN_ENV } from '../core/workloads/platform-credential';
-import type { PlatformServices } from '../platform-services/services';
+} from '../domain/workloads/workload';
+import { PLATFORM_SOCKET_ENV, PLATFORM_TOKEN_ENV } from '../domain/workloads/platform-credential';
+import type { PlatformServices } from '../runtime/platform-services/platform-services';
 import { SANDBOX_PLATFORM_SOCKET, sandboxLayout } from '../runtime/layout';
 import { DEFAULT_PORT_WAIT_SECONDS } from '../sandbox-agent/process-routes';
-import { SandboxSpecError } from '../runtime/types';
-import { ResourceStore } from '../api/management/resources/store';
-import type { BuiltinWorkloads } from './deployment-builtin';
+import { SandboxSpecError } from '../runtime/sandbox-runtime';
+import { ResourceStore } from '../store/resources';
+import type { BuiltinWorkloads } from '../runtime/builtin-workloads';
 import { callAgent, type AgentReply } from './job-process';
 import type { NodeRuntime } from './sandbox-node';
 

@@ -1,6 +1,6 @@
-import { jobUsageTick, type ExecutionKey, type ExecutionStatus } from '../core/jobs/execution';
-import type { ActivityDeps } from './deps';
-import { cancelUnfinishedTasks, executionTaskSeconds, setExecutionStatus } from './job-records';
+import { jobUsageTick, type ExecutionKey, type ExecutionStatus } from '../domain/jobs/execution';
+import type { ActivityDeps } from './support/activity-deps';
+import { cancelUnfinishedTasks, executionTaskSeconds, setExecutionStatus } from '../store/job-records';
 import { recordUsage } from './usage-metering';
 
 export interface FinishExecutionInput {

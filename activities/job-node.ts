@@ -8,11 +8,11 @@ import {
   type ExecutionKey,
   type JobRuntimeSettings,
   type TaskOutcome,
-} from '../core/jobs/execution';
-import { shellLine } from '../core/workloads/types';
-import { SandboxSpecError, type RuntimeVolumeMount, type SandboxRuntime } from '../runtime/types';
+} from '../domain/jobs/execution';
+import { shellLine } from '../domain/workloads/workload';
+import { SandboxSpecError, type RuntimeVolumeMount, type SandboxRuntime } from '../runtime/sandbox-runtime';
 import { callAgent, type AgentProcessView } from './job-process';
-import { claimTask, recordAttempt, startRetry } from './job-records';
+import { claimTask, recordAttempt, startRetry } from '../store/job-records';
 
 /** Where the job's code is bound inside its sandbox, and the tasks' working folder. */
 export const JOB_CODE_MOUNT = '/app';

@@ -1,19 +1,19 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { awaitConnectionRollout, startConnectionRollout, type RolloutTarget } from '../api/management/integrations/connection-rollout';
-import { ConnectionStore } from '../api/management/integrations/connection-store';
-import { ProvisioningStore } from '../api/management/integrations/provisioning-store';
+import { awaitConnectionRollout, startConnectionRollout, type RolloutTarget } from '../control-plane/connection-rollout';
+import { ConnectionStore } from '../store/connections';
+import { ProvisioningStore } from '../store/provisionings';
 import { RESOURCE_KINDS } from '../api/management/resources/kinds';
-import { ResourceStore } from '../api/management/resources/store';
-import { deployWithoutBundle } from '../api/management/workloads/deployments';
-import { ApiError } from '../api/errors';
-import { findIntegration, isProvisionable, type ProvisionableIntegration } from '../core/integrations/catalog';
-import { MCP_FUNCTION_TYPE, boundConnections } from '../core/integrations/function-binding';
-import { provisioningWorkflowId, tenantResourceName, type ProvisioningResult } from '../core/integrations/provisioning';
-import { loadMasterKey } from '../core/master-key';
-import { SecretBox } from '../core/secret-box';
+import { ResourceStore } from '../store/resources';
+import { deployWithoutBundle } from '../control-plane/deployments';
+import { ApiError } from '../domain/errors';
+import { findIntegration, isProvisionable, type ProvisionableIntegration } from '../domain/integrations/catalog';
+import { MCP_FUNCTION_TYPE, boundConnections } from '../domain/integrations/function-binding';
+import { provisioningWorkflowId, tenantResourceName, type ProvisioningResult } from '../domain/integrations/provisioning';
+import { loadMasterKey } from '../domain/master-key';
+import { SecretBox } from '../domain/secret-box';
 import { requestToken, TokenEndpointError } from '../integrations/oauth/token-client';
-import type { ActivityDeps } from './deps';
+import type { ActivityDeps } from './support/activity-deps';
 
 /**
  * What a provisioning run carries through Temporal's history. The authorization code and the

@@ -1,8 +1,8 @@
-import { ResourceStore } from '../api/management/resources/store';
-import { sandboxUsageTicks, type SandboxMeterPeriod } from '../core/sandbox/metering';
-import type { SandboxKey, SandboxState } from '../core/sandbox/types';
-import { StateHistory } from '../db/state-history';
-import type { ActivityDeps } from './deps';
+import { ResourceStore } from '../store/resources';
+import { sandboxUsageTicks, type SandboxMeterPeriod } from '../domain/sandbox/metering';
+import type { SandboxKey, SandboxState } from '../domain/sandbox/sandbox';
+import { StateHistory } from '../store/state-history';
+import type { ActivityDeps } from './support/activity-deps';
 import { recordWorkspaceUsage } from './usage-metering';
 
 /** The control-plane side of a sandbox's life: its record in PostgreSQL. */

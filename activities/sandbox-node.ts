@@ -1,11 +1,11 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Pool } from 'pg';
-import { ResourceStore } from '../api/management/resources/store';
-import { StateHistory } from '../db/state-history';
-import { DEFAULT_SANDBOX_IMAGE, DEFAULT_SANDBOX_MEMORY_MB, type SandboxKey, type SandboxSpec } from '../core/sandbox/types';
-import { SandboxSpecError, type FreezeState, type RuntimeVolumeMount, type SandboxRuntime } from '../runtime/types';
+import { ResourceStore } from '../store/resources';
+import { StateHistory } from '../store/state-history';
+import { DEFAULT_SANDBOX_IMAGE, DEFAULT_SANDBOX_MEMORY_MB, type SandboxKey, type SandboxSpec } from '../domain/sandbox/sandbox';
+import { SandboxSpecError, type FreezeState, type RuntimeVolumeMount, type SandboxRuntime } from '../runtime/sandbox-runtime';
 import type { VolumeStore } from '../runtime/volume-store';
-import { whileHeartbeating } from './heartbeat';
+import { whileHeartbeating } from './support/heartbeat';
 
 /** The runtime plus what metering needs of it. */
 export type NodeRuntime = SandboxRuntime & { imageStorageBytes(id: string, image: string): Promise<number> };

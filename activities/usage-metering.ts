@@ -1,10 +1,10 @@
 import type { Pool } from 'pg';
-import { InvalidInput } from '../core/billing/errors';
-import { tickEvent, type UsageTick } from '../core/billing/metering';
-import { parseEvent } from '../core/billing/usage-events';
-import { acceptUsageEvents, type AcceptResult } from './usage-outbox';
+import { InvalidInput } from '../domain/billing/errors';
+import { tickEvent, type UsageTick } from '../domain/billing/metering';
+import { parseEvent } from '../domain/billing/usage-events';
+import { acceptUsageEvents, type AcceptResult } from '../store/usage-outbox';
 
-export type { UsageTick } from '../core/billing/metering';
+export type { UsageTick } from '../domain/billing/metering';
 
 /**
  * Internal metering: the runtimes record what a running resource used, per billing dimension and

@@ -1,8 +1,8 @@
-import { ResourceStore } from '../api/management/resources/store';
-import { volumeUsageTicks, type VolumeKey, type VolumeMeterPeriod } from '../core/volume/types';
-import type { ResourceEvent } from '../core/resource';
-import { StateHistory } from '../db/state-history';
-import type { ActivityDeps } from './deps';
+import { ResourceStore } from '../store/resources';
+import { volumeUsageTicks, type VolumeKey, type VolumeMeterPeriod } from '../domain/volume/volume';
+import type { ResourceEvent } from '../domain/resource';
+import { StateHistory } from '../store/state-history';
+import type { ActivityDeps } from './support/activity-deps';
 import { recordWorkspaceUsage } from './usage-metering';
 
 /** The control-plane side of a volume's life: its record in PostgreSQL and its usage. */

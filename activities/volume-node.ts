@@ -1,4 +1,4 @@
-import type { VolumeKey, VolumeStorageKind } from '../core/volume/types';
+import type { VolumeKey, VolumeStorageKind } from '../domain/volume/volume';
 import type { VolumeStore } from '../runtime/volume-store';
 
 /** The node side of a volume: its image file and mount point on this machine. */

@@ -1,6 +1,6 @@
 import formbody from '@fastify/formbody';
 import type { FastifyInstance } from 'fastify';
-import type { HangarConfig } from '../core/config';
+import type { HangarConfig } from '../domain/config';
 import billingRoutes from './billing';
 import { createFastify, type AppOptions } from './fastify';
 import { healthRoutes } from './health';

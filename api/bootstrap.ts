@@ -1,9 +1,9 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Pool } from 'pg';
-import type { HangarConfig } from '../core/config';
-import { newId } from '../core/ids';
-import { createApiKey, createServiceAccount } from './management/service-accounts/store';
+import type { HangarConfig } from '../domain/config';
+import { newId } from '../domain/ids';
+import { createApiKey, createServiceAccount } from '../store/service-accounts';
 
 export interface BootstrapCredentials {
   baseUrl: string;

@@ -1,9 +1,9 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions, type RouteOptions } from 'fastify';
 import { randomUUID } from 'node:crypto';
-import type { HangarConfig } from '../core/config';
+import type { HangarConfig } from '../domain/config';
 import errors from './plugins/errors';
 import { exactBodyValidators } from './validators';
-import './types';
+import './fastify-decorations';
 
 export interface AppOptions {
   /** Log level; no logging when absent (tests). */

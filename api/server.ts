@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { loadConfig } from '../core/config';
-import { isManagementWorker, serveInWorker, startManagementApi } from './management-processes';
+import { loadConfig } from '../domain/config';
+import { isManagementWorker, serveInWorker, startManagementApi } from './management-cluster';
 import { buildRunApp } from './gateway/run-app';
 import { BwrapRuntime } from '../runtime/bwrap-runtime';
 import { buildSandboxGatewayApp } from './gateway/sandbox-app';

@@ -2,11 +2,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createClickHouse } from '../api/plugins/clickhouse';
 import { createPool } from '../api/plugins/postgres';
-import { formatTable } from '../core/text-table';
-import { DEFAULT_RECONCILE_OPTIONS, reconcile, type ReconcileReport } from '../core/billing/reconciliation';
-import { usageTables } from '../core/billing/storage';
-import { loadConfig, type HangarConfig } from '../core/config';
-import { parseDurationSeconds } from '../core/duration';
+import { formatTable } from '../domain/text-table';
+import { DEFAULT_RECONCILE_OPTIONS, reconcile, type ReconcileReport } from '../domain/billing/reconciliation';
+import { usageTables } from '../domain/billing/storage';
+import { loadConfig, type HangarConfig } from '../domain/config';
+import { parseDurationSeconds } from '../domain/duration';
 import { CLICKHOUSE_USER } from '../scripts/stack/clickhouse-config';
 import { localPostgresUrl } from '../scripts/stack/postgres';
 import { loadReconciliationInputs, pendingUsage } from './billing-sources';
@@ -14,7 +14,7 @@ import { loadReconciliationInputs, pendingUsage } from './billing-sources';
 /**
  * `npm run billing:check -- --since 24h [--account <id>] [--output table|json]`: lists every
  * resource whose bills disagree with its state history over the window (see
- * core/billing/reconciliation.ts), and exits with 1 when any does (2 for bad options).
+ * domain/billing/reconciliation.ts), and exits with 1 when any does (2 for bad options).
  */
 
 export interface CheckOptions {

@@ -1,9 +1,9 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { Pool } from 'pg';
-import { RESOURCE_TYPES, isBillingDimension, isResourceType, type ResourceType } from '../core/billing/dimensions';
-import type { BilledUsage, FinishedExecution, StateInterval } from '../core/billing/reconciliation';
-import type { UsageTables } from '../core/billing/storage';
-import { sqlLiteral } from '../core/sql-literal';
+import { RESOURCE_TYPES, isBillingDimension, isResourceType, type ResourceType } from '../domain/billing/dimensions';
+import type { BilledUsage, FinishedExecution, StateInterval } from '../domain/billing/reconciliation';
+import type { UsageTables } from '../domain/billing/storage';
+import { sqlLiteral } from '../domain/sql-literal';
 
 /** The window read, epoch milliseconds, optionally one account's resources only. */
 export interface SourceWindow {

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
-import { EGRESS_FAILURE_HEADER, describeNetworkFailure, urlWithoutQuery } from '../core/network-failure';
-import { PLATFORM_SOCKET_ENV } from '../core/workloads/platform-credential';
+import { EGRESS_FAILURE_HEADER, describeNetworkFailure, urlWithoutQuery } from '../domain/network-failure';
+import { PLATFORM_SOCKET_ENV } from '../domain/workloads/platform-credential';
 
 export interface OutboundResponse {
   status: number;

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { ResolvedImage } from './image';
 import { SANDBOX_AGENT_CONFIG, SANDBOX_API_DIR, SANDBOX_CODE_DIR, SANDBOX_HOME, SANDBOX_PLATFORM_DIR, SANDBOX_RUN_DIR, type WritableFolder } from './layout';
-import type { RuntimeVolumeMount } from './types';
+import type { RuntimeVolumeMount } from './sandbox-runtime';
 
 /** Where the agent's own files appear inside every sandbox (read-only). */
 export const AGENT_ROOT = '/opt/hangar';

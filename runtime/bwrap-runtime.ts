@@ -23,7 +23,7 @@ import {
   type SandboxHandle,
   type SandboxRuntime,
   type SandboxStatus,
-} from './types';
+} from './sandbox-runtime';
 
 export interface BwrapRuntimeOptions {
   /** Sandboxes live in `<dataDir>/sandboxes/<id>/`. */

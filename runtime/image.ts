@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { SANDBOX_ETC_FILE_NAMES, imageEtcFiles } from './etc-files';
 import { SANDBOX_AGENT_CONFIG, SANDBOX_HOME } from './layout';
-import { SandboxSpecError } from './types';
+import { SandboxSpecError } from './sandbox-runtime';
 
 /**
  * Images without Docker: an image names host folders that a sandbox sees read-only. The only

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { SandboxSpecError } from './types';
+import { SandboxSpecError } from './sandbox-runtime';
 
 /**
  * Where one sandbox keeps its things on the node. Everything lives under

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { PortCallbackFailure } from '../activities/callback';
-import { parsePortEvent } from '../sandbox-agent/port-events';
+import { parsePortEvent } from '../sandbox-agent/contract/port-events';
 import { portCallbackWorkflow, portCallbackWorkflowId, type PortCallbackInput } from '../workflows/port-callback';
 import { sandboxLayout, sandboxesDir } from './layout';
 

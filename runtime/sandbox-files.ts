@@ -1,10 +1,10 @@
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import type { AgentConfig } from '../sandbox-agent/config';
+import type { AgentConfig } from '../sandbox-agent/contract/agent-config';
 import { AGENT_ROOT } from './bwrap-args';
 import { sandboxEtcFiles } from './etc-files';
 import { SANDBOX_AGENT_CONFIG, SANDBOX_API_DIR, SANDBOX_EVENT_LOG, SANDBOX_HOME, SANDBOX_RUN_DIR, SANDBOX_SOCKET, type SandboxLayout } from './layout';
-import type { RuntimeSandboxSpec } from './types';
+import type { RuntimeSandboxSpec } from './sandbox-runtime';
 
 /** The host uid and gid of the sandbox user. */
 export interface SandboxUser {

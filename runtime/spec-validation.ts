@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { volumeMountError } from './bwrap-args';
 import { assertSandboxId } from './layout';
-import { SandboxSpecError, type RuntimeSandboxSpec } from './types';
+import { SandboxSpecError, type RuntimeSandboxSpec } from './sandbox-runtime';
 
 export const MIN_MEMORY_MB = 64;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;

@@ -1,7 +1,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { sandboxesDir, sandboxLayout } from './layout';
-import type { FreezeState, RuntimeSandboxSpec } from './types';
+import type { FreezeState, RuntimeSandboxSpec } from './sandbox-runtime';
 
 /**
  * The runtime's durable record of one sandbox, in its folder. Written before the sandbox's

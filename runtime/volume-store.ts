@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import type { VolumeStorageKind } from '../core/volume/types';
+import type { VolumeStorageKind } from '../domain/volume/volume';
 
 const run = promisify(execFile);
 

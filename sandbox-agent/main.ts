@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import { loadAgentConfig } from './config';
+import { loadAgentConfig } from './contract/agent-config';
 import { createAgentServer } from './server';
 
 /**

@@ -5,7 +5,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { AGENT_VERSION } from './config';
+import { AGENT_VERSION } from './contract/agent-config';
 import type { SandboxFiles } from './filesystem';
 import { TREE_DEFAULT_DEPTH, TREE_DEFAULT_ENTRIES, TREE_MAX_DEPTH } from './filesystem-routes';
 import { HttpError, readJsonObject, sendJson } from './http';

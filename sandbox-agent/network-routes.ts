@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HttpError, badRequest, decodeSegment, readJsonObject, sendJson } from './http';
 import type { PortForwards } from './port-forward';
 import type { PortMonitor } from './port-monitor';
-import { isHttpUrl } from './port-events';
+import { isHttpUrl } from './contract/port-events';
 import { isLiveProcess, socketsOfProcessTree } from './proc';
 
 const PID_TEXT = /^[1-9]\d{0,9}$/;

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import fsp from 'node:fs/promises';
-import { formatPortEvent, type PortEvent } from './port-events';
+import { formatPortEvent, type PortEvent } from './contract/port-events';
 import { processTable, processTree, socketInodes, tcpSockets } from './proc';
 
 export interface PortMonitorOptions {

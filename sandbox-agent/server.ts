@@ -1,6 +1,6 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import path from 'node:path';
-import { AGENT_VERSION, type AgentConfig } from './config';
+import { AGENT_VERSION, type AgentConfig } from './contract/agent-config';
 import { SandboxFiles } from './filesystem';
 import { filesystemRoutes } from './filesystem-routes';
 import { PathPolicy } from './fs-paths';
@@ -10,7 +10,7 @@ import { PortForwards } from './port-forward';
 import { PortMonitor } from './port-monitor';
 import { ProcessManager } from './process-manager';
 import { processRoutes } from './process-routes';
-import { isListedPath, publicEndpoints } from './routes';
+import { isListedPath, publicEndpoints } from './contract/routes';
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
 

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import type { HangarConfig } from '../core/config';
+import type { HangarConfig } from '../domain/config';
 import type { Stack } from './stack';
 
 /** The platform processes, as compiled by tsc (install-deps.sh builds them). */

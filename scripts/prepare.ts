@@ -1,6 +1,6 @@
 import { Pool } from 'pg';
 import { bootstrap, type BootstrapCredentials } from '../api/bootstrap';
-import { loadConfig, type HangarConfig } from '../core/config';
+import { loadConfig, type HangarConfig } from '../domain/config';
 import { startStack, type Stack, type StackOptions } from './stack';
 import { applySchemas } from './stack/schema';
 

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { credentialsPath, type BootstrapCredentials } from '../api/bootstrap';
-import { loadConfig, type HangarConfig } from '../core/config';
+import { loadConfig, type HangarConfig } from '../domain/config';
 import { apiHealthy, platformEnv, PLATFORM_PROCESSES } from './platform-processes';
 import { prepare } from './prepare';
 import type { Stack } from './stack';

@@ -1,10 +1,10 @@
 import { Client } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
-import { createActivities } from '../activities';
+import { createActivities } from '../activities/control-activities';
 import { createClickHouse } from '../api/plugins/clickhouse';
 import { createPool } from '../api/plugins/postgres';
 import { temporalAddress } from '../api/plugins/temporal';
-import { loadConfig } from '../core/config';
+import { loadConfig } from '../domain/config';
 import { connectToTemporal } from './connect';
 import { workflowCode } from './workflow-bundle';
 import { startSingletonWorkflows } from './singletons';

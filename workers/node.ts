@@ -1,10 +1,10 @@
 import { Client, Connection } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
-import { createNodeActivities } from '../activities/node';
+import { createNodeActivities } from '../activities/node-activities';
 import { createPool } from '../api/plugins/postgres';
 import { temporalAddress } from '../api/plugins/temporal';
-import { loadConfig, nodeTaskQueue } from '../core/config';
-import { PlatformServices } from '../platform-services/services';
+import { loadConfig, nodeTaskQueue } from '../domain/config';
+import { PlatformServices } from '../runtime/platform-services/platform-services';
 import { BwrapRuntime } from '../runtime/bwrap-runtime';
 import { PortEventRelay } from '../runtime/port-event-relay';
 import { VolumeStore } from '../runtime/volume-store';

@@ -1,6 +1,6 @@
 import type { Client } from '@temporalio/client';
-import { startUsageFlush } from '../activities/usage';
-import type { HangarConfig } from '../core/config';
+import { startUsageFlush } from '../activities/usage-flush';
+import type { HangarConfig } from '../domain/config';
 
 /**
  * Long-lived workflows the platform keeps exactly one of (per deployment). Starting them is

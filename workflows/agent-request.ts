@@ -1,7 +1,7 @@
 import { ActivityFailure, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
 import type { AgentRequestControlActivities } from '../activities/agent-request-control';
 import type { AgentRequestNodeActivities } from '../activities/agent-request-node';
-import type { AgentRequestKey, AgentRequestStatus, CallbackStatus } from '../core/agents/async-requests';
+import type { AgentRequestKey, AgentRequestStatus, CallbackStatus } from '../domain/agents/async-requests';
 import { callbackDeliveryActivityOptions, deliveryFailureReason, type CallbackDeliveryOptions } from './callback-delivery';
 
 export interface AgentRequestInput {

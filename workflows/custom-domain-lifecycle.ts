@@ -1,6 +1,6 @@
 import { condition, continueAsNew, defineSignal, proxyActivities, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { CustomDomainControlActivities } from '../activities/custom-domain-control';
-import type { CustomDomainKey } from '../core/custom-domain/types';
+import type { CustomDomainKey } from '../domain/custom-domain/custom-domain';
 
 export interface CustomDomainLifecycleInput {
   key: CustomDomainKey;

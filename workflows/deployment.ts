@@ -13,8 +13,8 @@ import {
 } from '@temporalio/workflow';
 import type { DeploymentControlActivities } from '../activities/deployment-control';
 import type { DeploymentNodeActivities, StartRevisionInput } from '../activities/deployment-node';
-import type { WorkloadUsage } from '../core/workloads/metering';
-import { isProviderModel } from '../core/workloads/provider-model';
+import type { WorkloadUsage } from '../domain/workloads/metering';
+import { isProviderModel } from '../domain/workloads/provider-model';
 import {
   DEFAULT_WORKLOAD_MEMORY_MB,
   revisionSandboxId,
@@ -24,7 +24,7 @@ import {
   type ServingRevision,
   type WorkloadKey,
   type WorkloadScaleState,
-} from '../core/workloads/types';
+} from '../domain/workloads/workload';
 
 export interface DeploymentInput {
   key: WorkloadKey;

@@ -7,7 +7,7 @@ import {
 } from '@temporalio/workflow';
 import type { JobControlActivities } from '../activities/job-control';
 import type { JobNodeActivities } from '../activities/job-node';
-import { finalExecutionStatus, taskChunks, type ExecutionKey, type ExecutionStatus, type JobRuntimeSettings, type TaskOutcome } from '../core/jobs/execution';
+import { finalExecutionStatus, taskChunks, type ExecutionKey, type ExecutionStatus, type JobRuntimeSettings, type TaskOutcome } from '../domain/jobs/execution';
 
 export interface JobExecutionInput {
   key: ExecutionKey;

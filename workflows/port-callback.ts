@@ -1,6 +1,6 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { CallbackActivities } from '../activities/callback';
-import type { PortEvent } from '../sandbox-agent/port-events';
+import type { PortEvent } from '../sandbox-agent/contract/port-events';
 import { callbackDeliveryActivityOptions, deliveryFailureReason, type CallbackDeliveryOptions } from './callback-delivery';
 
 export interface PortCallbackInput extends CallbackDeliveryOptions {

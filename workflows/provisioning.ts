@@ -1,6 +1,6 @@
 import { ActivityFailure, ApplicationFailure, patched, proxyActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { ProvisioningActivities, ProvisioningRun } from '../activities/provisioning';
-import { tenantResourceName, type ProvisioningResult } from '../core/integrations/provisioning';
+import { tenantResourceName, type ProvisioningResult } from '../domain/integrations/provisioning';
 
 /** What the API starts a provisioning with; the run's id is added by the workflow. */
 export type ProvisioningInput = Omit<ProvisioningRun, 'provisioningId'>;

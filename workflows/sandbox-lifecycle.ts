@@ -10,9 +10,9 @@ import {
 } from '@temporalio/workflow';
 import type { SandboxControlActivities } from '../activities/sandbox-control';
 import type { SandboxNodeActivities } from '../activities/sandbox-node';
-import { nextExpiry } from '../core/sandbox/expiry';
-import { knownGeneration, lastChangeAt, noteObserved, noteThaw, sandboxState, usagePeriods, type StandbyLedger } from '../core/sandbox/lifecycle';
-import { DEFAULT_SANDBOX_IMAGE, DEFAULT_SANDBOX_MEMORY_MB, type SandboxKey, type SandboxSpec, type SandboxState } from '../core/sandbox/types';
+import { nextExpiry } from '../domain/sandbox/expiry';
+import { knownGeneration, lastChangeAt, noteObserved, noteThaw, sandboxState, usagePeriods, type StandbyLedger } from '../domain/sandbox/lifecycle';
+import { DEFAULT_SANDBOX_IMAGE, DEFAULT_SANDBOX_MEMORY_MB, type SandboxKey, type SandboxSpec, type SandboxState } from '../domain/sandbox/sandbox';
 
 export interface SandboxLifecycleInput {
   key: SandboxKey;
@@ -61,7 +61,7 @@ const MIN_WAIT_MS = 1_000;
  * policy says so. Every step is an activity, so a worker killed at any point resumes here.
  *
  * The state it reports is the node's: freezes and thaws are compared by the node's freeze
- * generation (core/sandbox/lifecycle.ts), and usage is split at the node's moments of change
+ * generation (domain/sandbox/lifecycle.ts), and usage is split at the node's moments of change
  * (start, freeze, thaw, stop), each period in the state the node had.
  */
 export async function sandboxLifecycle(input: SandboxLifecycleInput): Promise<void> {

@@ -1,5 +1,5 @@
 import { continueAsNew, proxyActivities, sleep } from '@temporalio/workflow';
-import type { UsageActivities } from '../activities/usage';
+import type { UsageActivities } from '../activities/usage-flush';
 
 /** Fixed id: one flush per deployment. */
 export const USAGE_FLUSH_WORKFLOW_ID = 'usage-flush';

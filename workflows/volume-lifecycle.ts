@@ -1,7 +1,7 @@
 import { condition, continueAsNew, defineSignal, proxyActivities, upsertSearchAttributes, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { VolumeControlActivities } from '../activities/volume-control';
 import type { VolumeNodeActivities } from '../activities/volume-node';
-import type { VolumeKey } from '../core/volume/types';
+import type { VolumeKey } from '../domain/volume/volume';
 
 export interface VolumeLifecycleInput {
   key: VolumeKey;

@@ -1,8 +1,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Pool } from 'pg';
-import { looksLikeApiKey } from '../../core/credentials';
-import type { Principal } from '../../core/principal';
-import { unauthorized } from '../errors';
+import { looksLikeApiKey } from '../../domain/credentials';
+import type { Principal } from '../../domain/principal';
+import { unauthorized } from '../../domain/errors';
 import { principalForApiKey, principalForToken } from './principals';
 import type { TokenService } from './tokens';
 

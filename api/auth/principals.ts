@@ -1,6 +1,6 @@
 import type { Pool } from 'pg';
-import { digest } from '../../core/credentials';
-import type { Principal, WorkspaceGrant } from '../../core/principal';
+import { digest } from '../../domain/credentials';
+import type { Principal, WorkspaceGrant } from '../../domain/principal';
 
 interface PrincipalRow {
   id: string;

@@ -1,7 +1,7 @@
 import { SignJWT, exportJWK, generateKeyPair, importJWK, jwtVerify, type JWK, type JWTPayload } from 'jose';
 import type { Pool } from 'pg';
-import { newId } from '../../core/ids';
-import type { SecretBox } from '../../core/secret-box';
+import { newId } from '../../domain/ids';
+import type { SecretBox } from '../../domain/secret-box';
 
 const ALG = 'ES256';
 export const TOKEN_AUDIENCE = 'hangar-api';

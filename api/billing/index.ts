@@ -1,13 +1,13 @@
 import type { FastifyInstance } from 'fastify';
-import { queryFingerprint } from '../../core/billing/cursor';
-import { InvalidInput } from '../../core/billing/errors';
-import { GROUP_BY_DIMENSIONS, parseMetricsQuery, parseWindowQuery } from '../../core/billing/metrics-query';
-import type { MetricsScope } from '../../core/billing/metrics-sql';
-import { usageTables } from '../../core/billing/storage';
-import type { Principal } from '../../core/principal';
-import { acceptUsageBatch, loadPrices, UsageConflict } from '../../activities/usage-outbox';
-import { encodeUsageBody } from '../../core/billing/usage-body';
-import { ApiError, badRequest, forbidden, notFound } from '../errors';
+import { queryFingerprint } from '../../domain/billing/cursor';
+import { InvalidInput } from '../../domain/billing/errors';
+import { GROUP_BY_DIMENSIONS, parseMetricsQuery, parseWindowQuery } from '../../domain/billing/metrics-query';
+import type { MetricsScope } from '../../domain/billing/metrics-sql';
+import { usageTables } from '../../domain/billing/storage';
+import type { Principal } from '../../domain/principal';
+import { acceptUsageBatch, loadPrices, UsageConflict } from '../../store/usage-outbox';
+import { encodeUsageBody } from '../../domain/billing/usage-body';
+import { ApiError, badRequest, forbidden, notFound } from '../../domain/errors';
 import { commonErrors, ErrorBody } from '../management/common-schemas';
 import { MetricsReader } from './metrics-reader';
 import {
@@ -97,7 +97,7 @@ export default async function billingRoutes(app: FastifyInstance) {
   );
 
   // Ingestion reads its body itself: kept as bytes until parsed, so that the thousands of event
-  // objects of a request die young (see core/billing/usage-batch.ts).
+  // objects of a request die young (see domain/billing/usage-batch.ts).
   await app.register(async function ingestion(scope) {
     scope.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit: INGEST_BODY_LIMIT }, (_request, body, done) => done(null, body));
     scope.post(

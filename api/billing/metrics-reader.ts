@@ -1,13 +1,13 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Pool } from 'pg';
-import { pendingHours } from '../../activities/usage-pending';
-import { decodeCursor, encodeCursor } from '../../core/billing/cursor';
-import { InvalidInput } from '../../core/billing/errors';
-import type { MetricsQuery, MetricsWindow } from '../../core/billing/metrics-query';
-import { assembleMetrics, groupKey, type MetricsResponse, type Row } from '../../core/billing/metrics-response';
-import { bucketSql, groupListSql, resourceTypesSql, totalsSql, type MetricsScope } from '../../core/billing/metrics-sql';
-import { ApiError } from '../errors';
+import { pendingHours } from '../../store/usage-pending';
+import { decodeCursor, encodeCursor } from '../../domain/billing/cursor';
+import { InvalidInput } from '../../domain/billing/errors';
+import type { MetricsQuery, MetricsWindow } from '../../domain/billing/metrics-query';
+import { assembleMetrics, groupKey, type MetricsResponse, type Row } from '../../domain/billing/metrics-response';
+import { bucketSql, groupListSql, resourceTypesSql, totalsSql, type MetricsScope } from '../../domain/billing/metrics-sql';
+import { ApiError } from '../../domain/errors';
 
 /** Runs the metrics reads on ClickHouse: the page's groups, their buckets and the window totals. */
 export class MetricsReader {

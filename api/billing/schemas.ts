@@ -1,8 +1,8 @@
 import { Type } from 'typebox';
-import { BILLING_DIMENSION_NAMES, RESOURCE_TYPES } from '../../core/billing/dimensions';
-import { GROUP_BY_DIMENSIONS } from '../../core/billing/metrics-query';
-import { MAX_EVENTS_PER_REQUEST } from '../../core/billing/usage-events';
-import { RESOLUTIONS } from '../../core/billing/time';
+import { BILLING_DIMENSION_NAMES, RESOURCE_TYPES } from '../../domain/billing/dimensions';
+import { GROUP_BY_DIMENSIONS } from '../../domain/billing/metrics-query';
+import { MAX_EVENTS_PER_REQUEST } from '../../domain/billing/usage-events';
+import { RESOLUTIONS } from '../../domain/billing/time';
 
 // Route schemas describe the API for OpenAPI. Requests are validated by core/billing instead
 // (the billing routes switch schema validation off), so that messages name the parameter exactly

@@ -10,12 +10,12 @@ import {
   agentRequestWorkflowId,
   parseCallbackUrl,
   type AgentRequestKey,
-} from '../../core/agents/async-requests';
-import { nodeTaskQueue } from '../../core/config';
-import { newUuid } from '../../core/ids';
+} from '../../domain/agents/async-requests';
+import { nodeTaskQueue } from '../../domain/config';
+import { newUuid } from '../../domain/ids';
 import type { AgentRequestInput, agentRequest } from '../../workflows/agent-request';
-import { ApiError, badRequest, notFound } from '../errors';
-import { AgentRequestStore, agentRequestView } from './agent-request-store';
+import { ApiError, badRequest, notFound } from '../../domain/errors';
+import { AgentRequestStore, agentRequestView } from '../../store/agent-requests';
 import type { GatewayCaller, WorkloadTarget } from './route-cache';
 
 /** `?async=true` on `POST {run_url}/{workspace}/agents/{agent}`; other parameters go to the agent. */

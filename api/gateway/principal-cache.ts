@@ -1,6 +1,6 @@
 import { hash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import type { Principal } from '../../core/principal';
+import type { Principal } from '../../domain/principal';
 
 /** A verified credential is trusted this long before it is checked again (revocation takes effect within it). */
 const PRINCIPAL_TTL_MS = 2_000;

@@ -1,10 +1,10 @@
 import http, { type IncomingHttpHeaders } from 'node:http';
 import https from 'node:https';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { redactSecrets } from '../../core/integrations/secrets';
-import { PROVIDER_CHAT_PATH, upstreamChatBody } from '../../core/workloads/provider-model';
-import { ApiError, badRequest, notFound } from '../errors';
-import { forwardableHeaders, proxyRequest, readUpTo } from './proxy';
+import { redactSecrets } from '../../domain/integrations/secrets';
+import { PROVIDER_CHAT_PATH, upstreamChatBody } from '../../domain/workloads/provider-model';
+import { ApiError, badRequest, notFound } from '../../domain/errors';
+import { forwardableHeaders, proxyRequest, readUpTo } from '../../runtime/http-proxy';
 import type { ProviderRoute } from './route-cache';
 
 /** The client's headers a provider sees: what describes the body and the answer wanted, nothing of who calls. */

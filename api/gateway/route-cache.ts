@@ -1,10 +1,10 @@
 import type { Pool, PoolClient } from 'pg';
-import { customDomainRouteKey, type CustomDomainTargetKind } from '../../core/custom-domain/types';
-import type { Principal, WorkspaceGrant } from '../../core/principal';
-import type { ResourceStatus } from '../../core/resource';
-import type { SecretBox } from '../../core/secret-box';
-import { PROVIDER_API_KEY_SECRET, PROVIDER_INTEGRATION, type ProviderTarget } from '../../core/workloads/provider-model';
-import { workloadRouteKey, type WorkloadKind, type WorkloadScaleState } from '../../core/workloads/types';
+import { customDomainRouteKey, type CustomDomainTargetKind } from '../../domain/custom-domain/custom-domain';
+import type { Principal, WorkspaceGrant } from '../../domain/principal';
+import type { ResourceStatus } from '../../domain/resource';
+import type { SecretBox } from '../../domain/secret-box';
+import { PROVIDER_API_KEY_SECRET, PROVIDER_INTEGRATION, type ProviderTarget } from '../../domain/workloads/provider-model';
+import { workloadRouteKey, type WorkloadKind, type WorkloadScaleState } from '../../domain/workloads/workload';
 
 /** A provider model's upstream, with the API key of its connection. */
 export interface ProviderRoute extends ProviderTarget {

@@ -1,19 +1,19 @@
 import http from 'node:http';
 import { isIP } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { HangarConfig } from '../../core/config';
-import { CUSTOM_DOMAIN_TARGETS, domainUpstreamPath, requestHost } from '../../core/custom-domain/types';
-import { ROUTES_CHANNEL } from '../../core/resource';
-import { deploymentWorkflowId, type WorkloadKind } from '../../core/workloads/types';
-import { ApiError, forbidden, notFound } from '../errors';
+import type { HangarConfig } from '../../domain/config';
+import { CUSTOM_DOMAIN_TARGETS, domainUpstreamPath, requestHost } from '../../domain/custom-domain/custom-domain';
+import { ROUTES_CHANNEL } from '../../domain/resource';
+import { deploymentWorkflowId, type WorkloadKind } from '../../domain/workloads/workload';
+import { ApiError, forbidden, notFound } from '../../domain/errors';
 import type { AppOptions } from '../fastify';
 import { AgentQuery, asyncAgentRequests } from './async-agent-requests';
 import { ProviderProxy } from './provider-proxy';
-import { proxyRequest } from './proxy';
+import { proxyRequest } from '../../runtime/http-proxy';
 import { PrincipalCache } from './principal-cache';
 import { RouteCache, type DomainRoute, type GatewayCaller, type WorkloadTarget } from './route-cache';
-import { buildGatewayBase, proxiedRouteLogLevel } from './shared';
-import { WorkflowTouches, touchIntervalMs } from './workflow-touches';
+import { buildGatewayBase, proxiedRouteLogLevel } from './gateway-base';
+import { WorkflowTouches, touchIntervalMs } from '../../store/workflow-touches';
 import { WorkloadWakes } from './workload-wakes';
 
 const ALL_METHODS: ('GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS')[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];

@@ -1,18 +1,18 @@
 import http from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { HangarConfig } from '../../core/config';
-import { ROUTES_CHANNEL } from '../../core/resource';
-import { sandboxAddressMatcher } from '../../core/sandbox/url-template';
-import { sandboxWorkflowId } from '../../core/sandbox/types';
-import { reachesInternalRoute } from '../../sandbox-agent/routes';
-import type { FreezeState } from '../../runtime/types';
-import { ApiError, forbidden, notFound } from '../errors';
+import type { HangarConfig } from '../../domain/config';
+import { ROUTES_CHANNEL } from '../../domain/resource';
+import { sandboxAddressMatcher } from '../../domain/sandbox/url-template';
+import { sandboxWorkflowId } from '../../domain/sandbox/sandbox';
+import { reachesInternalRoute } from '../../sandbox-agent/contract/routes';
+import type { FreezeState } from '../../runtime/sandbox-runtime';
+import { ApiError, forbidden, notFound } from '../../domain/errors';
 import type { AppOptions } from '../fastify';
 import { PrincipalCache } from './principal-cache';
-import { proxyRequest } from './proxy';
+import { proxyRequest } from '../../runtime/http-proxy';
 import { RouteCache } from './route-cache';
-import { buildGatewayBase, proxiedRouteLogLevel } from './shared';
-import { WorkflowTouches } from './workflow-touches';
+import { buildGatewayBase, proxiedRouteLogLevel } from './gateway-base';
+import { WorkflowTouches } from '../../store/workflow-touches';
 
 /** What the gateway needs from the sandboxes of its node. */
 export interface SandboxNodeAccess {
@@ -28,7 +28,7 @@ const FREEZE_RECHECK_MS = 100;
  * The sandbox gateway: requests to `{sandbox_url}/...` are authenticated against the sandbox's
  * workspace, a sandbox in standby is thawed on the spot (the first call after resume succeeds),
  * and the request streams to the sandbox's own API over its Unix socket. Platform credentials
- * are not forwarded into the sandbox, and the API's internal routes (sandbox-agent/routes.ts)
+ * are not forwarded into the sandbox, and the API's internal routes (sandbox-agent/contract/routes.ts)
  * answer 404.
  */
 export async function buildSandboxGatewayApp(

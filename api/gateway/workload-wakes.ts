@@ -1,9 +1,9 @@
 import { WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError, type Client as TemporalClient } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
-import type { WorkloadKind } from '../../core/workloads/types';
-import { ApiError } from '../errors';
+import type { WorkloadKind } from '../../domain/workloads/workload';
+import { ApiError } from '../../domain/errors';
 import type { RouteCache } from './route-cache';
-import type { WorkflowTouches } from './workflow-touches';
+import type { WorkflowTouches } from '../../store/workflow-touches';
 
 /**
  * The run gateway's starts of workloads scaled to zero, by resource id: requests that arrive

@@ -1,8 +1,8 @@
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy } from '@temporalio/client';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { nodeTaskQueue } from '../../core/config';
-import { newUuid } from '../../core/ids';
+import { nodeTaskQueue } from '../../domain/config';
+import { newUuid } from '../../domain/ids';
 import {
   ExecutionRequestError,
   MAX_TASKS,
@@ -10,14 +10,14 @@ import {
   jobRuntimeSettings,
   parseExecutionRequest,
   type ExecutionKey,
-} from '../../core/jobs/execution';
-import type { WorkspaceGrant } from '../../core/principal';
+} from '../../domain/jobs/execution';
+import type { WorkspaceGrant } from '../../domain/principal';
 import type { JobExecutionInput, jobExecution } from '../../workflows/job-execution';
-import { ApiError, badRequest, conflict, forbidden, notFound } from '../errors';
+import { ApiError, badRequest, conflict, forbidden, notFound } from '../../domain/errors';
 import { ErrorBody, commonErrors } from '../management/common-schemas';
-import { ResourceStore, type ResourceRow } from '../management/resources/store';
+import { ResourceStore, type ResourceRow } from '../../store/resources';
 import { jobCode } from './code-folder';
-import { ExecutionStore, executionView, type ExecutionRow } from './execution-store';
+import { ExecutionStore, executionView, type ExecutionRow } from '../../store/executions';
 
 const tags = ['jobs'];
 const JobParams = Type.Object({ workspace: Type.String({ maxLength: 200 }), job: Type.String({ maxLength: 200 }) });

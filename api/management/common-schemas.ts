@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { DISPLAY_NAME_MAX_LENGTH, NAME_MAX_LENGTH, NAME_PATTERN } from '../../core/names';
+import { DISPLAY_NAME_MAX_LENGTH, NAME_MAX_LENGTH, NAME_PATTERN } from '../../domain/names';
 
 export const ResourceName = Type.String({
   pattern: NAME_PATTERN,

@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
-import type { WorkspaceGrant, WorkspaceRole } from '../../core/principal';
-import { ApiError, badRequest, forbidden } from '../errors';
+import type { WorkspaceGrant, WorkspaceRole } from '../../domain/principal';
+import { ApiError, badRequest, forbidden } from '../../domain/errors';
 
 /**
  * The workspace a request acts in: the X-Service-Workspace header, or the caller's only workspace

@@ -1,7 +1,7 @@
 import { createClient, type ClickHouseClient } from '@clickhouse/client';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import type { HangarConfig } from '../../core/config';
+import type { HangarConfig } from '../../domain/config';
 
 export function createClickHouse(config: HangarConfig): ClickHouseClient {
   const url = config.clickhouseUrl ?? `http://127.0.0.1:${config.clickhouseHttpPort}`;

@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { isBackendUnavailable } from '../backend-unavailable';
-import { ApiError } from '../errors';
+import { ApiError } from '../../domain/errors';
 
 interface ValidationIssue {
   instancePath: string;

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { badRequest } from '../errors';
+import { badRequest } from '../../domain/errors';
 
 /**
  * PostgreSQL text and jsonb cannot hold NUL characters or unpaired UTF-16 surrogates; without

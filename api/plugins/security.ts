@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { loadMasterKey } from '../../core/master-key';
-import { SecretBox } from '../../core/secret-box';
+import { loadMasterKey } from '../../domain/master-key';
+import { SecretBox } from '../../domain/secret-box';
 import { Authenticator } from '../auth/authenticator';
 import { TokenService } from '../auth/tokens';
 

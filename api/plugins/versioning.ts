@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { DEFAULT_API_VERSION, resolveApiVersion } from '../../core/versions';
+import { DEFAULT_API_VERSION, resolveApiVersion } from '../../domain/versions';
 
 /**
  * Service-Version selection. Runs before authentication so that a client pinned to an unknown

@@ -1,7 +1,7 @@
 import type { Pool } from 'pg';
 import { principalForApiKey, principalForToken } from '../../api/auth/principals';
 import type { TokenService } from '../../api/auth/tokens';
-import { ResourceStore } from '../../api/management/resources/store';
+import { ResourceStore } from '../../store/resources';
 import type { HttpClient } from '../common/http';
 import type { SeededTenant } from './seed';
 import { FLOOR_PATH } from './server';

@@ -2,7 +2,7 @@ import Fastify from 'fastify';
 import fs from 'node:fs';
 import path from 'node:path';
 import { buildApp } from '../../api/app';
-import type { HangarConfig } from '../../core/config';
+import type { HangarConfig } from '../../domain/config';
 
 /**
  * The measured server, in its own process as in a deployment (so the load generator does not

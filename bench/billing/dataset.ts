@@ -1,4 +1,4 @@
-import { BILLING_DIMENSION_NAMES, BILLING_DIMENSIONS, RESOURCE_TYPES, type BillingDimension } from '../../core/billing/dimensions';
+import { BILLING_DIMENSION_NAMES, BILLING_DIMENSIONS, RESOURCE_TYPES, type BillingDimension } from '../../domain/billing/dimensions';
 
 /**
  * The synthetic usage of the benchmark: 2,000 resources of every type in 3 workspaces, each

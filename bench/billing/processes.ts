@@ -1,10 +1,10 @@
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { Client } from '@temporalio/client';
-import { createUsageActivities, startUsageFlush } from '../../activities/usage';
-import { isManagementWorker, serveInWorker, startManagementApi } from '../../api/management-processes';
+import { createUsageActivities, startUsageFlush } from '../../activities/usage-flush';
+import { isManagementWorker, serveInWorker, startManagementApi } from '../../api/management-cluster';
 import { createClickHouse } from '../../api/plugins/clickhouse';
 import { createPool } from '../../api/plugins/postgres';
-import type { HangarConfig } from '../../core/config';
+import type { HangarConfig } from '../../domain/config';
 
 /**
  * The two services of the benchmark, each in its own process as in a deployment: the API

@@ -1,5 +1,5 @@
-import { sqlLiteral } from '../../core/sql-literal';
-import type { UsageTables } from '../../core/billing/storage';
+import { sqlLiteral } from '../../domain/sql-literal';
+import type { UsageTables } from '../../domain/billing/storage';
 
 /** One representative metrics query: its API parameters and the same aggregation on the raw table. */
 export interface BenchQuery {

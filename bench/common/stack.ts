@@ -1,4 +1,4 @@
-import type { HangarConfig } from '../../core/config';
+import type { HangarConfig } from '../../domain/config';
 import type { Stack } from '../../scripts/stack';
 
 /** `config` pointed at the services of `stack`, for the processes a benchmark starts on them. */

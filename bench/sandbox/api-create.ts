@@ -1,7 +1,7 @@
 import { buildSandboxGatewayApp } from '../../api/gateway/sandbox-app';
 import { benchConfig, startBenchPlatform } from '../common/platform';
 import { percentile } from '../common/stats';
-import { formatTable } from '../../core/text-table';
+import { formatTable } from '../../domain/text-table';
 
 /**
  * Sandbox creation the way a user sees it: POST /v0/sandboxes (row + lifecycle workflow + node

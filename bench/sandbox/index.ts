@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { BwrapRuntime } from '../../runtime/bwrap-runtime';
-import type { RuntimeSandboxSpec } from '../../runtime/types';
+import type { RuntimeSandboxSpec } from '../../runtime/sandbox-runtime';
 
 /**
  * Sandbox benchmark (run by hand after a build: `node dist/bench/sandbox/index.js`, as root).

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { proxyRequest } from '../../api/gateway/proxy';
+import { proxyRequest } from '../../runtime/http-proxy';
 
 /**
  * The gateway benchmark's floor for one HTTP hop in Node: a bare `node:http` server streaming

@@ -8,11 +8,11 @@ import path from 'node:path';
 import { buildRunApp } from '../../api/gateway/run-app';
 import { deployFolder } from '../../cli/deploy';
 import { temporal } from '@temporalio/proto';
-import { deploymentWorkflowId, revisionSandboxId } from '../../core/workloads/types';
+import { deploymentWorkflowId, revisionSandboxId } from '../../domain/workloads/workload';
 import { repoRoot } from '../../scripts/stack/binaries';
 import { benchConfig, startBenchPlatform } from '../common/platform';
 import { summarize, type LatencySummary } from '../common/stats';
-import { formatTable } from '../../core/text-table';
+import { formatTable } from '../../domain/text-table';
 
 /**
  * Scale-to-zero cold start (after a build, as root: `npm run bench:cold-start`).

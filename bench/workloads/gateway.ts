@@ -5,8 +5,8 @@ import path from 'node:path';
 import type { Pool } from 'pg';
 import { createPool } from '../../api/plugins/postgres';
 import { deployFolder } from '../../cli/deploy';
-import { loadConfig } from '../../core/config';
-import { workloadPort, type WorkloadSpec } from '../../core/workloads/types';
+import { loadConfig } from '../../domain/config';
+import { workloadPort, type WorkloadSpec } from '../../domain/workloads/workload';
 import { BwrapRuntime } from '../../runtime/bwrap-runtime';
 import { apiHealthy, platformEnv, PLATFORM_PROCESSES } from '../../scripts/platform-processes';
 import { prepare } from '../../scripts/prepare';
@@ -18,7 +18,7 @@ import { machineBusyMs, processCpuMs } from '../common/cpu';
 import { LoadProcess, measureLoads, type CpuMeter, type LoadFigures, type LoadTarget } from '../common/load-process';
 import { benchEnv } from '../common/platform';
 import { configOnStack } from '../common/stack';
-import { formatTable } from '../../core/text-table';
+import { formatTable } from '../../domain/text-table';
 
 /**
  * Inference gateway benchmark (after a build, as root: `node dist/bench/workloads/gateway.js`).

@@ -3,8 +3,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import * as tar from 'tar';
-import { TERMINAL_EXECUTION_STATUSES, type ExecutionStatus } from '../../core/jobs/execution';
-import { formatTable } from '../../core/text-table';
+import { TERMINAL_EXECUTION_STATUSES, type ExecutionStatus } from '../../domain/jobs/execution';
+import { formatTable } from '../../domain/text-table';
 import { benchConfig, startBenchPlatform } from '../common/platform';
 
 /**

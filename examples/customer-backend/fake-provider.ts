@@ -1,4 +1,4 @@
-import { EMAIL_MCP_ENV } from '../../core/integrations/catalog';
+import { EMAIL_MCP_ENV } from '../../domain/integrations/catalog';
 import { FakeOAuthProvider } from '../../test/fakes/oauth-provider';
 
 /**

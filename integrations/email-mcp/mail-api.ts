@@ -1,5 +1,5 @@
-import type { OAuthProviderEndpoints } from '../../core/config';
-import { buildMimeMessage, type OutgoingEmail } from '../../core/integrations/email-message';
+import type { OAuthProviderEndpoints } from '../../domain/config';
+import { buildMimeMessage, type OutgoingEmail } from '../../domain/integrations/email-message';
 import type { RefreshingAccessToken } from '../oauth/refreshing-token';
 import { outboundRequest } from '../outbound-http';
 

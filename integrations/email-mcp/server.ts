@@ -1,9 +1,9 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { createServer, type Server } from 'node:http';
 import { z } from 'zod';
-import type { OAuthProviderEndpoints } from '../../core/config';
-import { EMAIL_MCP_ENV } from '../../core/integrations/catalog';
-import { emailProblem, type OutgoingEmail } from '../../core/integrations/email-message';
+import type { OAuthProviderEndpoints } from '../../domain/config';
+import { EMAIL_MCP_ENV } from '../../domain/integrations/catalog';
+import { emailProblem, type OutgoingEmail } from '../../domain/integrations/email-message';
 import { mcpHttpHandler } from '../mcp-http';
 import { RefreshingAccessToken } from '../oauth/refreshing-token';
 import { MailApi } from './mail-api';

@@ -1,4 +1,4 @@
-import { redactSecrets } from '../../core/integrations/secrets';
+import { redactSecrets } from '../../domain/integrations/secrets';
 import { OutboundNetworkError, OutboundTimeoutError, outboundRequest, type OutboundResponse } from '../outbound-http';
 
 /** A token endpoint's success answer (RFC 6749 section 5.1). */

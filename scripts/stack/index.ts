@@ -1,4 +1,4 @@
-import type { HangarConfig } from '../../core/config';
+import type { HangarConfig } from '../../domain/config';
 import { SERVICE_RESTART_POLICY, type RestartPolicy } from '../restart-policy';
 import { prepareExternalClickHouse, startLocalClickHouse } from './clickhouse';
 import { notStarted, type LaunchContext, type StartedService } from './local-service';

@@ -1,7 +1,7 @@
 import { createClient } from '@clickhouse/client';
 import { Pool } from 'pg';
-import { migrateClickHouse } from '../../db/clickhouse';
-import { migrate } from '../../db/migrate';
+import { migrateClickHouse } from '../../store/clickhouse-schema';
+import { migrate } from '../../store/migrate';
 import { clickhouseTarget } from './urls';
 
 export interface StackEndpoints {

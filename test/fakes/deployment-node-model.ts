@@ -1,8 +1,8 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { DeploymentControlActivities } from '../../activities/deployment-control';
 import type { DeploymentNodeActivities, StartRevisionInput } from '../../activities/deployment-node';
-import type { WorkloadMeterPeriod, WorkloadUsage } from '../../core/workloads/metering';
-import { revisionSandboxId, type RevisionRecord, type WorkloadKey, type WorkloadScaleState } from '../../core/workloads/types';
+import type { WorkloadMeterPeriod, WorkloadUsage } from '../../domain/workloads/metering';
+import { revisionSandboxId, type RevisionRecord, type WorkloadKey, type WorkloadScaleState } from '../../domain/workloads/workload';
 
 type Period = Omit<WorkloadMeterPeriod, 'accountId'>;
 

@@ -1,4 +1,4 @@
-import { EMAIL_SEND_SCOPE } from '../../core/integrations/catalog';
+import { EMAIL_SEND_SCOPE } from '../../domain/integrations/catalog';
 
 export interface ConsentRequest {
   authorizationUrl: string;

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { OAuthProviderEndpoints } from '../../core/config';
+import type { OAuthProviderEndpoints } from '../../domain/config';
 
 /** One OAuth application registered at the fake provider. */
 export interface FakeClient {

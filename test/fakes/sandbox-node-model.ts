@@ -1,8 +1,8 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { SandboxControlActivities } from '../../activities/sandbox-control';
 import type { ObservedFreeze, SandboxNodeActivities, StandbyAnswer } from '../../activities/sandbox-node';
-import type { SandboxKey, SandboxState } from '../../core/sandbox/types';
-import type { FreezeState } from '../../runtime/types';
+import type { SandboxKey, SandboxState } from '../../domain/sandbox/sandbox';
+import type { FreezeState } from '../../runtime/sandbox-runtime';
 
 /**
  * An in-memory node for one sandbox, with the node activities' interface and the runtime's

@@ -3,10 +3,10 @@ import { randomBytes } from 'node:crypto';
 import type { Pool } from 'pg';
 import { buildApp } from '../../api/app';
 import type { AppOptions } from '../../api/fastify';
-import { createApiKey, createServiceAccount } from '../../api/management/service-accounts/store';
-import type { HangarConfig } from '../../core/config';
-import { newId } from '../../core/ids';
-import type { WorkspaceRole } from '../../core/principal';
+import { createApiKey, createServiceAccount } from '../../store/service-accounts';
+import type { HangarConfig } from '../../domain/config';
+import { newId } from '../../domain/ids';
+import type { WorkspaceRole } from '../../domain/principal';
 import { testStack } from '../setup/stack';
 
 /** The platform configuration tests use: the test stack's services and data folder. */

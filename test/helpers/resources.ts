@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { renderSandboxUrl } from '../../core/sandbox/url-template';
+import { renderSandboxUrl } from '../../domain/sandbox/url-template';
 import type { TestApp, TestTenant } from './platform';
 import { eventually } from './workers';
 

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { buildRunApp } from '../../api/gateway/run-app';
 import { buildSandboxGatewayApp } from '../../api/gateway/sandbox-app';
 import type { DeployTarget } from '../../cli/deploy';
-import type { HangarConfig } from '../../core/config';
+import type { HangarConfig } from '../../domain/config';
 import type { AppOptions } from '../../api/fastify';
 import type { BwrapRuntimeOptions } from '../../runtime/bwrap-runtime';
 import type { TestApp, TestTenant } from './platform';

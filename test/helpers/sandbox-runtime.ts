@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { BwrapRuntime, type BwrapRuntimeOptions } from '../../runtime/bwrap-runtime';
-import type { RuntimeSandboxSpec } from '../../runtime/types';
+import type { RuntimeSandboxSpec } from '../../runtime/sandbox-runtime';
 
 const REPO = path.resolve(__dirname, '..', '..');
 const AGENT_SOURCES = path.join(REPO, 'sandbox-agent');

@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import { RAW_COLUMNS } from '../../core/billing/usage-batch';
+import { RAW_COLUMNS } from '../../domain/billing/usage-batch';
 
 /** One usage event waiting in the outbox, as its ClickHouse row will say it. */
 export interface OutboxEvent {

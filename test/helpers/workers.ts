@@ -1,14 +1,14 @@
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { Pool } from 'pg';
-import { createActivities } from '../../activities';
-import { createNodeActivities } from '../../activities/node';
+import { createActivities } from '../../activities/control-activities';
+import { createNodeActivities } from '../../activities/node-activities';
 import { createClickHouse } from '../../api/plugins/clickhouse';
 import { createPool } from '../../api/plugins/postgres';
-import { nodeTaskQueue, type HangarConfig } from '../../core/config';
-import { PlatformServices } from '../../platform-services/services';
+import { nodeTaskQueue, type HangarConfig } from '../../domain/config';
+import { PlatformServices } from '../../runtime/platform-services/platform-services';
 import type { NodeRuntime } from '../../activities/sandbox-node';
-import type { RuntimeVolumeMount } from '../../runtime/types';
+import type { RuntimeVolumeMount } from '../../runtime/sandbox-runtime';
 import { VolumeStore } from '../../runtime/volume-store';
 import { testWorkflowBundleFile } from '../setup/test-config';
 

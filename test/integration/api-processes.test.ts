@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { MANAGEMENT_PROCESS_V8_FLAGS } from '../../api/management-processes';
+import { MANAGEMENT_PROCESS_V8_FLAGS } from '../../api/management-cluster';
 import { processTreePids } from '../../scripts/stack/service-process';
 import { freePort } from '../helpers/ports';
 import { eventually } from '../helpers/workers';

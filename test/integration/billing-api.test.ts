@@ -1,6 +1,6 @@
-import { DIGEST_MARK, legacyPayloadDigest, payloadDigest } from '../../core/billing/payload-digest';
-import { eventKeyPrefix, eventKeyText, writeEventKey } from '../../core/billing/usage-batch';
-import { parseUsageEvents } from '../../core/billing/usage-events';
+import { DIGEST_MARK, legacyPayloadDigest, payloadDigest } from '../../domain/billing/payload-digest';
+import { eventKeyPrefix, eventKeyText, writeEventKey } from '../../domain/billing/usage-batch';
+import { parseUsageEvents } from '../../domain/billing/usage-events';
 import { eventually } from '../helpers/workers';
 import { createBillingTenant, ingest, metricsUrl, startBillingHarness, type BillingHarness, type BillingTenant, type EventInput } from './billing-helpers';
 

@@ -1,8 +1,8 @@
 import { createClient, type ClickHouseClient } from '@clickhouse/client';
 import { Pool } from 'pg';
-import { flushUsageOutbox } from '../../activities/usage';
+import { flushUsageOutbox } from '../../activities/usage-flush';
 import { buildApp } from '../../api/app';
-import { usageTables, type UsageTables } from '../../core/billing/storage';
+import { usageTables, type UsageTables } from '../../domain/billing/storage';
 import { addIdentity, createTenant, testConfig, unique, type TestIdentity, type TestTenant } from '../helpers/platform';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 

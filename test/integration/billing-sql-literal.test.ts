@@ -1,6 +1,6 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import fc from 'fast-check';
-import { sqlLiteral } from '../../core/sql-literal';
+import { sqlLiteral } from '../../domain/sql-literal';
 import { stackClickHouse } from './billing-helpers';
 
 /** What ClickHouse makes of our literals: every value must come back exactly as sent. */

@@ -79,7 +79,7 @@ const UNSWEPT_BODIES: Record<string, string> = {
   'base_url POST /v0/workspaces/:name/callback-secret/rotate': 'takes no body',
   ...Object.fromEntries(['agents', 'functions', 'models', 'jobs'].map((kind) => [`base_url PUT /v0/${kind}/:name/code`, 'a tar.gz archive, streamed to disk'])),
   'base_url POST /v0/accounts/:accountId/usage-events':
-    'read from its bytes by core/billing/usage-body.ts, which refuses a wrong type naming the event and field (test/unit/billing-events.test.ts)',
+    'read from its bytes by domain/billing/usage-body.ts, which refuses a wrong type naming the event and field (test/unit/billing-events.test.ts)',
   ...proxied('run_url', ['/:workspace/agents/:name', '/:workspace/models/:name', '/:workspace/models/:name/*', '/:workspace/functions/:name/mcp', '/:workspace/functions/:name/mcp/*']),
   ...proxied('sandbox gateway', ['/*']),
 };

@@ -1,7 +1,7 @@
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import fc from 'fast-check';
-import { ConnectionStore } from '../../api/management/integrations/connection-store';
+import { ConnectionStore } from '../../store/connections';
 import { requestToken } from '../../integrations/oauth/token-client';
 import { authorizationCode } from '../fakes/oauth-consent';
 import { FakeOAuthProvider, type FakeClient } from '../fakes/oauth-provider';

@@ -1,4 +1,4 @@
-import { ConnectionStore } from '../../api/management/integrations/connection-store';
+import { ConnectionStore } from '../../store/connections';
 import { captureLogs } from '../helpers/log-capture';
 import { createTenant, startTestApp, type TestApp, type TestTenant } from '../helpers/platform';
 

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Pool } from 'pg';
-import { bundlePaths } from '../../core/workloads/bundles';
+import { bundlePaths } from '../../domain/workloads/bundles';
 
 /**
  * Gives a job deployed code the way the deployment pipeline leaves it: the files unpacked under

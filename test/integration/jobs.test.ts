@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import * as tar from 'tar';
 import { recordUsage } from '../../activities/usage-metering';
-import { TERMINAL_EXECUTION_STATUSES, jobExecutionWorkflowId, jobSandboxId, jobUsageTick } from '../../core/jobs/execution';
+import { TERMINAL_EXECUTION_STATUSES, jobExecutionWorkflowId, jobSandboxId, jobUsageTick } from '../../domain/jobs/execution';
 import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../helpers/platform';
 import { testRuntime } from '../helpers/sandbox-runtime';
 import { eventually, startControlWorker, startNodeWorker, type RunningWorker } from '../helpers/workers';

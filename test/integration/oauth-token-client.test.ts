@@ -3,10 +3,10 @@ import http, { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { EGRESS_FAILURE_HEADER } from '../../core/network-failure';
-import { PLATFORM_SOCKET_ENV } from '../../core/workloads/platform-credential';
+import { EGRESS_FAILURE_HEADER } from '../../domain/network-failure';
+import { PLATFORM_SOCKET_ENV } from '../../domain/workloads/platform-credential';
 import { requestToken, TokenEndpointError } from '../../integrations/oauth/token-client';
-import { forwardEgress } from '../../platform-services/egress';
+import { forwardEgress } from '../../runtime/platform-services/egress';
 
 /** A token endpoint that answers whatever the current test says, and can hang. */
 let answer: { status: number; body: string; headers?: Record<string, string> } | 'hang' = { status: 200, body: '{}' };

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { buildRunApp } from '../../api/gateway/run-app';
-import { deploymentWorkflowId } from '../../core/workloads/types';
+import { deploymentWorkflowId } from '../../domain/workloads/workload';
 import { FakeOpenAIProvider, SSE_FIRST, SSE_REST } from '../fakes/openai-provider';
 import { captureLogs } from '../helpers/log-capture';
 import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../helpers/platform';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { RouteCache } from '../../api/gateway/route-cache';
 import { createPool } from '../../api/plugins/postgres';
-import { SecretBox } from '../../core/secret-box';
+import { SecretBox } from '../../domain/secret-box';
 import { sleep } from '../../scripts/stack/timing';
 import { eventually } from '../helpers/workers';
 import { testStack } from '../setup/stack';

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import type { BwrapRuntime } from '../../runtime/bwrap-runtime';
-import type { SandboxHandle } from '../../runtime/types';
+import type { SandboxHandle } from '../../runtime/sandbox-runtime';
 import { callSandbox, exec, runtimeDataDir, sandboxSpec, testRuntime } from '../helpers/sandbox-runtime';
 
 // Real sandboxes on a busy 2-core machine: generous limits; no test asserts on time.

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { BwrapRuntime } from '../../runtime/bwrap-runtime';
 import { detectCgroupDriver, parseCgroupMounts } from '../../runtime/cgroups';
-import { SandboxSpecError } from '../../runtime/types';
+import { SandboxSpecError } from '../../runtime/sandbox-runtime';
 import { buildAgentForTests, callSandbox, exec, runtimeDataDir, sandboxSpec, testRuntime, until } from '../helpers/sandbox-runtime';
 
 // Real sandboxes on a busy 2-core machine: generous limits; no test asserts on time.

@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { BwrapRuntime } from '../../runtime/bwrap-runtime';
-import type { SandboxHandle } from '../../runtime/types';
-import { parsePortEvent } from '../../sandbox-agent/port-events';
+import type { SandboxHandle } from '../../runtime/sandbox-runtime';
+import { parsePortEvent } from '../../sandbox-agent/contract/port-events';
 import { callSandbox, exec, runtimeDataDir, sandboxSpec, testRuntime } from '../helpers/sandbox-runtime';
 
 // Real sandboxes on a busy 2-core machine: generous limits; no test asserts on time.

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import fc from 'fast-check';
-import { renderSandboxUrl } from '../../core/sandbox/url-template';
-import { AGENT_ROUTES, type AgentRoute } from '../../sandbox-agent/routes';
+import { renderSandboxUrl } from '../../domain/sandbox/url-template';
+import { AGENT_ROUTES, type AgentRoute } from '../../sandbox-agent/contract/routes';
 import { pathVariant } from '../helpers/path-variants';
 import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../helpers/platform';
 import { tenantResources } from '../helpers/resources';

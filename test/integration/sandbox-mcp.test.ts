@@ -3,9 +3,9 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { proxyRequest } from '../../api/gateway/proxy';
+import { proxyRequest } from '../../runtime/http-proxy';
 import type { BwrapRuntime } from '../../runtime/bwrap-runtime';
-import type { SandboxHandle } from '../../runtime/types';
+import type { SandboxHandle } from '../../runtime/sandbox-runtime';
 import { exec, runtimeDataDir, sandboxSpec, testRuntime } from '../helpers/sandbox-runtime';
 
 // Real sandboxes on a busy 2-core machine: generous limits; no test asserts on time.

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import fs from 'node:fs';
-import { sandboxWorkflowId } from '../../core/sandbox/types';
+import { sandboxWorkflowId } from '../../domain/sandbox/sandbox';
 import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../helpers/platform';
 import { tenantResources } from '../helpers/resources';
 import { testRuntime } from '../helpers/sandbox-runtime';

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { StateHistory } from '../../db/state-history';
+import { StateHistory } from '../../store/state-history';
 import { createTenant, startTestApp, type TestApp, type TestTenant } from '../helpers/platform';
 
 let t: TestApp;

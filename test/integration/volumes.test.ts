@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import type { FastifyInstance } from 'fastify';
-import { volumeWorkflowId } from '../../core/volume/types';
+import { volumeWorkflowId } from '../../domain/volume/volume';
 import { VolumeStore } from '../../runtime/volume-store';
 import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../helpers/platform';
 import { tenantResources } from '../helpers/resources';

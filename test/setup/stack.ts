@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import type { HangarConfig } from '../../core/config';
+import type { HangarConfig } from '../../domain/config';
 import { stackFilePath, testConfig } from './test-config';
 
 /** The services the jest global set-up started (or found) for this test run. */

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { loadConfig, type HangarConfig } from '../../core/config';
+import { loadConfig, type HangarConfig } from '../../domain/config';
 import { repoRoot } from '../../scripts/stack/binaries';
 
 /**

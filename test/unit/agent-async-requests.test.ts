@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
-import { AsyncRequestError, agentQuery, asyncRequestUsageTick, parseCallbackUrl, type AgentRequestKey } from '../../core/agents/async-requests';
-import { meterEventId, tickEvent } from '../../core/billing/metering';
-import { CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER, newCallbackSecret, signCallback, verifyCallback } from '../../core/callback-signature';
+import { AsyncRequestError, agentQuery, asyncRequestUsageTick, parseCallbackUrl, type AgentRequestKey } from '../../domain/agents/async-requests';
+import { meterEventId, tickEvent } from '../../domain/billing/metering';
+import { CALLBACK_SIGNATURE_HEADER, CALLBACK_TIMESTAMP_HEADER, newCallbackSecret, signCallback, verifyCallback } from '../../domain/callback-signature';
 
 const key: AgentRequestKey = { id: '8f0c1a52-1111-4222-8333-944455556666', accountId: 'acc', workspace: 'ws', workspaceId: 'ws-id', agentId: 'agent-uuid', agentName: 'echo' };
 

@@ -1,6 +1,6 @@
-import { costNano, formatScaled, parseScaled, quantityToNano, scaledToNumber } from '../../core/billing/decimal';
-import { InvalidInput } from '../../core/billing/errors';
-import { meterEventId, tickEvent } from '../../core/billing/metering';
+import { costNano, formatScaled, parseScaled, quantityToNano, scaledToNumber } from '../../domain/billing/decimal';
+import { InvalidInput } from '../../domain/billing/errors';
+import { meterEventId, tickEvent } from '../../domain/billing/metering';
 import { createHash } from 'node:crypto';
 import {
   batchHours,
@@ -13,9 +13,9 @@ import {
   selectRows,
   tsvField,
   writeEventKey,
-} from '../../core/billing/usage-batch';
-import { parseEvent, parseUsageEvents } from '../../core/billing/usage-events';
-import { DIGEST_MARK, legacyPayloadDigest, payloadDigest, sameDigest } from '../../core/billing/payload-digest';
+} from '../../domain/billing/usage-batch';
+import { parseEvent, parseUsageEvents } from '../../domain/billing/usage-events';
+import { DIGEST_MARK, legacyPayloadDigest, payloadDigest, sameDigest } from '../../domain/billing/payload-digest';
 
 const NOW = Date.parse('2026-04-16T12:00:00Z');
 const good = {

@@ -1,4 +1,4 @@
-import { chooseFlushBatch, type OutboxHead } from '../../core/billing/flush-batch';
+import { chooseFlushBatch, type OutboxHead } from '../../domain/billing/flush-batch';
 
 const rules = { maxEvents: 1_000, maxRows: 4, gatherMs: 2_000 };
 const head = (seq: number, events: number, waitedMs: number): OutboxHead => ({

@@ -1,6 +1,6 @@
-import { decodeCursor, encodeCursor, queryFingerprint } from '../../core/billing/cursor';
-import { InvalidInput } from '../../core/billing/errors';
-import { parseGroupBy, parseMetricsQuery, parseWindowQuery, type MetricsQuery } from '../../core/billing/metrics-query';
+import { decodeCursor, encodeCursor, queryFingerprint } from '../../domain/billing/cursor';
+import { InvalidInput } from '../../domain/billing/errors';
+import { parseGroupBy, parseMetricsQuery, parseWindowQuery, type MetricsQuery } from '../../domain/billing/metrics-query';
 
 const window = { startTime: '2026-04-01T00:00:00Z', endTime: '2026-04-02T00:00:00Z' };
 

@@ -1,10 +1,10 @@
 import fc from 'fast-check';
-import type { UsageTick } from '../../core/billing/metering';
-import { DEFAULT_RECONCILE_OPTIONS, reconcile, type BilledUsage, type StateInterval } from '../../core/billing/reconciliation';
-import { customDomainUsageTicks } from '../../core/custom-domain/types';
-import { sandboxUsageTicks } from '../../core/sandbox/metering';
-import { volumeUsageTicks } from '../../core/volume/types';
-import { workloadUsageTicks } from '../../core/workloads/metering';
+import type { UsageTick } from '../../domain/billing/metering';
+import { DEFAULT_RECONCILE_OPTIONS, reconcile, type BilledUsage, type StateInterval } from '../../domain/billing/reconciliation';
+import { customDomainUsageTicks } from '../../domain/custom-domain/custom-domain';
+import { sandboxUsageTicks } from '../../domain/sandbox/metering';
+import { volumeUsageTicks } from '../../domain/volume/volume';
+import { workloadUsageTicks } from '../../domain/workloads/metering';
 
 const MINUTE = 60_000;
 const T0 = Date.UTC(2026, 10, 1, 12, 0, 0, 0);

@@ -1,7 +1,7 @@
-import { assembleMetrics, type Row } from '../../core/billing/metrics-response';
-import { bucketSql, groupListSql, resourceTypesSql, totalsSql } from '../../core/billing/metrics-sql';
-import { parseMetricsQuery } from '../../core/billing/metrics-query';
-import { usageTables } from '../../core/billing/storage';
+import { assembleMetrics, type Row } from '../../domain/billing/metrics-response';
+import { bucketSql, groupListSql, resourceTypesSql, totalsSql } from '../../domain/billing/metrics-sql';
+import { parseMetricsQuery } from '../../domain/billing/metrics-query';
+import { usageTables } from '../../domain/billing/storage';
 
 const hour = (h: number) => Date.parse('2026-04-16T00:00:00Z') / 1000 + h * 3600;
 const window = { startTime: '2026-04-16T00:00:00Z', endTime: '2026-04-16T04:00:00Z' };

@@ -1,4 +1,4 @@
-import { sqlLiteral } from '../../core/sql-literal';
+import { sqlLiteral } from '../../domain/sql-literal';
 
 describe('sqlLiteral', () => {
   it('quotes plain strings', () => {

@@ -9,8 +9,8 @@ import {
   parseRfc3339,
   RESOLUTIONS,
   windowWithinCap,
-} from '../../core/billing/time';
-import { planSegments } from '../../core/billing/storage';
+} from '../../domain/billing/time';
+import { planSegments } from '../../domain/billing/storage';
 
 const at = (iso: string) => Date.parse(iso);
 const DAY = 86_400_000;

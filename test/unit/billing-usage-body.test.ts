@@ -1,8 +1,8 @@
 import fc from 'fast-check';
-import { BILLING_DIMENSION_NAMES, BILLING_DIMENSIONS } from '../../core/billing/dimensions';
-import { encodeUsageBatch, type UsageBatch } from '../../core/billing/usage-batch';
-import { encodeUsageBody, readPlainBody } from '../../core/billing/usage-body';
-import { parseUsageEvents } from '../../core/billing/usage-events';
+import { BILLING_DIMENSION_NAMES, BILLING_DIMENSIONS } from '../../domain/billing/dimensions';
+import { encodeUsageBatch, type UsageBatch } from '../../domain/billing/usage-batch';
+import { encodeUsageBody, readPlainBody } from '../../domain/billing/usage-body';
+import { parseUsageEvents } from '../../domain/billing/usage-events';
 
 /**
  * A request body is read two ways: straight from its bytes when it is plain (ASCII, no escapes),

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { digest, displayPrefix, looksLikeApiKey, newApiKey, newClientSecret, secretMatches } from '../../core/credentials';
-import { SecretBox } from '../../core/secret-box';
+import { digest, displayPrefix, looksLikeApiKey, newApiKey, newClientSecret, secretMatches } from '../../domain/credentials';
+import { SecretBox } from '../../domain/secret-box';
 
 describe('API keys and secrets', () => {
   test('keys are distinct, recognisable and stored as digests only', () => {

@@ -1,5 +1,5 @@
-import { customDomainUsageTicks, domainProblem, domainUpstreamPath, requestHost } from '../../core/custom-domain/types';
-import { meterEventId } from '../../core/billing/metering';
+import { customDomainUsageTicks, domainProblem, domainUpstreamPath, requestHost } from '../../domain/custom-domain/custom-domain';
+import { meterEventId } from '../../domain/billing/metering';
 
 const field = 'body.spec.domain';
 

@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { proxyRequest } from '../../api/gateway/proxy';
+import { proxyRequest } from '../../runtime/http-proxy';
 
 // The gateways' streaming proxy between real sockets: an upstream on a Unix socket (as a
 // workload's forwarder is) and a plain HTTP server in front of it.

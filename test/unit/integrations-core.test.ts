@@ -1,8 +1,8 @@
-import { findIntegration } from '../../core/integrations/catalog';
-import { buildMimeMessage, emailProblem, encodeHeaderText } from '../../core/integrations/email-message';
-import { functionSpecProblem } from '../../core/integrations/function-binding';
-import { provisioningWorkflowId, tenantNameProblem, tenantResourceName } from '../../core/integrations/provisioning';
-import { maskSecret, mergeSecretUpdate, redactSecrets, secretsProblem } from '../../core/integrations/secrets';
+import { findIntegration } from '../../domain/integrations/catalog';
+import { buildMimeMessage, emailProblem, encodeHeaderText } from '../../domain/integrations/email-message';
+import { functionSpecProblem } from '../../domain/integrations/function-binding';
+import { provisioningWorkflowId, tenantNameProblem, tenantResourceName } from '../../domain/integrations/provisioning';
+import { maskSecret, mergeSecretUpdate, redactSecrets, secretsProblem } from '../../domain/integrations/secrets';
 
 const email = findIntegration('email')!;
 

@@ -8,8 +8,8 @@ import {
   parseExecutionRequest,
   taskEnvironment,
   type ExecutionKey,
-} from '../../core/jobs/execution';
-import { meterEventId } from '../../core/billing/metering';
+} from '../../domain/jobs/execution';
+import { meterEventId } from '../../domain/billing/metering';
 import { maxOverlap } from '../integration/job-helpers';
 
 describe('parseExecutionRequest', () => {

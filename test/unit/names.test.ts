@@ -1,5 +1,5 @@
-import { parseDurationSeconds } from '../../core/duration';
-import { isValidName, nameProblem } from '../../core/names';
+import { parseDurationSeconds } from '../../domain/duration';
+import { isValidName, nameProblem } from '../../domain/names';
 
 describe('resource names', () => {
   test.each(['a', 'agent-1', 'my-agent', 'a'.repeat(49), 'x0-'])('%p is valid', (name) => expect(isValidName(name)).toBe(true));

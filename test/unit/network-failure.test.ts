@@ -1,4 +1,4 @@
-import { describeNetworkFailure } from '../../core/network-failure';
+import { describeNetworkFailure } from '../../domain/network-failure';
 
 const failure = (code: string | undefined, message = 'socket error') => Object.assign(new Error(message), code ? { code } : {});
 

@@ -1,4 +1,4 @@
-import { egressDecision, originsOf } from '../../platform-services/egress';
+import { egressDecision, originsOf } from '../../runtime/platform-services/egress';
 
 const allowed = originsOf(['https://oauth2.example.com/token', 'https://mail.example.com', 'http://127.0.0.1:4000/userinfo']);
 

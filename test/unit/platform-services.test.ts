@@ -3,8 +3,8 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import type { Pool } from 'pg';
-import { workloadPlatformToken } from '../../core/workloads/platform-credential';
-import { PlatformServices, type PlatformPolicy } from '../../platform-services/services';
+import { workloadPlatformToken } from '../../domain/workloads/platform-credential';
+import { PlatformServices, type PlatformPolicy } from '../../runtime/platform-services/platform-services';
 import { sandboxLayout } from '../../runtime/layout';
 
 // The platform socket's own life: where it is bound, by whom, and its removal. (What it serves is

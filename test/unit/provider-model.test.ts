@@ -1,4 +1,4 @@
-import { isProviderModel, modelSpecProblem, providerTarget, upstreamChatBody } from '../../core/workloads/provider-model';
+import { isProviderModel, modelSpecProblem, providerTarget, upstreamChatBody } from '../../domain/workloads/provider-model';
 
 const provider = (runtime: Record<string, unknown>, integrationConnections: unknown = ['llm']) => ({ runtime: { type: 'openai', ...runtime }, integrationConnections });
 

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { AGENT_ROUTES, isListedPath, reachesInternalRoute } from '../../sandbox-agent/routes';
+import { AGENT_ROUTES, isListedPath, reachesInternalRoute } from '../../sandbox-agent/contract/routes';
 import { pathVariant } from '../helpers/path-variants';
 
 const internal = AGENT_ROUTES.filter((route) => route.access === 'internal');

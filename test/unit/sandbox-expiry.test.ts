@@ -1,4 +1,4 @@
-import { expirationPolicyProblem, nextExpiry } from '../../core/sandbox/expiry';
+import { expirationPolicyProblem, nextExpiry } from '../../domain/sandbox/expiry';
 
 const t0 = Date.parse('2026-11-01T00:00:00Z');
 

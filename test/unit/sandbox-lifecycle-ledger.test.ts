@@ -1,4 +1,4 @@
-import { knownGeneration, lastChangeAt, noteFreeze, noteObserved, noteThaw, sandboxState, usagePeriods } from '../../core/sandbox/lifecycle';
+import { knownGeneration, lastChangeAt, noteFreeze, noteObserved, noteThaw, sandboxState, usagePeriods } from '../../domain/sandbox/lifecycle';
 
 // The lifecycle workflow's view of its node's freezes: generations decide, not arrival order.
 

@@ -1,5 +1,5 @@
-import { meterEventId } from '../../core/billing/metering';
-import { sandboxUsageTicks } from '../../core/sandbox/metering';
+import { meterEventId } from '../../domain/billing/metering';
+import { sandboxUsageTicks } from '../../domain/sandbox/metering';
 
 const key = { id: '1b6f7f5e-0000-4000-8000-000000000001', workspace: 'ws', workspaceId: 'ws_1', name: 'box' };
 const GB = 1024 ** 3;

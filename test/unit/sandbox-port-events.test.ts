@@ -1,4 +1,4 @@
-import { formatPortEvent, isHttpUrl, parsePortEvent, type PortEvent } from '../../sandbox-agent/port-events';
+import { formatPortEvent, isHttpUrl, parsePortEvent, type PortEvent } from '../../sandbox-agent/contract/port-events';
 
 const event: PortEvent = { key: 'c0ffee-1', callback: 'http://127.0.0.1:8000/cb', pid: 12, port: 3000, sandbox: 'box', detectedAt: '2026-04-16T10:00:00.000Z' };
 

@@ -1,4 +1,4 @@
-import { renderSandboxUrl, sandboxAddressMatcher } from '../../core/sandbox/url-template';
+import { renderSandboxUrl, sandboxAddressMatcher } from '../../domain/sandbox/url-template';
 
 describe('sandbox URL template', () => {
   test('variables are filled, missing ones become unknown', () => {

@@ -1,4 +1,4 @@
-import { API_VERSIONS, DEFAULT_API_VERSION, resolveApiVersion } from '../../core/versions';
+import { API_VERSIONS, DEFAULT_API_VERSION, resolveApiVersion } from '../../domain/versions';
 
 describe('Service-Version resolution', () => {
   test('absent header selects the earliest stable version', () => {

@@ -1,4 +1,4 @@
-import { volumeUsageTicks } from '../../core/volume/types';
+import { volumeUsageTicks } from '../../domain/volume/volume';
 
 const key = { id: '7d1c1a52-4a0e-4a57-9f0a-2b8f4a1c9d10', workspace: 'ws', workspaceId: 'w-1', name: 'data' };
 

@@ -1,4 +1,4 @@
-import { WorkflowTouches } from '../../api/gateway/workflow-touches';
+import { WorkflowTouches } from '../../store/workflow-touches';
 
 // How a gateway tells lifecycle workflows their resource is in use: throttled, and kept up while requests last.
 let sent: { workflowId: string; signal: string }[];

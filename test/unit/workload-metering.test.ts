@@ -1,5 +1,5 @@
-import { workloadUsageTicks, type WorkloadMeterPeriod } from '../../core/workloads/metering';
-import type { WorkloadKind } from '../../core/workloads/types';
+import { workloadUsageTicks, type WorkloadMeterPeriod } from '../../domain/workloads/metering';
+import type { WorkloadKind } from '../../domain/workloads/workload';
 
 const GB = 1024 ** 3;
 

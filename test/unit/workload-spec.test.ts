@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { bundleEntryProblem, bundlePaths } from '../../core/workloads/bundles';
+import { bundleEntryProblem, bundlePaths } from '../../domain/workloads/bundles';
 import {
   EXIT_MARKER,
   bundleFilesNamedBy,
@@ -12,7 +12,7 @@ import {
   workloadEnvironment,
   workloadPort,
   workloadState,
-} from '../../core/workloads/types';
+} from '../../domain/workloads/workload';
 
 const sh = (line: string) => execFileSync('sh', ['-c', line], { encoding: 'utf8' });
 

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { notFound } from '../../errors';
+import { notFound } from '../../../domain/errors';
 import { commonErrors } from '../common-schemas';
 
 const Account = Type.Object({

@@ -2,24 +2,24 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { WorkflowIdConflictPolicy } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { ROUTES_CHANNEL } from '../../../core/resource';
-import type { HangarConfig } from '../../../core/config';
-import { StateHistory } from '../../../db/state-history';
+import { ROUTES_CHANNEL } from '../../../domain/resource';
+import type { HangarConfig } from '../../../domain/config';
+import { StateHistory } from '../../../store/state-history';
 import {
   customDomainRouteKey,
   customDomainWorkflowId,
   domainProblem,
   type CustomDomainKey,
   type CustomDomainSpec,
-} from '../../../core/custom-domain/types';
+} from '../../../domain/custom-domain/custom-domain';
 import type { CustomDomainLifecycleInput, customDomainLifecycle } from '../../../workflows/custom-domain-lifecycle';
-import { badRequest, conflict } from '../../errors';
-import { isUniqueViolation } from '../../pg-errors';
+import { badRequest, conflict } from '../../../domain/errors';
+import { isUniqueViolation } from '../../../store/pg-errors';
 import { NameParam, commonErrors } from '../common-schemas';
 import { toEnvelope } from '../resources/envelope';
 import { assertNameUnchanged, findNamed, missingResource } from '../resources/named';
 import { startOwningWorkflow } from '../resources/owning-workflow';
-import { ResourceStore, type ResourceRow } from '../resources/store';
+import { ResourceStore, type ResourceRow } from '../../../store/resources';
 import { requestWorkspace } from '../workspace-context';
 import { CustomDomainEnvelope, CustomDomainInput } from './schemas';
 

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { MAX_DOMAIN_LENGTH } from '../../../core/custom-domain/types';
+import { MAX_DOMAIN_LENGTH } from '../../../domain/custom-domain/custom-domain';
 import { DisplayName, Labels, ResourceName } from '../common-schemas';
 import { envelopeSchema } from '../resources/envelope';
 

@@ -4,13 +4,13 @@ import type { Client } from '@temporalio/client';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { createHash } from 'node:crypto';
-import { findIntegration, INTEGRATIONS, isProvisionable } from '../../../core/integrations/catalog';
-import { provisioningWorkflowId, tenantNameProblem } from '../../../core/integrations/provisioning';
+import { findIntegration, INTEGRATIONS, isProvisionable } from '../../../domain/integrations/catalog';
+import { provisioningWorkflowId, tenantNameProblem } from '../../../domain/integrations/provisioning';
 import type { provisionTenant, ProvisioningInput } from '../../../workflows/provisioning';
-import { ApiError, badRequest, conflict, notFound } from '../../errors';
+import { ApiError, badRequest, conflict, notFound } from '../../../domain/errors';
 import { commonErrors } from '../common-schemas';
 import { requestWorkspace } from '../workspace-context';
-import { ProvisioningStore, type ProvisioningRow } from './provisioning-store';
+import { ProvisioningStore, type ProvisioningRow } from '../../../store/provisionings';
 import { IdParam, Provisioning, ProvisioningCreate, ProvisioningListQuery } from './schemas';
 
 const tags = ['integrations'];

@@ -1,14 +1,14 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { findIntegration, INTEGRATIONS, type IntegrationDefinition } from '../../../core/integrations/catalog';
-import { mergeSecretUpdate, sameSecrets, secretsProblem } from '../../../core/integrations/secrets';
-import { ApiError, badRequest, conflict, notFound } from '../../errors';
+import { findIntegration, INTEGRATIONS, type IntegrationDefinition } from '../../../domain/integrations/catalog';
+import { mergeSecretUpdate, sameSecrets, secretsProblem } from '../../../domain/integrations/secrets';
+import { ApiError, badRequest, conflict, notFound } from '../../../domain/errors';
 import { assertNameUnchanged } from '../resources/named';
 import { NameParam, commonErrors } from '../common-schemas';
 import { requestWorkspace } from '../workspace-context';
-import { awaitConnectionRollout, startConnectionRollout } from './connection-rollout';
-import { ConnectionStore, type ConnectionRow } from './connection-store';
+import { awaitConnectionRollout, startConnectionRollout } from '../../../control-plane/connection-rollout';
+import { ConnectionStore, type ConnectionRow } from '../../../store/connections';
 import { Connection, ConnectionCreate, ConnectionUpdate, Integration } from './schemas';
 
 const tags = ['integrations'];

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { PROVISIONING_STATUSES, TENANT_MAX_LENGTH, TENANT_PATTERN, type ProvisioningStatus } from '../../../core/integrations/provisioning';
+import { PROVISIONING_STATUSES, TENANT_MAX_LENGTH, TENANT_PATTERN, type ProvisioningStatus } from '../../../domain/integrations/provisioning';
 import { DisplayName, Labels, ResourceName } from '../common-schemas';
 
 const IntegrationName = Type.String({ minLength: 1, maxLength: 63, description: "A name from the catalog (GET /v0/integrations), e.g. 'email' or 'openai'." });

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { Type } from 'typebox';
-import { secretMatches } from '../../../core/credentials';
+import { secretMatches } from '../../../domain/credentials';
 import { ErrorBody } from '../common-schemas';
 
 const TokenRequest = Type.Object(

@@ -1,6 +1,6 @@
 import { Type, type TProperties } from 'typebox';
-import { RESOURCE_STATUSES, type ResourceStatus } from '../../../core/resource';
-import type { ResourceRow } from './store';
+import { RESOURCE_STATUSES, type ResourceStatus } from '../../../domain/resource';
+import type { ResourceRow } from '../../../store/resources';
 
 const ResourceEvent = Type.Object({ type: Type.String(), status: Type.String(), message: Type.String(), time: Type.String() });
 

@@ -1,13 +1,13 @@
 import type { Pool } from 'pg';
 import { Type, type TSchema } from 'typebox';
-import type { HangarConfig } from '../../../core/config';
-import type { ResourceStatus } from '../../../core/resource';
-import { boundConnections } from '../../../core/integrations/function-binding';
-import { MAX_CONCURRENT_TASKS, MAX_TASK_RETRIES, MAX_TASK_TIMEOUT_SECONDS } from '../../../core/jobs/execution';
-import { isProviderModel } from '../../../core/workloads/provider-model';
-import { MAX_READINESS_SECONDS } from '../../../core/workloads/types';
+import type { HangarConfig } from '../../../domain/config';
+import type { ResourceStatus } from '../../../domain/resource';
+import { boundConnections } from '../../../domain/integrations/function-binding';
+import { MAX_CONCURRENT_TASKS, MAX_TASK_RETRIES, MAX_TASK_TIMEOUT_SECONDS } from '../../../domain/jobs/execution';
+import { isProviderModel } from '../../../domain/workloads/provider-model';
+import { MAX_READINESS_SECONDS } from '../../../domain/workloads/workload';
 import { ResourceName } from '../common-schemas';
-import { validateFunctionSpec, validateModelSpec } from '../integrations/connection-bindings';
+import { validateFunctionSpec, validateModelSpec } from '../../../control-plane/connection-bindings';
 
 /**
  * What differs between workload kinds that share the resource envelope: their path, the shape of

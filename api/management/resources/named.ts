@@ -1,6 +1,6 @@
-import type { WorkspaceGrant } from '../../../core/principal';
-import { badRequest, notFound } from '../../errors';
-import type { ResourceRow, ResourceStore } from './store';
+import type { WorkspaceGrant } from '../../../domain/principal';
+import { badRequest, notFound } from '../../../domain/errors';
+import type { ResourceRow, ResourceStore } from '../../../store/resources';
 
 /** Names are immutable: a PUT naming another resource in its body than in its path is refused. */
 export function assertNameUnchanged(bodyName: string, pathName: string): void {

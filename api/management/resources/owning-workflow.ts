@@ -1,4 +1,4 @@
-import type { ResourceStore } from './store';
+import type { ResourceStore } from '../../../store/resources';
 
 /**
  * Starts the workflow that drives a resource just inserted as DEPLOYING. Without its workflow the

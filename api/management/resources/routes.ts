@@ -1,14 +1,14 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { workloadState } from '../../../core/workloads/types';
-import { conflict } from '../../errors';
+import { workloadState } from '../../../domain/workloads/workload';
+import { conflict } from '../../../domain/errors';
 import { DisplayName, Labels, NameParam, ResourceName, commonErrors } from '../common-schemas';
 import { requestWorkspace } from '../workspace-context';
 import { envelopeSchema, toEnvelope } from './envelope';
 import { assertNameUnchanged, findNamed, missingResource } from './named';
 import type { ResourceKind } from './kinds';
-import { ResourceStore, type ResourceRow } from './store';
+import { ResourceStore, type ResourceRow } from '../../../store/resources';
 
 /** Read-only metadata sent back by clients (workspace, createdAt, ...) is accepted and ignored. */
 const MetadataInput = Type.Object(

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { DURATION_PATTERN } from '../../../core/duration';
+import { DURATION_PATTERN } from '../../../domain/duration';
 import { DisplayName, Labels, ResourceName } from '../common-schemas';
 import { envelopeSchema } from '../resources/envelope';
 

@@ -1,11 +1,11 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { DURATION_PATTERN, parseDurationSeconds } from '../../../core/duration';
-import { forbidden, notFound } from '../../errors';
+import { DURATION_PATTERN, parseDurationSeconds } from '../../../domain/duration';
+import { forbidden, notFound } from '../../../domain/errors';
 import { commonErrors } from '../common-schemas';
 import { requestWorkspace } from '../workspace-context';
-import { createApiKey, createServiceAccount, listApiKeys, revokeApiKey } from './store';
+import { createApiKey, createServiceAccount, listApiKeys, revokeApiKey } from '../../../store/service-accounts';
 
 const Role = Type.Union([Type.Literal('admin'), Type.Literal('member')]);
 const FreeName = Type.String({ minLength: 1, maxLength: 63 });

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { MAX_VOLUME_SIZE_MB, MIN_VOLUME_SIZE_MB } from '../../../core/volume/types';
+import { MAX_VOLUME_SIZE_MB, MIN_VOLUME_SIZE_MB } from '../../../domain/volume/volume';
 import { DisplayName, Labels, ResourceName } from '../common-schemas';
 import { envelopeSchema } from '../resources/envelope';
 

@@ -5,8 +5,8 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { bundlePaths } from '../../../core/workloads/bundles';
-import { ApiError, badRequest } from '../../errors';
+import { bundlePaths } from '../../../domain/workloads/bundles';
+import { ApiError, badRequest } from '../../../domain/errors';
 
 export interface StoredBundle {
   sha256: string;

@@ -1,9 +1,9 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { isWorkloadKind, type WorkloadKind, type WorkloadSpec } from '../../../core/workloads/types';
-import { ResourceStore } from '../resources/store';
+import { isWorkloadKind, type WorkloadKind, type WorkloadSpec } from '../../../domain/workloads/workload';
+import { ResourceStore } from '../../../store/resources';
 import { requestWorkspace } from '../workspace-context';
-import { deployWithoutBundle, requestRemoval } from './deployments';
+import { deployWithoutBundle, requestRemoval } from '../../../control-plane/deployments';
 
 /**
  * The generic resource routes know nothing of deployments; these hooks, registered before those

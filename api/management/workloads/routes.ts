@@ -1,16 +1,16 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { DEFAULT_BUNDLE_LIMIT_BYTES } from '../../../core/workloads/bundles';
-import { PROVIDER_MODEL_TYPE, isProviderModel } from '../../../core/workloads/provider-model';
-import { WORKLOAD_KINDS, type WorkloadKind, type WorkloadSpec } from '../../../core/workloads/types';
-import { badRequest, notFound } from '../../errors';
+import { DEFAULT_BUNDLE_LIMIT_BYTES } from '../../../domain/workloads/bundles';
+import { PROVIDER_MODEL_TYPE, isProviderModel } from '../../../domain/workloads/provider-model';
+import { WORKLOAD_KINDS, type WorkloadKind, type WorkloadSpec } from '../../../domain/workloads/workload';
+import { badRequest, notFound } from '../../../domain/errors';
 import { NameParam, commonErrors } from '../common-schemas';
-import { ResourceStore } from '../resources/store';
+import { ResourceStore } from '../../../store/resources';
 import { requestWorkspace } from '../workspace-context';
 import { storeBundle } from './bundle-upload';
-import { requestDeployment } from './deployments';
-import { RevisionStore } from './revision-store';
+import { requestDeployment } from '../../../control-plane/deployments';
+import { RevisionStore } from '../../../store/revisions';
 
 const BUNDLE_TYPES = ['application/gzip', 'application/x-gzip', 'application/octet-stream', 'application/x-tar'];
 

@@ -1,10 +1,10 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import type { WorkspaceGrant } from '../../../core/principal';
-import { forbidden, notFound } from '../../errors';
+import type { WorkspaceGrant } from '../../../domain/principal';
+import { forbidden, notFound } from '../../../domain/errors';
 import { NameParam, commonErrors } from '../common-schemas';
-import { CallbackSecretStore, type CallbackSecret } from './callback-secret-store';
+import { CallbackSecretStore, type CallbackSecret } from '../../../store/callback-secrets';
 
 const SecretBody = Type.Object({
   workspace: Type.String(),

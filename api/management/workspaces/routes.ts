@@ -1,9 +1,9 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { newId } from '../../../core/ids';
-import { conflict, forbidden, notFound } from '../../errors';
-import { isUniqueViolation } from '../../pg-errors';
+import { newId } from '../../../domain/ids';
+import { conflict, forbidden, notFound } from '../../../domain/errors';
+import { isUniqueViolation } from '../../../store/pg-errors';
 import { DisplayName, Labels, NameParam, ResourceName, commonErrors } from '../common-schemas';
 import { requireAccountAdmin } from '../workspace-context';
 

@@ -1,0 +1,25 @@
+import { createAgentRequestControlActivities } from './agent-request-control';
+import { createCustomDomainControlActivities } from './custom-domain-control';
+import { createDeploymentControlActivities } from './deployment-control';
+import type { ActivityDeps } from './support/activity-deps';
+import { createJobControlActivities } from './job-control';
+import { createProvisioningActivities } from './provisioning';
+import { createSandboxControlActivities } from './sandbox-control';
+import { createVolumeControlActivities } from './volume-control';
+import { createUsageActivities } from './usage-flush';
+
+export type { ActivityDeps } from './support/activity-deps';
+
+/** Every activity the control worker runs, built from the services of its process. */
+export function createActivities(deps: ActivityDeps) {
+  return {
+    ...createSandboxControlActivities(deps),
+    ...createDeploymentControlActivities(deps),
+    ...createProvisioningActivities(deps),
+    ...createJobControlActivities(deps),
+    ...createVolumeControlActivities(deps),
+    ...createCustomDomainControlActivities(deps),
+    ...createUsageActivities(deps),
+    ...createAgentRequestControlActivities(deps),
+  };
+}

@@ -1,0 +1,100 @@
+import type { FreezeState } from '../domain/sandbox/lifecycle';
+
+export type { FreezeState };
+
+/** What the runtime needs to start one sandbox on this node. */
+export interface RuntimeSandboxSpec {
+  /** Unique on the node; becomes the hostname and the cgroup's name. */
+  id: string;
+  workspaceId: string;
+  /** Shown to callbacks as `sandbox`; defaults to the id. */
+  name?: string;
+  image: string;
+  memoryMb: number;
+  envs: { name: string; value: string }[];
+  volumes: RuntimeVolumeMount[];
+  /**
+   * Host folder of code the sandbox sees read-only at /app (a workload's bundle). Linked into
+   * the sandbox's own folder at each start rather than mounted, so a warm sandbox, started
+   * before anyone knew the code, can take it over.
+   */
+  code?: string;
+}
+
+export interface RuntimeVolumeMount {
+  /** Folder on this node holding the volume's files. */
+  hostPath: string;
+  /** Absolute path inside the sandbox. */
+  mountPath: string;
+  readOnly: boolean;
+}
+
+/** `running`: serving; `frozen`: in standby; `stopped`: no process left (its files remain). */
+export type RuntimeSandboxState = 'running' | 'frozen' | 'stopped';
+
+export interface SandboxHandle {
+  id: string;
+  workspaceId: string;
+  /** Unix socket of the sandbox's API, on this node. */
+  socketPath: string;
+  /** Host pid of the sandbox's outermost process (bubblewrap). */
+  pid: number;
+  startedAt: string;
+}
+
+export interface SandboxStatus {
+  id: string;
+  workspaceId: string;
+  state: RuntimeSandboxState;
+  socketPath: string;
+  pid?: number;
+  startedAt?: string;
+  memoryMb: number;
+  /** Memory charged to the sandbox's cgroup right now (undefined when stopped). */
+  memoryUsageBytes?: number;
+  /** Processes the kernel killed for exceeding the memory limit since the sandbox started. */
+  oomKills?: number;
+}
+
+/** What the sandbox's own API reports about its use, for the idle timer. */
+export interface SandboxActivity {
+  /** Requests the sandbox API is serving now (a command waited on, a log stream, ...). */
+  inflightRequests: number;
+  lastRequestAt: string;
+}
+
+export interface SandboxRuntime {
+  /** Starts the sandbox, or returns it when it already runs; resolves once its API answers. */
+  start(spec: RuntimeSandboxSpec): Promise<SandboxHandle>;
+  /** Ends every process of the sandbox; its files stay for a later start. */
+  stop(id: string): Promise<void>;
+  /** Stops the sandbox and deletes its files. */
+  remove(id: string): Promise<void>;
+  /** Freezes the sandbox (a no-op when frozen); answers the freeze that holds it. */
+  freeze(id: string): Promise<FreezeState>;
+  /** Thaws the sandbox (a no-op when running); answers the generation it runs in. */
+  thaw(id: string): Promise<FreezeState>;
+  freezeState(id: string): Promise<FreezeState>;
+  isFrozen(id: string): Promise<boolean>;
+  status(id: string): Promise<SandboxStatus | undefined>;
+  list(): Promise<SandboxStatus[]>;
+  activity(id: string): Promise<SandboxActivity>;
+  socketPath(id: string): string;
+}
+
+/** The caller asked for something the runtime cannot do with this input (never retried). */
+export class SandboxSpecError extends Error {
+  override name = 'SandboxSpecError';
+}
+
+export class SandboxNotFoundError extends Error {
+  override name = 'SandboxNotFoundError';
+  constructor(readonly sandboxId: string) {
+    super(`sandbox '${sandboxId}' does not exist on this node`);
+  }
+}
+
+/** The sandbox did not come up; the message says why (the agent's last output when it has any). */
+export class SandboxStartError extends Error {
+  override name = 'SandboxStartError';
+}
