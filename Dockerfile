@@ -8,7 +8,7 @@ COPY package.json package-lock.json ./
 # refuses; npm install accepts the same lock.
 RUN npm ci --no-audit --no-fund || npm install --no-audit --no-fund
 COPY . .
-RUN npx tsc -p tsconfig.json && npm prune --omit=dev
+RUN npm run -s compile && npm prune --omit=dev
 
 FROM node:20-bookworm-slim
 ENV NODE_ENV=production \

@@ -1,5 +1,9 @@
 import { ApplicationFailure, log } from '@temporalio/activity';
 import type { PortEvent } from '../sandbox-agent/contract/port-events';
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import { sandboxLayout } from '../runtime/layout';
 
 export interface PortCallbackFailure {
   sandboxId: string;
@@ -63,3 +67,20 @@ export function createCallbackActivities(deps: CallbackActivityDeps = {}) {
 }
 
 export type CallbackActivities = ReturnType<typeof createCallbackActivities>;
+
+/**
+ * Keeps given-up deliveries next to the sandbox (`port-callback-failures.jsonl` in its folder),
+ * or in the data folder once the sandbox is gone: for the activities' `recordFailure`.
+ */
+export function fileFailureRecorder(dataDir: string): (failure: PortCallbackFailure) => Promise<void> {
+  return async (failure) => {
+    let dir = dataDir;
+    try {
+      const root = sandboxLayout(dataDir, failure.sandboxId).root;
+      if (fs.existsSync(root)) dir = root;
+    } catch {
+      // Not a valid sandbox id: keep it in the data folder.
+    }
+    await fsp.appendFile(path.join(dir, 'port-callback-failures.jsonl'), `${JSON.stringify(failure)}\n`, { mode: 0o600 });
+  };
+}

@@ -1,6 +1,5 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { Context } from '@temporalio/activity';
-import type { Client as TemporalClient } from '@temporalio/client';
 import type { Pool, QueryConfig } from 'pg';
 import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
@@ -10,7 +9,6 @@ import { chooseFlushBatch, type OutboxHead, type OutboxRow } from '../domain/bil
 import { RAW_COLUMNS } from '../domain/billing/usage-batch';
 import { sqlLiteral } from '../domain/sql-literal';
 import { inTransaction, type Queryable } from '../store/transaction';
-import { USAGE_FLUSH_WORKFLOW_ID, usageFlushWorkflow } from '../workflows/usage-flush';
 import type { ActivityDeps } from './support/activity-deps';
 
 // Any fixed number; the same in every process sharing the database.
@@ -284,20 +282,3 @@ export function createUsageActivities(deps: Pick<ActivityDeps, 'pg' | 'clickhous
 }
 
 export type UsageActivities = ReturnType<typeof createUsageActivities>;
-
-/**
- * Starts the deployment's flush workflow unless it already runs (called at every worker start).
- * Tests pass their own workflow id and task queue.
- */
-export async function startUsageFlush(
-  client: TemporalClient,
-  taskQueue: string,
-  options: { workflowId?: string; idleMs?: number } = {},
-): Promise<void> {
-  await client.workflow.start(usageFlushWorkflow, {
-    workflowId: options.workflowId ?? USAGE_FLUSH_WORKFLOW_ID,
-    taskQueue,
-    args: [{ idleMs: options.idleMs }],
-    workflowIdConflictPolicy: 'USE_EXISTING',
-  });
-}

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { createClickHouse } from '../api/plugins/clickhouse';
-import { createPool } from '../api/plugins/postgres';
+import { createClickHouse } from '../store/clickhouse-client';
+import { createPool } from '../store/postgres-pool';
 import { formatTable } from '../domain/text-table';
 import { DEFAULT_RECONCILE_OPTIONS, reconcile, type ReconcileReport } from '../domain/billing/reconciliation';
 import { usageTables } from '../domain/billing/storage';

@@ -4,7 +4,7 @@ import { nodeTaskQueue, type HangarConfig } from '../domain/config';
 import { boundConnections } from '../domain/integrations/function-binding';
 import { isProviderModel } from '../domain/workloads/provider-model';
 import { deploymentWorkflowId, type WorkloadKey, type WorkloadKind, type WorkloadSpec } from '../domain/workloads/workload';
-import type { deployment } from '../workflows/deployment';
+import { DEPLOYMENT_WORKFLOW_TYPE, type DeploymentWorkflow } from '../domain/workloads/deployment-start';
 import { RevisionStore } from '../store/revisions';
 
 /**
@@ -12,7 +12,7 @@ import { RevisionStore } from '../store/revisions';
  * not running (one per workload; a second upload signals the same one).
  */
 export async function requestDeployment(temporal: TemporalClient, config: HangarConfig, key: WorkloadKey, revision: number): Promise<void> {
-  await temporal.workflow.signalWithStart<typeof deployment, [number]>('deployment', {
+  await temporal.workflow.signalWithStart<DeploymentWorkflow, [number]>(DEPLOYMENT_WORKFLOW_TYPE, {
     taskQueue: config.taskQueue,
     workflowId: deploymentWorkflowId(key.workspace, key.kind, key.name),
     args: [{ key, nodeQueue: nodeTaskQueue(config), idleTimeoutMs: config.workloadIdleSeconds * 1000 }],

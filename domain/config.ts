@@ -141,3 +141,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HangarConfig {
     },
   };
 }
+
+/** Where Temporal's frontend listens: TEMPORAL_ADDRESS, or the local dev server's port. */
+export function temporalAddress(config: HangarConfig): string {
+  return config.temporalAddress ?? `127.0.0.1:${config.temporalPort}`;
+}

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Pool } from 'pg';
 import { ConnectionStore } from '../store/connections';
-import { survivingConnectionLoss } from '../api/plugins/postgres';
+import { survivingConnectionLoss } from '../store/postgres-pool';
 import type { HangarConfig } from '../domain/config';
 import { findIntegration } from '../domain/integrations/catalog';
 import { boundConnections } from '../domain/integrations/function-binding';

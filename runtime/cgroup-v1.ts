@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { killPids, makeGroup, readControl, readKeyedCounter, readPids, removeGroups, waitUntil, writeControl } from './cgroup-files';
-import type { CgroupDriver, CgroupLimits, SandboxCgroup } from './cgroups';
+import type { CgroupDriver, CgroupLimits, SandboxCgroup } from './cgroup-driver';
 
 type Controller = 'memory' | 'freezer' | 'pids';
 

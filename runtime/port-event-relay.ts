@@ -1,19 +1,18 @@
-import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
-import path from 'node:path';
-import type { PortCallbackFailure } from '../activities/callback';
-import { parsePortEvent } from '../sandbox-agent/contract/port-events';
-import { portCallbackWorkflow, portCallbackWorkflowId, type PortCallbackInput } from '../workflows/port-callback';
+import { parsePortEvent, type PortEvent } from '../sandbox-agent/contract/port-events';
 import { sandboxLayout, sandboxesDir } from './layout';
+
+/**
+ * Starts the durable delivery of one event; 'duplicate' when a delivery of the same event was
+ * started before (the worker gives the relay one that starts a Temporal workflow: the runtime
+ * does not know about orchestration).
+ */
+export type StartPortCallback = (sandboxId: string, event: PortEvent) => Promise<'started' | 'duplicate'>;
 
 export interface PortEventRelayOptions {
   dataDir: string;
-  temporal: Client;
-  /** Task queue the delivery workflows run on (their activities too, unless delivery says otherwise). */
-  taskQueue: string;
-  /** Delivery policy handed to each workflow. */
-  delivery?: Pick<PortCallbackInput, 'giveUpAfterMs' | 'initialRetryMs' | 'maxRetryIntervalMs' | 'activityTaskQueue'>;
+  startDelivery: StartPortCallback;
   /** Fallback scan period; file-change notifications make the usual case immediate. */
   pollMs?: number;
   /** Deliveries started per sandbox per poll period: a sandbox flooding its log cannot flood Temporal. */
@@ -35,9 +34,9 @@ const READ_CHUNK = 256 * 1024;
 
 /**
  * Host side of port callbacks: follows the event log of every sandbox on this node and starts
- * one delivery workflow per event. Its progress through each log is kept on the host (out of
+ * one durable delivery per event. Its progress through each log is kept on the host (out of
  * the sandbox's reach) after the workflows started; a relay that crashed in between re-reads
- * a few events and Temporal refuses the duplicates (the workflow id is sandbox + event key).
+ * a few events and the delivery refuses the duplicates (its key is sandbox + event key).
  */
 export class PortEventRelay {
   private readonly watched = new Map<string, Followed>();
@@ -175,19 +174,10 @@ export class PortEventRelay {
     if (entry.budget > 0 && consumed === chunk.length && offset + consumed < size) entry.again = true;
   }
 
-  private async startDelivery(sandboxId: string, event: NonNullable<ReturnType<typeof parsePortEvent>>): Promise<void> {
-    try {
-      await this.options.temporal.workflow.start(portCallbackWorkflow, {
-        taskQueue: this.options.taskQueue,
-        workflowId: portCallbackWorkflowId(sandboxId, event.key),
-        workflowIdReusePolicy: 'REJECT_DUPLICATE',
-        args: [{ sandboxId, event, ...this.options.delivery }],
-      });
-      this.stats.started++;
-    } catch (err) {
-      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-      this.stats.duplicates++;
-    }
+  private async startDelivery(sandboxId: string, event: PortEvent): Promise<void> {
+    const outcome = await this.options.startDelivery(sandboxId, event);
+    if (outcome === 'started') this.stats.started++;
+    else this.stats.duplicates++;
   }
 }
 
@@ -201,21 +191,4 @@ async function writeCursor(file: string, offset: number): Promise<void> {
   const temporary = `${file}.tmp`;
   await fsp.writeFile(temporary, String(offset));
   await fsp.rename(temporary, file);
-}
-
-/**
- * Keeps given-up deliveries next to the sandbox (`port-callback-failures.jsonl` in its folder),
- * or in the data folder once the sandbox is gone: for the activities' `recordFailure`.
- */
-export function fileFailureRecorder(dataDir: string): (failure: PortCallbackFailure) => Promise<void> {
-  return async (failure) => {
-    let dir = dataDir;
-    try {
-      const root = sandboxLayout(dataDir, failure.sandboxId).root;
-      if (fs.existsSync(root)) dir = root;
-    } catch {
-      // Not a valid sandbox id: keep it in the data folder.
-    }
-    await fsp.appendFile(path.join(dir, 'port-callback-failures.jsonl'), `${JSON.stringify(failure)}\n`, { mode: 0o600 });
-  };
 }

@@ -139,8 +139,8 @@ fi
 if [ "${HANGAR_SKIP_BUILD:-}" = "1" ]; then
   say "build skipped (HANGAR_SKIP_BUILD=1)"
 else
-  say "npx tsc -p tsconfig.json"
-  npx tsc -p tsconfig.json
+  say "compiling (TypeScript 7, the native compiler)"
+  npm run -s compile
   say "bundling the workflows for the control worker"
   node dist/scripts/bundle-workflows.js
 fi

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# npm test [-- jest arguments]: install what is missing, build and type-check, then jest.
+# npm test [-- jest arguments]: install what is missing, build and type-check, lint, then jest.
 # The jest global set-up starts PostgreSQL, ClickHouse and Temporal on test ports with data in
 # .data-test (not at all when only test/unit files are selected).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/install-deps.sh
+# The floors and the code's shape, before any suite: ESLint (typescript-eslint, functions of at
+# most 80 lines) and dependency-cruiser (.dependency-cruiser.js: imports only point down, no cycles).
+npm run -s lint
 
 args=()
 # One process by default: integration tests share the services and the machine has 2 cores, so

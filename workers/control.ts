@@ -1,9 +1,9 @@
 import { Client } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import { createActivities } from '../activities/control-activities';
-import { createClickHouse } from '../api/plugins/clickhouse';
-import { createPool } from '../api/plugins/postgres';
-import { temporalAddress } from '../api/plugins/temporal';
+import { createClickHouse } from '../store/clickhouse-client';
+import { createPool } from '../store/postgres-pool';
+import { temporalAddress } from '../domain/config';
 import { loadConfig } from '../domain/config';
 import { connectToTemporal } from './connect';
 import { workflowCode } from './workflow-bundle';

@@ -1,14 +1,15 @@
 import { Client, Connection } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import { createNodeActivities } from '../activities/node-activities';
-import { createPool } from '../api/plugins/postgres';
-import { temporalAddress } from '../api/plugins/temporal';
+import { createPool } from '../store/postgres-pool';
+import { temporalAddress } from '../domain/config';
 import { loadConfig, nodeTaskQueue } from '../domain/config';
 import { PlatformServices } from '../runtime/platform-services/platform-services';
 import { BwrapRuntime } from '../runtime/bwrap-runtime';
 import { PortEventRelay } from '../runtime/port-event-relay';
 import { VolumeStore } from '../runtime/volume-store';
 import { connectToTemporal } from './connect';
+import { portCallbackStarter } from './port-callback-starter';
 
 /**
  * The runtime worker of one node: runs the activities that touch this machine's sandboxes,
@@ -33,9 +34,10 @@ async function main() {
   // Delivery workflows run on the control queue; their POSTs run here, on the sandbox's host.
   const relay = new PortEventRelay({
     dataDir: config.dataDir,
-    temporal,
-    taskQueue: config.taskQueue,
-    delivery: { activityTaskQueue: nodeTaskQueue(config), giveUpAfterMs: config.callbackGiveUpSeconds * 1000 },
+    startDelivery: portCallbackStarter(temporal, config.taskQueue, {
+      activityTaskQueue: nodeTaskQueue(config),
+      giveUpAfterMs: config.callbackGiveUpSeconds * 1000,
+    }),
     onError: (sandboxId, err) => console.error(`port event relay, sandbox ${sandboxId}: ${err.message}`),
   });
   relay.start();

@@ -1,6 +1,6 @@
 import type { Client } from '@temporalio/client';
-import { startUsageFlush } from '../activities/usage-flush';
 import type { HangarConfig } from '../domain/config';
+import { USAGE_FLUSH_WORKFLOW_ID, usageFlushWorkflow } from '../workflows/usage-flush';
 
 /**
  * Long-lived workflows the platform keeps exactly one of (per deployment). Starting them is
@@ -9,4 +9,21 @@ import type { HangarConfig } from '../domain/config';
 export async function startSingletonWorkflows(client: Client, config: HangarConfig): Promise<void> {
   // Moves accepted usage events from the PostgreSQL outbox to ClickHouse.
   await startUsageFlush(client, config.taskQueue);
+}
+
+/**
+ * Starts the deployment's flush workflow unless it already runs (called at every worker start).
+ * Tests pass their own workflow id and task queue.
+ */
+export async function startUsageFlush(
+  client: Client,
+  taskQueue: string,
+  options: { workflowId?: string; idleMs?: number } = {},
+): Promise<void> {
+  await client.workflow.start(usageFlushWorkflow, {
+    workflowId: options.workflowId ?? USAGE_FLUSH_WORKFLOW_ID,
+    taskQueue,
+    args: [{ idleMs: options.idleMs }],
+    workflowIdConflictPolicy: 'USE_EXISTING',
+  });
 }

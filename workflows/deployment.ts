@@ -22,15 +22,11 @@ import {
   type ProviderServingRevision,
   type RevisionRecord,
   type ServingRevision,
-  type WorkloadKey,
   type WorkloadScaleState,
 } from '../domain/workloads/workload';
+import type { DeploymentStart } from '../domain/workloads/deployment-start';
 
-export interface DeploymentInput {
-  key: WorkloadKey;
-  nodeQueue: string;
-  /** Time without gateway requests after which a revision with `minScale: 0` stops. */
-  idleTimeoutMs?: number;
+export interface DeploymentInput extends DeploymentStart {
   /** Carried over by continue-as-new: the revision serving now and those waiting. */
   serving?: ServingRevision | ProviderServingRevision;
   /** How the serving revision starts again; set only while it may scale to zero. */

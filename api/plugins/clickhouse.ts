@@ -1,12 +1,6 @@
-import { createClient, type ClickHouseClient } from '@clickhouse/client';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import type { HangarConfig } from '../../domain/config';
-
-export function createClickHouse(config: HangarConfig): ClickHouseClient {
-  const url = config.clickhouseUrl ?? `http://127.0.0.1:${config.clickhouseHttpPort}`;
-  return createClient({ url, database: config.clickhouseDatabase, request_timeout: 30_000 });
-}
+import { createClickHouse } from '../../store/clickhouse-client';
 
 export default fp(async function clickhouse(app: FastifyInstance) {
   const client = createClickHouse(app.config);

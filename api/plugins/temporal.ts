@@ -1,11 +1,7 @@
 import { Client, Connection } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import type { HangarConfig } from '../../domain/config';
-
-export function temporalAddress(config: HangarConfig): string {
-  return config.temporalAddress ?? `127.0.0.1:${config.temporalPort}`;
-}
+import { temporalAddress, type HangarConfig } from '../../domain/config';
 
 /** A lazy connection: the API starts (and answers) even while Temporal is still starting. */
 export function createTemporalClient(config: HangarConfig): Client {

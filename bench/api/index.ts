@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { principalForApiKey } from '../../api/auth/principals';
 import { TokenService } from '../../api/auth/tokens';
-import { createPool } from '../../api/plugins/postgres';
+import { createPool } from '../../store/postgres-pool';
 import type { HangarConfig } from '../../domain/config';
 import { loadMasterKey } from '../../domain/master-key';
 import { SecretBox } from '../../domain/secret-box';

@@ -1,9 +1,10 @@
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { Client } from '@temporalio/client';
-import { createUsageActivities, startUsageFlush } from '../../activities/usage-flush';
+import { createUsageActivities } from '../../activities/usage-flush';
+import { startUsageFlush } from '../../workers/singletons';
 import { isManagementWorker, serveInWorker, startManagementApi } from '../../api/management-cluster';
-import { createClickHouse } from '../../api/plugins/clickhouse';
-import { createPool } from '../../api/plugins/postgres';
+import { createClickHouse } from '../../store/clickhouse-client';
+import { createPool } from '../../store/postgres-pool';
 import type { HangarConfig } from '../../domain/config';
 
 /**

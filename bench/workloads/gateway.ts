@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Pool } from 'pg';
-import { createPool } from '../../api/plugins/postgres';
+import { createPool } from '../../store/postgres-pool';
 import { deployFolder } from '../../cli/deploy';
 import { loadConfig } from '../../domain/config';
 import { workloadPort, type WorkloadSpec } from '../../domain/workloads/workload';

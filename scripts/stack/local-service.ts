@@ -1,28 +1,9 @@
-import type { RestartPolicy } from '../restart-policy';
 import { assertPortFree, waitUntilReady } from './readiness';
 import { findLeftover, launchService, stopLeftover, type ServiceProcess, type ServiceSpec } from './service-process';
-import { superviseService, type ServiceEvent } from './service-supervisor';
+import { superviseService } from './service-supervisor';
+import type { LaunchContext, StartedService } from './launch-context';
 
-export type Log = (line: string) => void;
-
-/** How startStack runs local services; see StackOptions in index.ts. */
-export interface LaunchContext {
-  log: Log;
-  /** Stop the service when this process dies (false: it outlives us on purpose). */
-  bindToParent: boolean;
-  /** Adopt a healthy service left running by an earlier start instead of restarting it. */
-  reuseRunning: boolean;
-  readyTimeoutMs: number;
-  /** Start a service this start launched again when it dies on its own; without one a death is only reported. */
-  restartPolicy?: RestartPolicy;
-  /** Told when a service this start launched dies without being asked to, is back, or is given up. */
-  onServiceEvent?: (event: ServiceEvent) => void;
-}
-
-export interface StartedService {
-  /** Stops the service if this start launched it; a no-op for a reused or external one. */
-  stop(): Promise<void>;
-}
+export type { Log, LaunchContext, StartedService } from './launch-context';
 
 export interface LocalServicePlan {
   spec: Omit<ServiceSpec, 'bindToParent'>;

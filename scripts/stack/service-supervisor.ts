@@ -1,15 +1,10 @@
 import path from 'node:path';
 import { decideRestart, describeRestart, NO_CRASH_YET } from '../restart-policy';
-import type { LaunchContext, StartedService } from './local-service';
+import type { LaunchContext, ServiceEvent, StartedService } from './launch-context';
 import type { ServiceProcess, ServiceSpec } from './service-process';
 
-/** What happened to a local service after it was first ready, in words for the operator. */
-export interface ServiceEvent {
-  service: string;
-  /** died: it exited on its own (a restart follows when there is a policy); back: a restart is ready; gave-up: no more restarts. */
-  kind: 'died' | 'back' | 'gave-up';
-  message: string;
-}
+export type { ServiceEvent } from './launch-context';
+
 
 /**
  * Keeps one local service running as systemd would: when it dies on its own (a crash, the OOM

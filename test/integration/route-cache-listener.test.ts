@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { RouteCache } from '../../api/gateway/route-cache';
-import { createPool } from '../../api/plugins/postgres';
+import { createPool } from '../../store/postgres-pool';
 import { SecretBox } from '../../domain/secret-box';
 import { sleep } from '../../scripts/stack/timing';
 import { eventually } from '../helpers/workers';

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Pool } from 'pg';
 import { createSandboxNodeActivities } from '../../activities/sandbox-node';
-import { createPool } from '../../api/plugins/postgres';
+import { createPool } from '../../store/postgres-pool';
 import type { BwrapRuntime } from '../../runtime/bwrap-runtime';
 import { exec, runtimeDataDir, sandboxSpec, testRuntime } from '../helpers/sandbox-runtime';
 import { testConfig } from '../helpers/platform';

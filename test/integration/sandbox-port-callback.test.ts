@@ -4,9 +4,10 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createCallbackActivities, type PortCallbackFailure } from '../../activities/callback';
+import { createCallbackActivities, fileFailureRecorder, type PortCallbackFailure } from '../../activities/callback';
 import type { BwrapRuntime } from '../../runtime/bwrap-runtime';
-import { PortEventRelay, fileFailureRecorder } from '../../runtime/port-event-relay';
+import { PortEventRelay } from '../../runtime/port-event-relay';
+import { portCallbackStarter } from '../../workers/port-callback-starter';
 import type { SandboxHandle } from '../../runtime/sandbox-runtime';
 import { formatPortEvent, type PortEvent } from '../../sandbox-agent/contract/port-events';
 import { portCallbackWorkflowId } from '../../workflows/port-callback';
@@ -69,7 +70,7 @@ beforeAll(async () => {
   });
   running = worker.run();
   client = new Client({ connection: await Connection.connect({ address: temporalAddress }) });
-  relay = new PortEventRelay({ dataDir, temporal: client, taskQueue, pollMs: 200, delivery });
+  relay = new PortEventRelay({ dataDir, startDelivery: portCallbackStarter(client, taskQueue, delivery), pollMs: 200 });
   relay.start();
 });
 
@@ -117,7 +118,7 @@ test('a relay that reads the log again starts no delivery twice', async () => {
   // As if the relay had crashed and lost its progress: a new one re-reads the whole log.
   await relay.close();
   fs.rmSync(runtime.layout(sandbox.id).relayCursor, { force: true });
-  relay = new PortEventRelay({ dataDir, temporal: client, taskQueue, delivery });
+  relay = new PortEventRelay({ dataDir, startDelivery: portCallbackStarter(client, taskQueue, delivery) });
   await relay.drain(sandbox.id);
   expect(relay.stats).toEqual({ started: 0, duplicates: before, skipped: 0 });
   relay.start();
@@ -168,7 +169,7 @@ test('lines that are no valid event are skipped; valid ones are started once, wi
     ].join('\n'),
   );
   // One delivery per poll period: the second valid event waits for the next period.
-  const relayOfOther = new PortEventRelay({ dataDir: otherDir, temporal: client, taskQueue, maxEventsPerPoll: 1 });
+  const relayOfOther = new PortEventRelay({ dataDir: otherDir, startDelivery: portCallbackStarter(client, taskQueue), maxEventsPerPoll: 1 });
   try {
     await relayOfOther.drain('forged-box');
     await relayOfOther.drain('forged-box');

@@ -1,0 +1,37 @@
+// ESLint with typescript-eslint, run by `npm test` (npm run lint) before the suites.
+import eslint from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  { ignores: ['dist/', 'node_modules/', '.data*/', '.tools/', 'coverage/', 'examples/**/node_modules/'] },
+  eslint.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    files: ['**/*.ts'],
+    languageOptions: { parserOptions: { ecmaVersion: 2022, sourceType: 'module' } },
+  },
+  {
+    files: ['**/*.ts'],
+    rules: {
+      // A leading underscore marks what is left unused on purpose (a field taken out of a rest).
+      '@typescript-eslint/no-unused-vars': ['error', { varsIgnorePattern: '^_', argsIgnorePattern: '^_', ignoreRestSiblings: true }],
+    },
+  },
+  {
+    // Plain CommonJS: tool configs and the examples users deploy as they are.
+    files: ['**/*.js'],
+    languageOptions: {
+      sourceType: 'commonjs',
+      globals: Object.fromEntries(
+        ['require', 'module', 'exports', '__dirname', 'process', 'console', 'Buffer', 'URL', 'setTimeout', 'clearTimeout', 'setImmediate', 'setInterval', 'clearInterval'].map((name) => [name, 'readonly']),
+      ),
+    },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
+  {
+    // Product code: small functions a reader takes in at once (route handlers parse, call one
+    // service function and shape the answer; workflows keep their decisions in pure modules).
+    files: ['{domain,store,runtime,sandbox-agent,control-plane,integrations,activities,workflows,api,workers,cli,scripts,bench}/**/*.ts'],
+    rules: { 'max-lines-per-function': ['error', { max: 80 }] },
+  },
+);
