@@ -32,8 +32,8 @@ function esmPackages(dir, found = new Set()) {
   return found;
 }
 
-const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-const esm = [...esmPackages(path.join(__dirname, 'node_modules'))].map(escape).join('|');
+const escapeRegExp = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const esm = [...esmPackages(path.join(__dirname, 'node_modules'))].map(escapeRegExp).join('|');
 // Skip a file in node_modules unless the package it belongs to (after the last node_modules/) is ESM.
 const ignoreNonEsm = esm
   ? `^(?!.*/node_modules/(?:${esm})/(?!.*/node_modules/)).*/node_modules/`

@@ -27,7 +27,7 @@ export async function recordUsage(pool: Pool, ticks: UsageTick | UsageTick[]): P
       try {
         return parseEvent(tickEvent(tick), index, now);
       } catch (err) {
-        if (err instanceof InvalidInput) throw new Error(`invalid usage tick for ${tick.resourceName}: ${err.message}`);
+        if (err instanceof InvalidInput) throw new Error(`invalid usage tick for ${tick.resourceName}: ${err.message}`, { cause: err });
         throw err;
       }
     });

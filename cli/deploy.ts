@@ -37,6 +37,8 @@ async function call(target: DeployTarget, method: string, url: string, body?: un
     body: body === undefined ? undefined : Buffer.isBuffer(body) ? new Uint8Array(body) : JSON.stringify(body),
   });
   const text = await response.text();
+  // The deploy reads a few fields of whatever the API answered, and prints the rest as it came.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   let json: any;
   try {
     json = JSON.parse(text);

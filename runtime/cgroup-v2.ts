@@ -47,7 +47,7 @@ export class CgroupV2Driver implements CgroupDriver {
       try {
         await writeControl(path.join(dir, 'cgroup.subtree_control'), wanted.map((c) => `+${c}`).join(' '));
       } catch (err) {
-        throw new Error(`cannot delegate ${wanted.join(', ')} below ${dir}: ${(err as Error).message}`);
+        throw new Error(`cannot delegate ${wanted.join(', ')} below ${dir}: ${(err as Error).message}`, { cause: err });
       }
     }
   }

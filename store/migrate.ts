@@ -27,7 +27,7 @@ export async function migrate(pool: Pool, list: Migration[] = migrations): Promi
         applied.push(migration.name);
       } catch (err) {
         await client.query('ROLLBACK');
-        throw new Error(`migration ${migration.name} failed: ${(err as Error).message}`);
+        throw new Error(`migration ${migration.name} failed: ${(err as Error).message}`, { cause: err });
       }
     }
   } finally {

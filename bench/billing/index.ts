@@ -229,6 +229,73 @@ async function timeRaw(clickhouse: ClickHouseClient, sql: string): Promise<numbe
   return samples;
 }
 
+interface BillingBench {
+  config: HangarConfig;
+  stack: Awaited<ReturnType<typeof startStack>>;
+  pool: Pool;
+  clickhouse: ReturnType<typeof createClient>;
+  tables: ReturnType<typeof usageTables>;
+  http: HttpClient;
+  apiKey: string;
+  dataset: Dataset;
+  children: ChildProcess[];
+}
+
+/** Drops the events of an earlier run, in PostgreSQL and ClickHouse, and recreates the ClickHouse schema. */
+async function clearEarlierRun(bench: BillingBench, loaded: number): Promise<void> {
+  const { pool, clickhouse, tables, stack } = bench;
+  log(`  clearing ${loaded.toLocaleString('en')} events of an earlier run`);
+  await pool.query('TRUNCATE usage_event_ledger, usage_outbox, usage_pending_rollups');
+  // Dropped and created again, so that a run measures the current schema.
+  const { database, ...stored } = tables;
+  for (const table of Object.values(stored)) await clickhouse.command({ query: `DROP TABLE IF EXISTS ${table}` });
+  await clickhouse.command({ query: `DROP DATABASE IF EXISTS ${database}` });
+  await migrateClickHouse(clickhouse, stack.clickhouseDatabase);
+}
+
+/** Loads the whole dataset through the API (unless an earlier run left exactly it), timing acceptance and flush. */
+async function loadDataset(bench: BillingBench): Promise<void> {
+  const { pool, clickhouse, tables, config, children, http, apiKey, dataset } = bench;
+  let loaded = await storedEvents(clickhouse, tables.raw);
+  if (loaded === TOTAL && env.BENCH_FRESH !== '1') {
+    log(`reusing ${loaded.toLocaleString('en')} events loaded by an earlier run`);
+    // Query timings below are for the data as the earlier run left it (and, after an upgrade,
+    // once the flush has filled new rollups from it).
+    log(`  flush and rollups up to date after ${(await waitForFlush(pool)).toFixed(1)} s`);
+    return;
+  }
+  if (loaded > 0) await clearEarlierRun(bench, loaded);
+  log('preparing request bodies...');
+  const bodies = prepareBodies(dataset);
+  log('ingesting...');
+  const meter = cpuMeter(config, children);
+  const before = meter.take();
+  const seconds = await ingestAll(http, apiKey, bodies, TOTAL);
+  bodies.length = 0;
+  log(`ingestion: ${TOTAL.toLocaleString('en')} events accepted in ${seconds.toFixed(1)} s = ${Math.round(TOTAL / seconds).toLocaleString('en')} events/s`);
+  const accepted = meter.since(before);
+  const drain = await waitForFlush(pool);
+  log(`flush: outbox empty ${drain.toFixed(1)} s after the last request was accepted`);
+  log(`  end to end (accepted and in ClickHouse): ${Math.round(TOTAL / (seconds + drain)).toLocaleString('en')} events/s`);
+  logCpu('CPU per event while accepting', accepted);
+  logCpu('CPU per event, accepting and flushing', meter.since(before));
+  loaded = await storedEvents(clickhouse, tables.raw);
+  if (loaded !== TOTAL) throw new Error(`ClickHouse holds ${loaded} events, expected ${TOTAL}`);
+}
+
+/** Each metrics query through the API beside the raw SQL it stands for. */
+async function compareQueries(bench: BillingBench, workspace: string): Promise<void> {
+  const { http, apiKey, clickhouse, tables, dataset } = bench;
+  log(`\nqueries: ${RUNS} timed runs over HTTP (every page counted for paged ones), ${RAW_RUNS} of the raw SQL (FINAL, deduplicated)`);
+  log('query | API p50 ms | API p95 ms | raw SQL p50 ms | raw SQL p95 ms | ratio p95 (API/raw)');
+  for (const query of benchQueries(tables, ACCOUNT, dataset.start, dataset.end, workspace)) {
+    const api = await timeApi(http, apiKey, query);
+    const raw = await timeRaw(clickhouse, query.rawSql);
+    const ratio = percentile(api, 95) / percentile(raw, 95);
+    log(`${query.name} | ${percentile(api, 50).toFixed(1)} | ${percentile(api, 95).toFixed(1)} | ${percentile(raw, 50).toFixed(1)} | ${percentile(raw, 95).toFixed(1)} | ${ratio.toFixed(2)}`);
+  }
+}
+
 async function main() {
   const config = benchConfig();
   log(`billing benchmark: ${TOTAL.toLocaleString('en')} events, ${BATCH} per request, ${CONCURRENCY} in flight`);
@@ -245,63 +312,19 @@ async function main() {
     };
     const pool = new Pool({ connectionString: stack.databaseUrl, max: 2 });
     const clickhouse = createClient({ url: stack.clickhouseUrl, request_timeout: 300_000 });
-    const tables = usageTables(stack.clickhouseDatabase);
     const { apiKey, workspaces } = await prepareTenant(pool);
     const end = Math.floor(Date.now() / 86_400_000) * 86_400_000;
     const dataset = new Dataset(workspaces, end - DAYS * 86_400_000, TOTAL);
-
     children.push(await startProcess('api', full), await startProcess('flush', full));
     const http = new HttpClient(`http://127.0.0.1:${config.basePort}`, CONCURRENCY);
+    const bench: BillingBench = { config, stack, pool, clickhouse, tables: usageTables(stack.clickhouseDatabase), http, apiKey, dataset, children };
 
-    let loaded = await storedEvents(clickhouse, tables.raw);
-    if (loaded !== TOTAL || env.BENCH_FRESH === '1') {
-      if (loaded > 0) {
-        log(`  clearing ${loaded.toLocaleString('en')} events of an earlier run`);
-        await pool.query('TRUNCATE usage_event_ledger, usage_outbox, usage_pending_rollups');
-        // Dropped and created again, so that a run measures the current schema.
-        const { database, ...stored } = tables;
-        for (const table of Object.values(stored)) await clickhouse.command({ query: `DROP TABLE IF EXISTS ${table}` });
-        await clickhouse.command({ query: `DROP DATABASE IF EXISTS ${database}` });
-        await migrateClickHouse(clickhouse, stack.clickhouseDatabase);
-      }
-      log('preparing request bodies...');
-      const bodies = prepareBodies(dataset);
-      log('ingesting...');
-      const meter = cpuMeter(config, children);
-      const before = meter.take();
-      const seconds = await ingestAll(http, apiKey, bodies, TOTAL);
-      bodies.length = 0;
-      log(`ingestion: ${TOTAL.toLocaleString('en')} events accepted in ${seconds.toFixed(1)} s = ${Math.round(TOTAL / seconds).toLocaleString('en')} events/s`);
-      const accepted = meter.since(before);
-      const drain = await waitForFlush(pool);
-      log(`flush: outbox empty ${drain.toFixed(1)} s after the last request was accepted`);
-      log(`  end to end (accepted and in ClickHouse): ${Math.round(TOTAL / (seconds + drain)).toLocaleString('en')} events/s`);
-      logCpu('CPU per event while accepting', accepted);
-      logCpu('CPU per event, accepting and flushing', meter.since(before));
-      loaded = await storedEvents(clickhouse, tables.raw);
-      if (loaded !== TOTAL) throw new Error(`ClickHouse holds ${loaded} events, expected ${TOTAL}`);
-    } else {
-      log(`reusing ${loaded.toLocaleString('en')} events loaded by an earlier run`);
-      // Query timings below are for the data as the earlier run left it (and, after an upgrade,
-      // once the flush has filled new rollups from it).
-      log(`  flush and rollups up to date after ${(await waitForFlush(pool)).toFixed(1)} s`);
-    }
-
+    await loadDataset(bench);
     if (LIVE > 0) await ingestLive(http, pool, apiKey, workspaces, cpuMeter(config, children));
-
     const delays = await visibilityDelays(http, apiKey, workspaces[0]);
     log(`visibility: a single accepted event shows in the metrics API after ${delays.map((d) => d.toFixed(2)).join(', ')} s`);
+    await compareQueries(bench, workspaces[0]);
 
-    log(`\nqueries: ${RUNS} timed runs over HTTP (every page counted for paged ones), ${RAW_RUNS} of the raw SQL (FINAL, deduplicated)`);
-    log('query | API p50 ms | API p95 ms | raw SQL p50 ms | raw SQL p95 ms | ratio p95 (API/raw)');
-    for (const query of benchQueries(tables, ACCOUNT, dataset.start, dataset.end, workspaces[0])) {
-      const api = await timeApi(http, apiKey, query);
-      const raw = await timeRaw(clickhouse, query.rawSql);
-      const ratio = percentile(api, 95) / percentile(raw, 95);
-      log(
-        `${query.name} | ${percentile(api, 50).toFixed(1)} | ${percentile(api, 95).toFixed(1)} | ${percentile(raw, 50).toFixed(1)} | ${percentile(raw, 95).toFixed(1)} | ${ratio.toFixed(2)}`,
-      );
-    }
     http.close();
     await pool.end();
     await clickhouse.close();

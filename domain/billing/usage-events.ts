@@ -47,6 +47,7 @@ const EVENT_FIELDS = new Set([
 // Control characters are refused in every text field, which keeps the payload hash's newline
 // separators unambiguous; so are unpaired surrogates, which have no UTF-8 form.
 const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
 const UNSTORABLE = /[\u0000-\u001f\u007f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 /** Validates an ingestion body `{"events": [...]}`; the first bad event throws with its index and field. */

@@ -65,7 +65,7 @@ export class RefreshingAccessToken {
           continue;
         }
         if (err instanceof TokenEndpointError && err.oauthError === 'invalid_grant') {
-          throw new Error('the provider rejected the refresh token (invalid_grant): the user must authorize again and the tenant be provisioned anew');
+          throw new Error('the provider rejected the refresh token (invalid_grant): the user must authorize again and the tenant be provisioned anew', { cause: err });
         }
         throw err;
       }

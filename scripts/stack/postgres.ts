@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
 import { postgresBinDir } from './binaries';
-import { chooseIdentity, handOver, identityPrefix } from './identity';
+import { chooseIdentity, handOver, identityPrefix, type RunIdentity } from './identity';
 import { runLocalService, type LaunchContext, type StartedService } from './local-service';
 import { waitUntilReady } from './readiness';
 import { commandLineOf, isAlive, runOnce } from './service-process';
@@ -78,26 +78,10 @@ export function backendMallocTunables(existing: string | undefined): string {
   return existing ? `${existing}:${ours}` : ours;
 }
 
-/**
- * Our own cluster under `<dataDir>/postgres`: initdb on the first start (role `hangar`, password
- * auth on TCP and socket alike), then PostgreSQL 15 on 127.0.0.1 with its socket inside the
- * folder, and database `hangar`. Returns the URL of that database.
- */
-export async function startLocalPostgres(
-  options: LocalPostgresOptions,
-  ctx: LaunchContext,
-): Promise<{ url: string; service: StartedService }> {
-  const dir = path.join(options.dataDir, 'postgres');
-  const pgdata = path.join(dir, 'data');
-  const socketDir = path.join(dir, 'run');
-  const logFile = path.join(dir, 'postgres.log');
-  fs.mkdirSync(socketDir, { recursive: true, mode: 0o700 });
-  const identity = chooseIdentity('postgres', dir, ctx.log);
-  handOver(identity, [socketDir]);
-  const bin = postgresBinDir();
-  const { port, password } = options;
-  const socketFits = path.join(socketDir, `.s.PGSQL.${port}`).length <= MAX_SOCKET_PATH;
-  const settings: Record<string, string> = {
+/** The server's settings (`-c key=value`) for our own cluster. */
+function serverSettings(options: LocalPostgresOptions, socketDir: string): Record<string, string> {
+  const socketFits = path.join(socketDir, `.s.PGSQL.${options.port}`).length <= MAX_SOCKET_PATH;
+  return {
     listen_addresses: '127.0.0.1',
     // A data folder deep enough to overflow a socket path simply gets no socket; we use TCP.
     unix_socket_directories: socketFits ? socketDir : '',
@@ -110,35 +94,79 @@ export async function startLocalPostgres(
     checkpoint_timeout: '15min',
     ...(options.fastWrites ? { fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off' } : {}),
   };
-  const adminUrl = urlOf(password, port, 'postgres');
+}
 
-  const initCluster = async () => {
-    const versionFile = path.join(pgdata, 'PG_VERSION');
-    if (fs.existsSync(versionFile)) {
-      const version = fs.readFileSync(versionFile, 'utf8').trim();
-      if (version !== MAJOR_VERSION) {
-        throw new Error(`${pgdata} holds a PostgreSQL ${version} cluster; this stack runs ${MAJOR_VERSION}. Move it away or use another HANGAR_DATA_DIR`);
-      }
-      return;
+/** Where our own cluster keeps what, under `<dataDir>/postgres`. */
+interface ClusterFolders {
+  dir: string;
+  pgdata: string;
+  socketDir: string;
+  logFile: string;
+}
+
+/** initdb on the first start; refuses a cluster of another major version. */
+async function initCluster(folders: ClusterFolders, identity: RunIdentity, password: string, log: LaunchContext['log']): Promise<void> {
+  const { dir, pgdata, logFile } = folders;
+  const versionFile = path.join(pgdata, 'PG_VERSION');
+  if (fs.existsSync(versionFile)) {
+    const version = fs.readFileSync(versionFile, 'utf8').trim();
+    if (version !== MAJOR_VERSION) {
+      throw new Error(`${pgdata} holds a PostgreSQL ${version} cluster; this stack runs ${MAJOR_VERSION}. Move it away or use another HANGAR_DATA_DIR`);
     }
-    // Without PG_VERSION the folder is what an interrupted initdb left: nothing worth keeping.
-    if (fs.existsSync(pgdata)) fs.rmSync(pgdata, { recursive: true, force: true });
-    ctx.log(`postgres: creating a new cluster in ${pgdata}`);
-    const passwordFile = path.join(dir, '.initdb-password');
-    fs.writeFileSync(passwordFile, password, { mode: 0o600 });
-    handOver(identity, [passwordFile]);
-    try {
-      const initdb = [path.join(bin, 'initdb'), '-D', pgdata, '-U', ROLE, `--pwfile=${passwordFile}`, '--auth=scram-sha-256', '-E', 'UTF8', '--no-locale'];
-      await runOnce('initdb', [...identityPrefix(identity), ...initdb], logFile);
-    } finally {
-      fs.rmSync(passwordFile, { force: true });
+    return;
+  }
+  // Without PG_VERSION the folder is what an interrupted initdb left: nothing worth keeping.
+  if (fs.existsSync(pgdata)) fs.rmSync(pgdata, { recursive: true, force: true });
+  log(`postgres: creating a new cluster in ${pgdata}`);
+  const passwordFile = path.join(dir, '.initdb-password');
+  fs.writeFileSync(passwordFile, password, { mode: 0o600 });
+  handOver(identity, [passwordFile]);
+  try {
+    const initdb = [path.join(postgresBinDir(), 'initdb'), '-D', pgdata, '-U', ROLE, `--pwfile=${passwordFile}`, '--auth=scram-sha-256', '-E', 'UTF8', '--no-locale'];
+    await runOnce('initdb', [...identityPrefix(identity), ...initdb], logFile);
+  } finally {
+    fs.rmSync(passwordFile, { force: true });
+  }
+}
+
+/** Creates database `hangar` unless it exists; stops the service when that fails. */
+async function ensureDatabase(adminUrl: string, service: StartedService): Promise<void> {
+  try {
+    if ((await query(adminUrl, `SELECT 1 FROM pg_database WHERE datname = '${DATABASE}'`)) === 0) {
+      await query(adminUrl, `CREATE DATABASE ${DATABASE}`).catch((err: { code?: string }) => {
+        // 42P04 duplicate_database: created meanwhile, which is what we wanted.
+        if (err.code !== '42P04') throw err;
+      });
     }
-  };
+  } catch (err) {
+    await service.stop();
+    throw err;
+  }
+}
+
+/**
+ * Our own cluster under `<dataDir>/postgres`: initdb on the first start (role `hangar`, password
+ * auth on TCP and socket alike), then PostgreSQL 15 on 127.0.0.1 with its socket inside the
+ * folder, and database `hangar`. Returns the URL of that database.
+ */
+export async function startLocalPostgres(
+  options: LocalPostgresOptions,
+  ctx: LaunchContext,
+): Promise<{ url: string; service: StartedService }> {
+  const dir = path.join(options.dataDir, 'postgres');
+  const folders: ClusterFolders = { dir, pgdata: path.join(dir, 'data'), socketDir: path.join(dir, 'run'), logFile: path.join(dir, 'postgres.log') };
+  const { pgdata, socketDir, logFile } = folders;
+  fs.mkdirSync(socketDir, { recursive: true, mode: 0o700 });
+  const identity = chooseIdentity('postgres', dir, ctx.log);
+  handOver(identity, [socketDir]);
+  const { port, password } = options;
+  const settings = serverSettings(options, socketDir);
+  const adminUrl = urlOf(password, port, 'postgres');
 
   const service = await runLocalService(ctx, {
     spec: {
       name: 'postgres',
-      argv: [path.join(bin, 'postgres'), '-D', pgdata, '-p', String(port), ...Object.entries(settings).flatMap(([key, value]) => ['-c', `${key}=${value}`])],
+      argv: [path.join(postgresBinDir(), 'postgres'), '-D', pgdata, '-p', String(port), ...Object.entries(settings).flatMap(([key, value]) => ['-c', `${key}=${value}`])],
       runAs: identityPrefix(identity),
       logFile,
       pidFile: path.join(dir, 'service.pid'),
@@ -153,20 +181,10 @@ export async function startLocalPostgres(
     },
     prepare: async () => {
       removeStaleLockFiles(pgdata, [path.join(pgdata, 'postmaster.pid'), path.join(socketDir, `.s.PGSQL.${port}.lock`)]);
-      await initCluster();
+      await initCluster(folders, identity, password, ctx.log);
     },
   });
-  try {
-    if ((await query(adminUrl, `SELECT 1 FROM pg_database WHERE datname = '${DATABASE}'`)) === 0) {
-      await query(adminUrl, `CREATE DATABASE ${DATABASE}`).catch((err: { code?: string }) => {
-        // 42P04 duplicate_database: created meanwhile, which is what we wanted.
-        if (err.code !== '42P04') throw err;
-      });
-    }
-  } catch (err) {
-    await service.stop();
-    throw err;
-  }
+  await ensureDatabase(adminUrl, service);
   return { url: urlOf(password, port, DATABASE), service };
 }
 

@@ -32,7 +32,7 @@ function failure(message: string, options: ReadinessOptions): Error {
  */
 export async function waitUntilReady<T>(what: string, probe: () => Promise<T>, options: ReadinessOptions): Promise<T> {
   const deadline = Date.now() + options.timeoutMs;
-  let lastError = 'no attempt finished';
+  let lastError: string;
   for (;;) {
     if (options.process && !options.process.isRunning()) {
       throw failure(`${what} exited (${await options.process.exited}) before it was ready`, options);

@@ -49,7 +49,7 @@ describe('the management API in several processes (HANGAR_API_PROCESSES)', () =>
       try {
         await eventually(what, async () => (await check()) || undefined, timeoutMs);
       } catch (err) {
-        throw new Error(`${(err as Error).message}; server output:\n${output}`);
+        throw new Error(`${(err as Error).message}; server output:\n${output}`, { cause: err });
       }
     };
     // run_url listens once every management process does (api/server.ts): only then is the

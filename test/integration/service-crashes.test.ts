@@ -51,7 +51,7 @@ async function until<T>(platform: Pick<RunningPlatform, 'output' | 'exited'>, wh
   try {
     return await Promise.race([eventually(what, check, timeoutMs), exitedFirst]);
   } catch (err) {
-    throw new Error(`${what}: ${(err as Error).message}\nplatform output:\n${platform.output().slice(-6_000)}`);
+    throw new Error(`${what}: ${(err as Error).message}\nplatform output:\n${platform.output().slice(-6_000)}`, { cause: err });
   } finally {
     exitedFirst.catch(() => undefined);
   }
