@@ -13,7 +13,7 @@ jest.setTimeout(60_000);
 test('a checked-out connection that the database ends does not kill the process; the pool serves on', async () => {
   const { databaseUrl } = testStack();
   const script = `
-    const { createPool } = require(${JSON.stringify(path.resolve(__dirname, '../../dist/api/plugins/postgres.js'))});
+    const { createPool } = require(${JSON.stringify(path.resolve(__dirname, '../../dist/store/postgres-pool.js'))});
     (async () => {
       const pool = createPool(process.env.DATABASE_URL, 2);
       const held = await pool.connect();
