@@ -30,10 +30,18 @@ export function workflowCode(bundleFile: string = BUILT_WORKFLOW_BUNDLE, compile
   return { workflowsPath: WORKFLOWS_ENTRY };
 }
 
+/**
+ * The compiled folders workflow code is made of: the workflows and what the floor rules let them
+ * import at run time (.dependency-cruiser.js, workflows-do-no-io): domain/ and the agent's contract.
+ */
+const WORKFLOW_SOURCES = ['workflows', 'domain', path.join('sandbox-agent', 'contract')];
+
 /** Whether a compiled file of the workflows or of what they import changed after `mtimeMs`. */
 function newerThan(root: string, mtimeMs: number, except: string): boolean {
-  for (const folder of ['workflows', 'core']) {
+  for (const folder of WORKFLOW_SOURCES) {
     const dir = path.join(root, folder);
+    // A folder the build did not produce has nothing newer (and must not stop the worker).
+    if (!fs.existsSync(dir)) continue;
     for (const entry of fs.readdirSync(dir, { recursive: true, withFileTypes: true })) {
       if (!entry.isFile() || !/\.[jt]s$/.test(entry.name)) continue;
       const file = path.join(entry.parentPath, entry.name);
