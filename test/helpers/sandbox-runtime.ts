@@ -15,7 +15,8 @@ const AGENT_SOURCES = path.join(REPO, 'sandbox-agent');
  * files running in parallel share one build and a stale build is never used.
  */
 export function buildAgentForTests(): string {
-  const sources = fs.readdirSync(AGENT_SOURCES).filter((name) => name.endsWith('.ts')).sort();
+  // Sub-folders too (contract/): the agent's build is the whole of its folder.
+  const sources = (fs.readdirSync(AGENT_SOURCES, { recursive: true }) as string[]).filter((name) => name.endsWith('.ts')).sort();
   const hash = createHash('sha256');
   for (const name of sources) hash.update(name).update(fs.readFileSync(path.join(AGENT_SOURCES, name)));
   const out = path.join(REPO, '.data-test', `sandbox-agent-${hash.digest('hex').slice(0, 16)}`);
@@ -27,7 +28,9 @@ export function buildAgentForTests(): string {
       jsc: { parser: { syntax: 'typescript' }, target: 'es2022' },
       module: { type: 'commonjs' },
     });
-    fs.writeFileSync(path.join(staging, name.replace(/\.ts$/, '.js')), code, { mode: 0o644 });
+    const target = path.join(staging, name.replace(/\.ts$/, '.js'));
+    fs.mkdirSync(path.dirname(target), { recursive: true, mode: 0o755 });
+    fs.writeFileSync(target, code, { mode: 0o644 });
   }
   try {
     fs.renameSync(staging, out);
