@@ -116,7 +116,6 @@ function paramsOf(segments: string[], route: string[]): Record<string, string> {
     const name = /^\{(.+)\}$/.exec(step)?.[1];
     if (name) params[name] = name === 'path' ? segments.slice(i).join('/') : segments[i];
   });
-  if (route.at(-1) === '{path}' && segments.length < route.length) params.path = '';
   return params;
 }
 
