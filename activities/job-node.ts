@@ -11,7 +11,8 @@ import {
 } from '../domain/jobs/execution';
 import { shellLine } from '../domain/workloads/workload';
 import { SandboxSpecError, type RuntimeVolumeMount, type SandboxRuntime } from '../runtime/sandbox-runtime';
-import { callAgent, type AgentProcessView } from './job-process';
+import { AgentError, SandboxAgentClient } from '../runtime/agent-client';
+import type { ProcessRecord } from '../sandbox-agent/contract/process';
 import { claimTask, recordAttempt, startRetry } from '../store/job-records';
 
 /** Where the job's code is bound inside its sandbox, and the tasks' working folder. */
@@ -41,15 +42,117 @@ export interface RunTasksInput {
   settings: JobRuntimeSettings;
 }
 
-type AttemptEnd = { kind: 'succeeded' | 'failed' | 'timeout'; view: AgentProcessView } | { kind: 'cancelled' };
+type AttemptEnd = { kind: 'succeeded' | 'failed' | 'timeout'; record: ProcessRecord } | { kind: 'cancelled' };
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const tail = (text: string) => (text.length > OUTPUT_TAIL_CHARS ? text.slice(-OUTPUT_TAIL_CHARS) : text);
 
-function attemptSeconds(view: AgentProcessView): number {
-  const end = view.completedAt ? Date.parse(view.completedAt) : Date.now();
-  return Math.max(0, (end - Date.parse(view.startedAt)) / 1000);
+function attemptSeconds(record: ProcessRecord): number {
+  const end = record.completedAt ? Date.parse(record.completedAt) : Date.now();
+  return Math.max(0, (end - Date.parse(record.startedAt)) / 1000);
+}
+
+/** Waits for a task process started by an earlier run of the activity to end. */
+async function awaitProcess(agent: SandboxAgentClient, name: string, signal: AbortSignal): Promise<ProcessRecord> {
+  for (;;) {
+    const record = await agent.findProcess(name, { signal });
+    if (!record) throw new Error(`the sandbox lost process ${name}`);
+    if (record.status !== 'running') return record;
+    await sleep(REATTACH_POLL_MS);
+  }
+}
+
+/** Starts the attempt's process and waits for its end, or re-attaches to it when a retried activity finds it started. */
+async function attemptProcess(agent: SandboxAgentClient, input: RunTaskInput, name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<ProcessRecord> {
+  // Only a retried activity can find its process already started: a first run saves the round trip.
+  const existing = Context.current().info.attempt > 1 ? await agent.findProcess(name, { signal }) : undefined;
+  if (existing) return existing.status === 'running' ? awaitProcess(agent, name, signal) : existing;
+  const request = {
+    command: shellLine(input.settings.command),
+    name,
+    env: taskEnvironment(input.settings, input.index, args),
+    workingDir: JOB_CODE_MOUNT,
+    waitForCompletion: true,
+    timeout: input.settings.timeoutSeconds,
+  };
+  return agent.startProcess(request, { signal }).catch((err: Error) => {
+    if (err instanceof AgentError) throw new Error(`the sandbox refused task ${input.index}: ${err.reason}`);
+    throw err;
+  });
+}
+
+/** Runs (or re-attaches to) one attempt; on cancellation kills its process. */
+async function runAttempt(agent: SandboxAgentClient, input: RunTaskInput, attempt: number, args: Record<string, unknown>): Promise<AttemptEnd> {
+  const context = Context.current();
+  const name = taskProcessName(input.index, attempt);
+  const abort = new AbortController();
+  // Only a cancelled execution kills the process. On a worker shutdown or a lost heartbeat the
+  // process keeps running in the sandbox, and the retried activity re-attaches to it by name.
+  let requested = false;
+  context.cancelled.catch((err: Error) => {
+    requested = err.message === 'CANCELLED' || context.cancellationDetails?.cancelRequested === true;
+    abort.abort();
+  });
+  const beat = setInterval(() => context.heartbeat({ attempt }), HEARTBEAT_MS);
+  try {
+    const record = await attemptProcess(agent, input, name, args, abort.signal);
+    if (record.status === 'completed' && record.exitCode === 0) return { kind: 'succeeded', record };
+    return { kind: record.status === 'killed' ? 'timeout' : 'failed', record };
+  } catch (err) {
+    if (abort.signal.aborted && requested) {
+      await agent.killProcess(name).catch(() => undefined);
+      return { kind: 'cancelled' };
+    }
+    if (abort.signal.aborted) throw ApplicationFailure.retryable('the task activity was interrupted; its process keeps running', 'Interrupted');
+    throw err;
+  } finally {
+    clearInterval(beat);
+  }
+}
+
+/** What an attempt that ran to its end (not cancelled) records, and whether the task ends with it. */
+function attemptCondition(end: Exclude<AttemptEnd, { kind: 'cancelled' }>, attempt: number, settings: JobRuntimeSettings, now: string) {
+  if (end.kind === 'succeeded') {
+    return { type: 'Succeeded', status: 'True' as const, reason: 'Exited', message: `attempt ${attempt + 1} exited with code 0`, lastTransitionTime: now };
+  }
+  const message =
+    end.kind === 'timeout'
+      ? `attempt ${attempt + 1} ran out of its ${settings.timeoutSeconds} s and was killed`
+      : `attempt ${attempt + 1} exited with code ${end.record.exitCode}${end.record.stderr ? `: ${tail(end.record.stderr)}` : ''}`;
+  return { type: 'Failed', status: 'True' as const, reason: end.kind === 'timeout' ? 'Timeout' : 'NonZeroExit', message, lastTransitionTime: now };
+}
+
+/** Runs one task to its end across its retries; returns what its row records. */
+async function runTask(pg: Pool, agent: SandboxAgentClient, input: RunTaskInput): Promise<TaskOutcome> {
+  const { key, index, settings } = input;
+  const record = await claimTask(pg, key.id, index);
+  if (!record) throw ApplicationFailure.nonRetryable(`task ${index} of execution ${key.executionId} has no row`, 'MissingTask');
+  if (TERMINAL_TASK_STATUSES.includes(record.status)) {
+    return { index, status: record.status, retries: record.retries, reason: record.reason ?? 'exit', seconds: record.seconds };
+  }
+  let seconds = record.seconds;
+  for (let attempt = record.attempt; ; attempt++) {
+    if (attempt > record.attempt) await startRetry(pg, key.id, index, attempt);
+    const end = await runAttempt(agent, input, attempt, record.arguments);
+    const now = new Date().toISOString();
+    if (end.kind === 'cancelled') {
+      const condition = { type: 'Cancelled', status: 'True' as const, message: 'the execution was cancelled; the process was killed', lastTransitionTime: now };
+      await recordAttempt(pg, key.id, index, condition, 0, { status: 'cancelled', reason: 'cancelled' });
+      throw new CancelledFailure('task cancelled');
+    }
+    const used = attemptSeconds(end.record);
+    seconds += used;
+    const condition = attemptCondition(end, attempt, settings, now);
+    if (end.kind === 'succeeded') {
+      await recordAttempt(pg, key.id, index, condition, used, { status: 'succeeded', reason: 'exit' });
+      return { index, status: 'succeeded', retries: attempt, reason: 'exit', seconds };
+    }
+    const reason = end.kind === 'timeout' ? 'timeout' : 'exit';
+    const last = attempt >= settings.maxRetries;
+    await recordAttempt(pg, key.id, index, condition, used, last ? { status: 'failed', reason } : undefined);
+    if (last) return { index, status: 'failed', retries: attempt, reason, seconds };
+  }
 }
 
 /**
@@ -60,104 +163,6 @@ function attemptSeconds(view: AgentProcessView): number {
  * instead of starting it twice.
  */
 export function createJobNodeActivities({ runtime, pg, volumes = [] }: JobNodeDeps) {
-  async function awaitProcess(socketPath: string, name: string, signal: AbortSignal): Promise<AgentProcessView> {
-    for (;;) {
-      const reply = await callAgent<AgentProcessView>(socketPath, 'GET', `/process/${name}`, undefined, signal);
-      if (reply.status !== 200) throw new Error(`the sandbox lost process ${name}: ${JSON.stringify(reply.body)}`);
-      if (reply.body.status !== 'running') return reply.body;
-      await sleep(REATTACH_POLL_MS);
-    }
-  }
-
-  /** Runs (or re-attaches to) one attempt; on cancellation kills its process. */
-  async function runAttempt(socketPath: string, input: RunTaskInput, attempt: number, args: Record<string, unknown>): Promise<AttemptEnd> {
-    const context = Context.current();
-    const name = taskProcessName(input.index, attempt);
-    const abort = new AbortController();
-    // Only a cancelled execution kills the process. On a worker shutdown or a lost heartbeat the
-    // process keeps running in the sandbox, and the retried activity re-attaches to it by name.
-    let requested = false;
-    context.cancelled.catch((err: Error) => {
-      requested = err.message === 'CANCELLED' || context.cancellationDetails?.cancelRequested === true;
-      abort.abort();
-    });
-    const beat = setInterval(() => context.heartbeat({ attempt }), HEARTBEAT_MS);
-    try {
-      // Only a retried activity can find its process already started: a first run saves the round trip.
-      const existing = context.info.attempt > 1 ? await callAgent<AgentProcessView>(socketPath, 'GET', `/process/${name}`, undefined, abort.signal) : undefined;
-      let view: AgentProcessView;
-      if (existing?.status === 200) {
-        view = existing.body.status === 'running' ? await awaitProcess(socketPath, name, abort.signal) : existing.body;
-      } else {
-        const reply = await callAgent<AgentProcessView>(
-          socketPath,
-          'POST',
-          '/process',
-          {
-            command: shellLine(input.settings.command),
-            name,
-            env: taskEnvironment(input.settings, input.index, args),
-            workingDir: JOB_CODE_MOUNT,
-            waitForCompletion: true,
-            timeout: input.settings.timeoutSeconds,
-          },
-          abort.signal,
-        );
-        if (reply.status !== 200) throw new Error(`the sandbox refused task ${input.index}: ${JSON.stringify(reply.body)}`);
-        view = reply.body;
-      }
-      if (view.status === 'completed' && view.exitCode === 0) return { kind: 'succeeded', view };
-      return { kind: view.status === 'killed' ? 'timeout' : 'failed', view };
-    } catch (err) {
-      if (abort.signal.aborted && requested) {
-        await callAgent(socketPath, 'POST', `/process/${name}/kill`).catch(() => undefined);
-        return { kind: 'cancelled' };
-      }
-      if (abort.signal.aborted) throw ApplicationFailure.retryable('the task activity was interrupted; its process keeps running', 'Interrupted');
-      throw err;
-    } finally {
-      clearInterval(beat);
-    }
-  }
-
-  /** Runs one task to its end across its retries; returns what its row records. */
-  async function runTask(input: RunTaskInput): Promise<TaskOutcome> {
-    const { key, index, settings } = input;
-    const record = await claimTask(pg, key.id, index);
-    if (!record) throw ApplicationFailure.nonRetryable(`task ${index} of execution ${key.executionId} has no row`, 'MissingTask');
-    if (TERMINAL_TASK_STATUSES.includes(record.status)) {
-      return { index, status: record.status, retries: record.retries, reason: record.reason ?? 'exit', seconds: record.seconds };
-    }
-    const socketPath = runtime.socketPath(jobSandboxId(key.id));
-    let seconds = record.seconds;
-    for (let attempt = record.attempt; ; attempt++) {
-      if (attempt > record.attempt) await startRetry(pg, key.id, index, attempt);
-      const end = await runAttempt(socketPath, input, attempt, record.arguments);
-      const now = new Date().toISOString();
-      if (end.kind === 'cancelled') {
-        const condition = { type: 'Cancelled', status: 'True' as const, message: 'the execution was cancelled; the process was killed', lastTransitionTime: now };
-        await recordAttempt(pg, key.id, index, condition, 0, { status: 'cancelled', reason: 'cancelled' });
-        throw new CancelledFailure('task cancelled');
-      }
-      const used = attemptSeconds(end.view);
-      seconds += used;
-      if (end.kind === 'succeeded') {
-        const condition = { type: 'Succeeded', status: 'True' as const, reason: 'Exited', message: `attempt ${attempt + 1} exited with code 0`, lastTransitionTime: now };
-        await recordAttempt(pg, key.id, index, condition, used, { status: 'succeeded', reason: 'exit' });
-        return { index, status: 'succeeded', retries: attempt, reason: 'exit', seconds };
-      }
-      const reason = end.kind === 'timeout' ? 'timeout' : 'exit';
-      const message =
-        end.kind === 'timeout'
-          ? `attempt ${attempt + 1} ran out of its ${settings.timeoutSeconds} s and was killed`
-          : `attempt ${attempt + 1} exited with code ${end.view.exitCode}${end.view.stderr ? `: ${tail(end.view.stderr)}` : ''}`;
-      const condition = { type: 'Failed', status: 'True' as const, reason: end.kind === 'timeout' ? 'Timeout' : 'NonZeroExit', message, lastTransitionTime: now };
-      const last = attempt >= settings.maxRetries;
-      await recordAttempt(pg, key.id, index, condition, used, last ? { status: 'failed', reason } : undefined);
-      if (last) return { index, status: 'failed', retries: attempt, reason, seconds };
-    }
-  }
-
   return {
     async startJobSandbox(key: ExecutionKey, settings: JobRuntimeSettings, codeDir: string): Promise<void> {
       try {
@@ -187,8 +192,9 @@ export function createJobNodeActivities({ runtime, pg, volumes = [] }: JobNodeDe
      * tasks its rows say ended and re-attaches to the one that was running.
      */
     async runJobTasks({ key, indices, settings }: RunTasksInput): Promise<TaskOutcome[]> {
+      const agent = new SandboxAgentClient(runtime.socketPath(jobSandboxId(key.id)));
       const outcomes: TaskOutcome[] = [];
-      for (const index of indices) outcomes.push(await runTask({ key, index, settings }));
+      for (const index of indices) outcomes.push(await runTask(pg, agent, { key, index, settings }));
       return outcomes;
     },
   };

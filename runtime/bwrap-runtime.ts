@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { agentRequest, waitForAgent } from './agent-client';
+import { SandboxAgentClient, waitForAgent } from './agent-client';
 import { bwrapArguments, type LaunchPlan } from './bwrap-args';
 import { detectCgroupDriver, type CgroupDriver, type CgroupOptions, type SandboxCgroup } from './cgroups';
 import { SANDBOX_ETC_FILE_NAMES } from './etc-files';
@@ -166,8 +166,7 @@ export class BwrapRuntime implements SandboxRuntime {
         installCode(spec.code, layout.codeDir),
         this.cgroups.open(record.cgroupDirs).pids().then((pids) => setHostname(pids, spec.id)),
       ]);
-      const reload = await agentRequest(layout.socketPath, 'POST', '/internal/reload');
-      if (reload.status !== 200) throw new Error(`the agent did not reload (${reload.status})`);
+      await new SandboxAgentClient(layout.socketPath).reload();
       return this.handle(claimed);
     } catch (err) {
       this.pool.failed(`take-over failed: ${(err as Error).message}`);
@@ -324,9 +323,7 @@ export class BwrapRuntime implements SandboxRuntime {
 
   async activity(id: string): Promise<SandboxActivity> {
     await this.liveCgroup(id);
-    const { status, body } = await agentRequest(this.socketPath(id), 'GET', '/internal/activity');
-    if (status !== 200) throw new Error(`the sandbox API answered ${status} for its activity`);
-    return body as SandboxActivity;
+    return new SandboxAgentClient(this.socketPath(id)).activity();
   }
 
   /** Host pids of the sandbox's processes (for tests and diagnostics). */

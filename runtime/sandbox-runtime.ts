@@ -1,4 +1,5 @@
 import type { FreezeState } from '../domain/sandbox/lifecycle';
+import type { AgentActivity } from '../sandbox-agent/contract/service';
 
 export type { FreezeState };
 
@@ -57,11 +58,8 @@ export interface SandboxStatus {
 }
 
 /** What the sandbox's own API reports about its use, for the idle timer. */
-export interface SandboxActivity {
-  /** Requests the sandbox API is serving now (a command waited on, a log stream, ...). */
-  inflightRequests: number;
-  lastRequestAt: string;
-}
+/** What the sandbox's agent says of its use (GET /internal/activity). */
+export type SandboxActivity = AgentActivity;
 
 export interface SandboxRuntime {
   /** Starts the sandbox, or returns it when it already runs; resolves once its API answers. */

@@ -1,25 +1,21 @@
 import { createReadStream } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream/promises';
+import { TREE_DEFAULT_DEPTH, TREE_DEFAULT_ENTRIES, TREE_MAX_DEPTH, TREE_MAX_ENTRIES } from './contract/filesystem';
 import { parsePermissions, type SandboxFiles } from './filesystem';
-import { HttpError, badRequest, field, queryFlag, queryInt, readJsonObject, sendJson } from './http';
+import { badRequest, field, queryFlag, queryInt, readJsonObject, sendJson } from './http';
 import { multipartBoundary, parseMultipart } from './multipart';
+import type { RouteContext, RouteHandlers } from './route-handler';
 
-export const TREE_DEFAULT_DEPTH = 8;
-export const TREE_MAX_DEPTH = 64;
-export const TREE_DEFAULT_ENTRIES = 10_000;
-export const TREE_MAX_ENTRIES = 100_000;
 
-/**
- * /filesystem/{path} (read, write, delete) and /filesystem/tree/{path} (a bounded recursive
- * listing). `rest` is the still-encoded path after the prefix.
- */
+type FilesystemOperation = 'readFile' | 'readFileHead' | 'writeFile' | 'writeFileByPost' | 'deleteFile' | 'fileTree';
+
+/** The /filesystem routes of the contract: read, write and delete (/{path}), and a bounded recursive listing (/tree/{path}). */
 export function filesystemRoutes(files: SandboxFiles) {
-  async function tree(req: IncomingMessage, res: ServerResponse, rest: string, query: URLSearchParams) {
-    if (req.method !== 'GET') throw new HttpError(405, `${req.method} is not allowed on /filesystem/tree`);
+  async function tree(res: ServerResponse, path: string, query: URLSearchParams) {
     const depth = queryInt(query, 'depth', TREE_DEFAULT_DEPTH, 1, TREE_MAX_DEPTH);
     const maxEntries = queryInt(query, 'maxEntries', TREE_DEFAULT_ENTRIES, 1, TREE_MAX_ENTRIES);
-    sendJson(res, 200, await files.tree(files.parse(rest), { depth, maxEntries }));
+    sendJson(res, 200, await files.tree(path, { depth, maxEntries }));
   }
 
   async function read(req: IncomingMessage, res: ServerResponse, path: string, query: URLSearchParams) {
@@ -68,20 +64,15 @@ export function filesystemRoutes(files: SandboxFiles) {
     sendJson(res, 200, { path, message: 'Deleted' });
   }
 
-  return async function handle(req: IncomingMessage, res: ServerResponse, rest: string, query: URLSearchParams): Promise<void> {
-    if (rest === 'tree' || rest.startsWith('tree/')) return tree(req, res, rest.slice(4), query);
-    const path = files.parse(rest);
-    switch (req.method) {
-      case 'GET':
-      case 'HEAD':
-        return read(req, res, path, query);
-      case 'PUT':
-      case 'POST':
-        return write(req, res, path, query);
-      case 'DELETE':
-        return remove(res, path, query);
-      default:
-        throw new HttpError(405, `${req.method} is not allowed on /filesystem`);
-    }
-  };
+  /** The sandbox path a route names. */
+  const pathOf = ({ params }: RouteContext) => files.parse(params.path);
+
+  return {
+    readFile: (req, res, context) => read(req, res, pathOf(context), context.query),
+    readFileHead: (req, res, context) => read(req, res, pathOf(context), context.query),
+    writeFile: (req, res, context) => write(req, res, pathOf(context), context.query),
+    writeFileByPost: (req, res, context) => write(req, res, pathOf(context), context.query),
+    deleteFile: (_req, res, context) => remove(res, pathOf(context), context.query),
+    fileTree: (_req, res, context) => tree(res, pathOf(context), context.query),
+  } satisfies RouteHandlers<FilesystemOperation>;
 }

@@ -2,31 +2,9 @@ import { constants, readFileSync, type Stats } from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
+import type { Directory, DirectoryTree, FileContent, FileInfo } from './contract/filesystem';
 import { joinPath, type PathPolicy } from './fs-paths';
 import { HttpError, badRequest } from './http';
-
-export interface FileInfo {
-  path: string;
-  name: string;
-  /** Octal text without a leading 0, for example "644". */
-  permissions: string;
-  size: number;
-  lastModified: string;
-  owner: string;
-  group: string;
-}
-
-export interface Directory {
-  path: string;
-  name: string;
-  files: FileInfo[];
-  subdirectories: Directory[];
-}
-
-/** A tree cut by its depth or entry cap says so at its top. */
-export interface DirectoryTree extends Directory {
-  truncated: boolean;
-}
 
 export interface TreeBounds {
   depth: number;
@@ -100,7 +78,7 @@ export class SandboxFiles {
     return { info: this.describe(asked, stats), isDirectory: stats.isDirectory(), real };
   }
 
-  async readText(asked: string): Promise<FileInfo & { content: string }> {
+  async readText(asked: string): Promise<FileContent> {
     const { info, isDirectory, real } = await this.info(asked);
     if (isDirectory) throw badRequest(`${asked} is a directory`);
     if (info.size > MAX_INLINE_BYTES) {

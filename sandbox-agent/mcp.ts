@@ -7,7 +7,7 @@ import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { AGENT_VERSION } from './contract/agent-config';
 import type { SandboxFiles } from './filesystem';
-import { TREE_DEFAULT_DEPTH, TREE_DEFAULT_ENTRIES, TREE_MAX_DEPTH } from './filesystem-routes';
+import { TREE_DEFAULT_DEPTH, TREE_DEFAULT_ENTRIES, TREE_MAX_DEPTH } from './contract/filesystem';
 import { HttpError, readJsonObject, sendJson } from './http';
 import { parseProcessRequest, type ProcessManager } from './process-manager';
 
@@ -56,8 +56,14 @@ export function createMcpHandler(deps: McpDeps) {
 
 function buildServer({ files, processes }: McpDeps): McpServer {
   const server = new McpServer({ name: 'hangar-sandbox', version: AGENT_VERSION });
+  registerFileTools(server, files);
+  registerProcessTools(server, processes);
+  return server;
+}
+
+/** files_list, files_read, files_write, files_edit, files_delete: the filesystem API's operations. */
+function registerFileTools(server: McpServer, files: SandboxFiles): void {
   const path = z.string().describe('Absolute path inside the sandbox, for example /home/user/app.py');
-  const processId = z.string().describe('The process pid or name');
 
   server.registerTool(
     'files_list',
@@ -100,7 +106,11 @@ function buildServer({ files, processes }: McpDeps): McpServer {
         return { path: asked, message: 'Deleted' };
       }),
   );
+}
 
+/** process_execute, _list, _get, _logs, _stop, _kill: the process API's operations. */
+function registerProcessTools(server: McpServer, processes: ProcessManager): void {
+  const processId = z.string().describe('The process pid or name');
   server.registerTool(
     'process_execute',
     {
@@ -148,7 +158,6 @@ function buildServer({ files, processes }: McpDeps): McpServer {
       return managed.view();
     }),
   );
-  return server;
 }
 
 /** A tool's answer: its result as text (JSON for objects), or the error as an error result. */

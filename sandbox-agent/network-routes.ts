@@ -1,9 +1,10 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HttpError, badRequest, decodeSegment, readJsonObject, sendJson } from './http';
 import type { PortForwards } from './port-forward';
 import type { PortMonitor } from './port-monitor';
+import type { PidMessage, PortForward, ProcessPorts } from './contract/network';
 import { isHttpUrl } from './contract/port-events';
 import { isLiveProcess, socketsOfProcessTree } from './proc';
+import type { RouteContext, RouteHandlers } from './route-handler';
 
 const PID_TEXT = /^[1-9]\d{0,9}$/;
 
@@ -17,34 +18,39 @@ function assertLive(pid: number): void {
   if (!isLiveProcess(pid)) throw new HttpError(422, `process ${pid} is not a live process of this sandbox`);
 }
 
-/** GET /network/process/{pid}/ports, POST and DELETE /network/process/{pid}/monitor. */
-export function networkRoutes(monitor: PortMonitor, forwards?: PortForwards) {
-  const forward = forwards?.route();
-  return async function handle(req: IncomingMessage, res: ServerResponse, rest: string): Promise<void> {
-    if (rest === 'forward' && forward) return forward(req, res);
-    const match = /^process\/([^/]*)\/(ports|monitor)$/.exec(rest);
-    if (!match) throw new HttpError(404, `no ${req.method} /network/${rest}`);
-    const [, pidText, what] = match;
-    const pid = parsePid(decodeSegment(pidText));
+type NetworkOperation = 'processPorts' | 'startPortMonitor' | 'stopPortMonitor' | 'forwardPort';
 
-    if (what === 'ports') {
-      if (req.method !== 'GET') throw new HttpError(405, `${req.method} is not allowed here`);
+/** The /network routes of the contract: a process's sockets, its port monitor, and (for the host) port forwarders. */
+export function networkRoutes(monitor: PortMonitor, forwards: PortForwards) {
+  /** The pid a route names. */
+  const pidOf = ({ params }: RouteContext) => parsePid(decodeSegment(params.pid));
+
+  return {
+    processPorts: async (_req, res, context) => {
+      const pid = pidOf(context);
       assertLive(pid);
       const ports = (await socketsOfProcessTree(pid)).map(({ port, protocol, localAddr, state }) => ({ port, protocol, localAddr, state }));
-      return sendJson(res, 200, { pid, ports });
-    }
-    if (req.method === 'POST') {
+      sendJson(res, 200, { pid, ports } satisfies ProcessPorts);
+    },
+    startPortMonitor: async (req, res, context) => {
+      const pid = pidOf(context);
       const body = await readJsonObject(req, true);
       if (body.callback === undefined || body.callback === null || body.callback === '') throw badRequest("'callback' is required");
       if (typeof body.callback !== 'string' || !isHttpUrl(body.callback)) throw badRequest("'callback' must be an http or https URL");
       assertLive(pid);
       await monitor.start(pid, body.callback);
-      return sendJson(res, 200, { pid, message: 'Port monitoring started' });
-    }
-    if (req.method === 'DELETE') {
+      sendJson(res, 200, { pid, message: 'Port monitoring started' } satisfies PidMessage);
+    },
+    stopPortMonitor: async (_req, res, context) => {
+      const pid = pidOf(context);
       if (!monitor.stop(pid)) throw new HttpError(404, `process ${pid} has no port monitor`);
-      return sendJson(res, 200, { pid, message: 'Port monitoring stopped' });
-    }
-    throw new HttpError(405, `${req.method} is not allowed here`);
-  };
+      sendJson(res, 200, { pid, message: 'Port monitoring stopped' } satisfies PidMessage);
+    },
+    forwardPort: async (req, res) => {
+      const body = await readJsonObject(req, true);
+      const port = body.port;
+      if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535) throw badRequest("'port' must be a port number (1-65535)");
+      sendJson(res, 200, { port, socketPath: await forwards.open(port) } satisfies PortForward);
+    },
+  } satisfies RouteHandlers<NetworkOperation>;
 }

@@ -1,8 +1,6 @@
 import fs from 'node:fs';
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
-import { HttpError, badRequest, readJsonObject, sendJson } from './http';
 
 /**
  * A plain L4 forwarder from a Unix socket in the run folder (seen by the host) to a port a
@@ -44,16 +42,5 @@ export class PortForwards {
     });
     this.servers.set(port, server);
     return socketPath;
-  }
-
-  /** POST /network/forward {port}: answers {port, socketPath} (the path inside the sandbox). */
-  route() {
-    return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-      if (req.method !== 'POST') throw new HttpError(405, `${req.method} is not allowed on /network/forward`);
-      const body = await readJsonObject(req, true);
-      const port = body.port;
-      if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535) throw badRequest("'port' must be a port number (1-65535)");
-      sendJson(res, 200, { port, socketPath: await this.open(port) });
-    };
   }
 }

@@ -2,43 +2,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fsp from 'node:fs/promises';
 import { constants as osConstants } from 'node:os';
 import { StringDecoder } from 'node:string_decoder';
+import { MAX_PROCESS_TIMEOUT_SECONDS, type ProcessRecord, type ProcessRequest, type ProcessStatus } from './contract/process';
 import { HttpError, badRequest, field } from './http';
 import { OutputLog } from './output-log';
 import { processTable, processTree, socketsOfProcessTree } from './proc';
 
-export type ProcessStatus = 'running' | 'completed' | 'failed' | 'killed' | 'stopped';
-
-export interface ProcessRequest {
-  command: string;
-  name?: string;
-  workingDir?: string;
-  env?: Record<string, string>;
-  waitForCompletion?: boolean;
-  /** Seconds the process may run before it is killed. */
-  timeout?: number;
-  waitForPorts?: number[];
-  restartOnFailure?: boolean;
-  maxRestarts?: number;
-}
-
-export interface ProcessView {
-  pid: number;
-  name: string;
-  command: string;
-  status: ProcessStatus;
-  startedAt: string;
-  completedAt: string | null;
-  exitCode: number | null;
-  workingDir: string;
-  logs: string;
-  stdout: string;
-  stderr: string;
-  restartOnFailure: boolean;
-  maxRestarts: number;
-  restartCount: number;
-}
-
-const MAX_TIMEOUT_SECONDS = 7 * 24 * 3600;
 const DEFAULT_MAX_RESTARTS = 3;
 /** How long output still drains after the process exits, when a background child keeps its pipes open. */
 const DRAIN_AFTER_EXIT_MS = 100;
@@ -85,7 +53,7 @@ export function parseProcessRequest(body: Record<string, unknown>): ProcessReque
     workingDir: field.optionalString(body, 'workingDir'),
     env,
     waitForCompletion: field.optionalBoolean(body, 'waitForCompletion'),
-    timeout: field.optionalNumber(body, 'timeout', (n) => n > 0 && n <= MAX_TIMEOUT_SECONDS, `a number of seconds above 0, at most ${MAX_TIMEOUT_SECONDS}`),
+    timeout: field.optionalNumber(body, 'timeout', (n) => n > 0 && n <= MAX_PROCESS_TIMEOUT_SECONDS, `a number of seconds above 0, at most ${MAX_PROCESS_TIMEOUT_SECONDS}`),
     waitForPorts,
     restartOnFailure: field.optionalBoolean(body, 'restartOnFailure'),
     maxRestarts: field.optionalNumber(body, 'maxRestarts', (n) => Number.isInteger(n) && n >= 0 && n <= 1000, 'an integer from 0 to 1000'),
@@ -244,7 +212,7 @@ export class ManagedProcess {
     }
   }
 
-  view(): ProcessView {
+  view(): ProcessRecord {
     return {
       pid: this.pid,
       name: this.name,

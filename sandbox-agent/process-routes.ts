@@ -1,12 +1,21 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { HttpError, decodeSegment, readJsonObject, sendJson } from './http';
+import { DEFAULT_PORT_WAIT_SECONDS, type ProcessLogs } from './contract/process';
+import { decodeSegment, readJsonObject, sendJson } from './http';
 import { LineFramer } from './output-log';
 import { parseProcessRequest, type ManagedProcess, type ProcessManager } from './process-manager';
+import type { RouteContext, RouteHandler, RouteHandlers } from './route-handler';
 
-/** How long POST /process waits for `waitForPorts` when no timeout was given. */
-export const DEFAULT_PORT_WAIT_SECONDS = 60;
+type ProcessOperation =
+  | 'startProcess'
+  | 'listProcesses'
+  | 'getProcess'
+  | 'stopProcess'
+  | 'killProcess'
+  | 'killProcessByDelete'
+  | 'processLogs'
+  | 'streamProcessLogs';
 
-/** POST/GET /process, GET/DELETE /process/{pidOrName}, .../kill, .../logs, .../logs/stream. */
+/** The /process routes of the contract: start, list, show, stop and kill processes, and their output. */
 export function processRoutes(manager: ProcessManager) {
   async function create(req: IncomingMessage, res: ServerResponse) {
     const request = parseProcessRequest(await readJsonObject(req, true));
@@ -32,29 +41,30 @@ export function processRoutes(manager: ProcessManager) {
     res.on('close', unsubscribe);
   }
 
-  return async function handle(req: IncomingMessage, res: ServerResponse, rest: string): Promise<void> {
-    const parts = rest === '' ? [] : rest.split('/').map(decodeSegment);
-    const method = req.method;
-    if (parts.length === 0) {
-      if (method === 'POST') return create(req, res);
-      if (method === 'GET') return sendJson(res, 200, manager.list().map((p) => p.view()));
-      throw new HttpError(405, `${method} is not allowed on /process`);
-    }
-    const managed = manager.get(parts[0]);
-    const action = parts.slice(1).join('/');
-    if (action === '' && method === 'GET') return sendJson(res, 200, managed.view());
-    if (action === '' && method === 'DELETE') {
-      await managed.stop();
-      return sendJson(res, 200, managed.view());
-    }
-    if (action === 'kill' && (method === 'DELETE' || method === 'POST')) {
-      await managed.kill();
-      return sendJson(res, 200, managed.view());
-    }
-    if (action === 'logs' && method === 'GET') {
-      return sendJson(res, 200, { stdout: managed.output.text('stdout'), stderr: managed.output.text('stderr'), logs: managed.output.text() });
-    }
-    if (action === 'logs/stream' && method === 'GET') return streamLogs(res, managed);
-    throw new HttpError(404, `no ${method} /process/${rest}`);
+  /** The process a route names, by pid or name. */
+  const named = ({ params }: RouteContext) => manager.get(decodeSegment(params.process));
+
+  const kill: RouteHandler = async (_req, res, context) => {
+    const managed = named(context);
+    await managed.kill();
+    sendJson(res, 200, managed.view());
   };
+
+  return {
+    startProcess: (req, res) => create(req, res),
+    listProcesses: async (_req, res) => sendJson(res, 200, manager.list().map((p) => p.view())),
+    getProcess: async (_req, res, context) => sendJson(res, 200, named(context).view()),
+    stopProcess: async (_req, res, context) => {
+      const managed = named(context);
+      await managed.stop();
+      sendJson(res, 200, managed.view());
+    },
+    killProcess: kill,
+    killProcessByDelete: kill,
+    processLogs: async (_req, res, context) => {
+      const { output } = named(context);
+      sendJson(res, 200, { stdout: output.text('stdout'), stderr: output.text('stderr'), logs: output.text() } satisfies ProcessLogs);
+    },
+    streamProcessLogs: async (_req, res, context) => streamLogs(res, named(context)),
+  } satisfies RouteHandlers<ProcessOperation>;
 }

@@ -1,6 +1,8 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import path from 'node:path';
 import { AGENT_VERSION, type AgentConfig } from './contract/agent-config';
+import { matchRoute, publicEndpoints, type AgentOperation } from './contract/routes';
+import type { AgentActivity, AgentHealth, AgentIndex, AgentReload } from './contract/service';
 import { SandboxFiles } from './filesystem';
 import { filesystemRoutes } from './filesystem-routes';
 import { PathPolicy } from './fs-paths';
@@ -10,33 +12,44 @@ import { PortForwards } from './port-forward';
 import { PortMonitor } from './port-monitor';
 import { ProcessManager } from './process-manager';
 import { processRoutes } from './process-routes';
-import { isListedPath, publicEndpoints } from './contract/routes';
+import type { RouteHandler, RouteHandlers } from './route-handler';
 
-type Handler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
-
-/** Everything the API serves for one configuration. */
+/** What the API serves for one configuration: the handlers of its configuration-bound routes. */
 function buildApi(config: AgentConfig) {
   const files = new SandboxFiles(new PathPolicy(config.writableRoots, config.hiddenRoots), config.writableRoots);
   const processes = new ProcessManager({ env: config.processEnv, defaultWorkingDir: config.defaultWorkingDir });
   const monitor = new PortMonitor({ eventLog: config.eventLog, sandbox: config.sandboxName });
-  let mcp: Handler | undefined;
+  let mcp: RouteHandler | undefined;
+  // The MCP SDK loads on the first /mcp request: it would triple the agent's start time. A
+  // require() rather than import(): the agent is CommonJS, and import() would go through Node's
+  // ESM loader.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const loadMcp = (): RouteHandler => (require('./mcp') as typeof import('./mcp')).createMcpHandler({ files, processes });
   return {
     config,
     startedAt: new Date(),
-    filesystem: filesystemRoutes(files),
-    process: processRoutes(processes),
-    network: networkRoutes(monitor, new PortForwards(path.dirname(config.eventLog))),
-    mcp(): Handler {
-      mcp ??= (require('./mcp') as typeof import('./mcp')).createMcpHandler({ files, processes });
-      return mcp;
-    },
+    handlers: {
+      ...filesystemRoutes(files),
+      ...processRoutes(processes),
+      ...networkRoutes(monitor, new PortForwards(path.dirname(config.eventLog))),
+      mcp: (req, res, context) => (mcp ??= loadMcp())(req, res, context),
+    } satisfies Partial<RouteHandlers<AgentOperation>>,
   };
 }
 
+/** How requests are being served, for the host's view of the sandbox's idleness. */
+interface Traffic {
+  inflight: number;
+  lastRequestAt: Date;
+  /** Anything but /health and /internal/ was asked: a pre-started sandbox is taken. */
+  used: boolean;
+}
+
 /**
- * The sandbox API: one HTTP server on a Unix socket, routing by path prefix; routes.ts lists the
- * routes and which of them only the host may call. Only Node's own
- * modules load at start; the MCP SDK loads on the first /mcp request.
+ * The sandbox API: one HTTP server on a Unix socket. Every request is matched against the
+ * contract's route table (sandbox-agent/contract/routes.ts) and handled by its operation's
+ * handler; the compiler sees that every operation of the table has one. Only Node's own modules
+ * load at start; the MCP SDK loads on the first /mcp request.
  *
  * `loadConfig` reads the host's configuration file. POST /internal/reload reads it again and
  * starts afresh: the host uses it to hand a pre-started sandbox to its owner. It only works
@@ -44,60 +57,39 @@ function buildApi(config: AgentConfig) {
  */
 export function createAgentServer(loadConfig: () => AgentConfig): http.Server {
   let api = buildApi(loadConfig());
-  let inflight = 0;
-  let lastRequestAt = api.startedAt;
-  let used = false;
+  const traffic: Traffic = { inflight: 0, lastRequestAt: api.startedAt, used: false };
+
+  const index: RouteHandler = async (_req, res) =>
+    sendJson(res, 200, { name: 'hangar-sandbox-api', version: AGENT_VERSION, sandbox: api.config.sandboxName, endpoints: publicEndpoints() } satisfies AgentIndex);
+  const service: RouteHandlers<'index' | 'indexHead' | 'health' | 'activity' | 'reload'> = {
+    index,
+    indexHead: index,
+    health: async (_req, res) => {
+      const { startedAt } = api;
+      const uptimeSeconds = Math.floor((Date.now() - startedAt.getTime()) / 1000);
+      sendJson(res, 200, { status: 'ok', version: AGENT_VERSION, startedAt: startedAt.toISOString(), uptimeSeconds } satisfies AgentHealth);
+    },
+    activity: async (_req, res) => sendJson(res, 200, { inflightRequests: traffic.inflight - 1, lastRequestAt: traffic.lastRequestAt.toISOString() } satisfies AgentActivity),
+    reload: async (_req, res) => {
+      if (traffic.used) throw new HttpError(409, 'the sandbox API is in use: only a fresh sandbox reloads its configuration');
+      api = buildApi(loadConfig());
+      handlers = { ...api.handlers, ...service };
+      traffic.lastRequestAt = api.startedAt;
+      sendJson(res, 200, { sandbox: api.config.sandboxName, message: 'Configuration reloaded' } satisfies AgentReload);
+    },
+  };
+  // Every operation of the contract has its handler, or this does not compile.
+  let handlers: RouteHandlers<AgentOperation> = { ...api.handlers, ...service };
 
   async function route(req: IncomingMessage, res: ServerResponse, pathname: string, query: URLSearchParams): Promise<void> {
-    if (!isListedPath(pathname)) throw new HttpError(404, `no such endpoint: ${req.method} ${pathname}`);
-    if (pathname === '/health') {
-      const { startedAt } = api;
-      return sendJson(res, 200, { status: 'ok', version: AGENT_VERSION, startedAt: startedAt.toISOString(), uptimeSeconds: Math.floor((Date.now() - startedAt.getTime()) / 1000) });
-    }
-    if (pathname === '/internal/activity') {
-      return sendJson(res, 200, { inflightRequests: inflight - 1, lastRequestAt: lastRequestAt.toISOString() });
-    }
-    if (pathname === '/internal/reload' && req.method === 'POST') {
-      if (used) throw new HttpError(409, 'the sandbox API is in use: only a fresh sandbox reloads its configuration');
-      api = buildApi(loadConfig());
-      lastRequestAt = api.startedAt;
-      return sendJson(res, 200, { sandbox: api.config.sandboxName, message: 'Configuration reloaded' });
-    }
-    const [, head = '', ...tail] = pathname.split('/');
-    const rest = tail.join('/');
-    switch (head) {
-      case '':
-        if (req.method !== 'GET' && req.method !== 'HEAD') throw new HttpError(405, `${req.method} is not allowed on /`);
-        return sendJson(res, 200, {
-          name: 'hangar-sandbox-api',
-          version: AGENT_VERSION,
-          sandbox: api.config.sandboxName,
-          endpoints: publicEndpoints(),
-        });
-      case 'filesystem':
-        return api.filesystem(req, res, rest, query);
-      case 'process':
-        return api.process(req, res, rest);
-      case 'network':
-        return api.network(req, res, rest);
-      case 'mcp':
-        if (rest !== '') break;
-        return api.mcp()(req, res);
-    }
-    throw new HttpError(404, `no such endpoint: ${req.method} ${pathname}`);
+    const match = matchRoute(req.method ?? 'GET', pathname);
+    if (match === undefined) throw new HttpError(404, `no such endpoint: ${req.method} ${pathname}`);
+    if (match === 'method-not-allowed') throw new HttpError(405, `${req.method} is not allowed on ${pathname}`);
+    return handlers[match.route.operation](req, res, { params: match.params, query });
   }
 
   const server = http.createServer((req, res) => {
-    const counted = req.url !== '/health' && !req.url?.startsWith('/internal/');
-    inflight++;
-    if (counted) {
-      used = true;
-      lastRequestAt = new Date();
-    }
-    res.on('close', () => {
-      inflight--;
-      if (counted) lastRequestAt = new Date();
-    });
+    countRequest(traffic, req, res);
     // The raw path, not a parsed URL: URL parsing would quietly resolve '..' and '%2e%2e',
     // and the filesystem API must see (and refuse) them.
     const target = req.url ?? '/';
@@ -110,4 +102,18 @@ export function createAgentServer(loadConfig: () => AgentConfig): http.Server {
   server.requestTimeout = 0;
   server.headersTimeout = 60_000;
   return server;
+}
+
+/** A request is in flight until its response closes; the host's own calls do not count as use. */
+function countRequest(traffic: Traffic, req: IncomingMessage, res: ServerResponse): void {
+  const counted = req.url !== '/health' && !req.url?.startsWith('/internal/');
+  traffic.inflight++;
+  if (counted) {
+    traffic.used = true;
+    traffic.lastRequestAt = new Date();
+  }
+  res.on('close', () => {
+    traffic.inflight--;
+    if (counted) traffic.lastRequestAt = new Date();
+  });
 }

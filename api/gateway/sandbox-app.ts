@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { HangarConfig } from '../../domain/config';
 import { ROUTES_CHANNEL } from '../../domain/resource';
-import { sandboxAddressMatcher } from '../../domain/sandbox/url-template';
+import { sandboxAddressMatcher, type SandboxAddressMatcher } from '../../domain/sandbox/url-template';
 import { sandboxWorkflowId } from '../../domain/sandbox/sandbox';
 import { reachesInternalRoute } from '../../sandbox-agent/contract/routes';
 import type { FreezeState } from '../../runtime/sandbox-runtime';
@@ -13,6 +13,7 @@ import { proxyRequest } from '../../runtime/http-proxy';
 import { RouteCache } from './route-cache';
 import { buildGatewayBase, proxiedRouteLogLevel } from './gateway-base';
 import { WorkflowTouches } from '../../store/workflow-touches';
+import { sandboxOpenApiDocument } from './sandbox-openapi';
 
 /** What the gateway needs from the sandboxes of its node. */
 export interface SandboxNodeAccess {
@@ -24,12 +25,97 @@ export interface SandboxNodeAccess {
 
 const FREEZE_RECHECK_MS = 100;
 
+/** What serving one proxied request needs: the node, the caches, and the workflows' touches. */
+interface SandboxGateway {
+  node: SandboxNodeAccess;
+  routes: RouteCache;
+  matcher: SandboxAddressMatcher;
+  agents: SandboxAgents;
+  principals: PrincipalCache;
+  touches: WorkflowTouches;
+}
+
+/** The sandbox a request is addressed to, once its caller may reach it; 404/403/503 otherwise. */
+async function addressedSandbox(gateway: SandboxGateway, request: FastifyRequest, pathOnly: string) {
+  const address = gateway.matcher.match(request.headers.host ?? '', pathOnly);
+  if (!address?.values.workspace_id || !address.values.sandbox_id) throw notFound(`no sandbox at ${pathOnly}`);
+  // The agent's internal routes serve the host alone, over the socket; from here they do not exist.
+  if (reachesInternalRoute(address.rest)) throw notFound(`no such endpoint: ${request.method} ${address.rest}`);
+  const workspace = address.values.workspace_id;
+  const name = address.values.sandbox_id;
+
+  const principal = await gateway.principals.principal(request.headers);
+  const grant = principal.workspaces.get(workspace);
+  if (!grant) throw forbidden(`workspace '${workspace}' does not exist or you are not a member of it`);
+  const route = await gateway.routes.sandbox(grant.id, name);
+  if (!route) throw notFound(`sandbox '${name}' not found in workspace '${workspace}'`);
+  if (route.status !== 'DEPLOYED') {
+    throw new ApiError(503, 'sandbox_unavailable', `sandbox '${name}' is ${route.status}`);
+  }
+  return { resourceId: route.resourceId, workflowId: sandboxWorkflowId(workspace, name), rest: address.rest };
+}
+
+/**
+ * Thaws the sandbox and tells its workflow. The thaw's generation goes with `resumed`: the
+ * workflow compares it with the freeze it made, so a resume heard before the freeze's answer
+ * still ends that freeze.
+ */
+async function resume(gateway: SandboxGateway, resourceId: string, workflowId: string): Promise<void> {
+  const thawed = await gateway.node.thaw(resourceId);
+  gateway.touches.resumed(workflowId, thawed.thawedAt ?? Date.now(), thawed.generation);
+}
+
+/** Streams the request to the sandbox's API over its socket. */
+function proxyToSandbox(gateway: SandboxGateway, request: FastifyRequest, reply: FastifyReply, sandbox: { resourceId: string; workflowId: string; path: string }): void {
+  const { node, routes, agents } = gateway;
+  reply.hijack();
+  // The node may have frozen the sandbox between our check and the request reaching it (its
+  // standby check and this gateway do not share a lock): a request still unanswered soon after
+  // finds it frozen and thaws it.
+  const recheck = setTimeout(() => {
+    if (reply.raw.headersSent) return;
+    node
+      .isFrozen(sandbox.resourceId)
+      .then(async (frozen) => {
+        if (frozen) await resume(gateway, sandbox.resourceId, sandbox.workflowId);
+      })
+      .catch(() => undefined);
+  }, FREEZE_RECHECK_MS);
+  reply.raw.once('close', () => clearTimeout(recheck));
+  proxyRequest(request.raw, reply.raw, {
+    upstream: { socketPath: node.socketPath(sandbox.resourceId) },
+    path: sandbox.path,
+    agent: agents.for(sandbox.resourceId),
+    onUnreachable: (err) => {
+      // It may have been removed since its route was cached: look again next time.
+      routes.forget(sandbox.resourceId);
+      reply.raw.writeHead(502, { 'content-type': 'application/json' });
+      reply.raw.end(JSON.stringify({ error: 'sandbox_unreachable', message: `the sandbox did not answer: ${err.message}` }));
+    },
+  });
+}
+
+/** One request to `{sandbox_url}/...`: checked, the sandbox woken or touched, then proxied. */
+async function handleSandboxRequest(gateway: SandboxGateway, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const [pathOnly, query] = splitQuery(request.url);
+  const { resourceId, workflowId, rest } = await addressedSandbox(gateway, request, pathOnly);
+  if (await gateway.node.isFrozen(resourceId)) {
+    await resume(gateway, resourceId, workflowId);
+    // Idle connections kept across the freeze are closed by the sandbox as soon as it thaws.
+    gateway.agents.reset(resourceId);
+  } else {
+    gateway.touches.touch(workflowId);
+  }
+  proxyToSandbox(gateway, request, reply, { resourceId, workflowId, path: rest + (query ? `?${query}` : '') });
+}
+
 /**
  * The sandbox gateway: requests to `{sandbox_url}/...` are authenticated against the sandbox's
  * workspace, a sandbox in standby is thawed on the spot (the first call after resume succeeds),
  * and the request streams to the sandbox's own API over its Unix socket. Platform credentials
  * are not forwarded into the sandbox, and the API's internal routes (sandbox-agent/contract/routes.ts)
- * answer 404.
+ * answer 404. The sandbox API's OpenAPI document, generated from the agent's contract, is at
+ * /openapi.json.
  */
 export async function buildSandboxGatewayApp(
   config: HangarConfig,
@@ -41,85 +127,35 @@ export async function buildSandboxGatewayApp(
   await routes.listen();
   // Before the pool's own onClose: pool.end() waits for the listener's connection.
   app.addHook('preClose', () => routes.close());
-  const matcher = sandboxAddressMatcher(config.sandboxUrlTemplate);
-  const agents = new SandboxAgents();
-  const principals = new PrincipalCache((headers) => app.authenticator.authenticate(headers));
-  const touches = new WorkflowTouches(
-    (workflowId, which, at, generation) =>
-      generation === undefined ? app.temporal.workflow.getHandle(workflowId).signal(which, at) : app.temporal.workflow.getHandle(workflowId).signal(which, at, generation),
-    (workflowId, which, err) => app.log.warn({ err: err.message, workflowId }, `could not signal ${which}`),
-  );
+  const gateway: SandboxGateway = {
+    node,
+    routes,
+    matcher: sandboxAddressMatcher(config.sandboxUrlTemplate),
+    agents: new SandboxAgents(),
+    principals: new PrincipalCache((headers) => app.authenticator.authenticate(headers)),
+    touches: new WorkflowTouches(
+      (workflowId, which, at, generation) =>
+        generation === undefined ? app.temporal.workflow.getHandle(workflowId).signal(which, at) : app.temporal.workflow.getHandle(workflowId).signal(which, at, generation),
+      (workflowId, which, err) => app.log.warn({ err: err.message, workflowId }, `could not signal ${which}`),
+    ),
+  };
 
   // Bodies stream through untouched: no parsing here.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_request, _payload, done) => done(null));
 
-  async function handle(request: FastifyRequest, reply: FastifyReply) {
-    const [pathOnly, query] = splitQuery(request.url);
-    const address = matcher.match(request.headers.host ?? '', pathOnly);
-    if (!address?.values.workspace_id || !address.values.sandbox_id) throw notFound(`no sandbox at ${pathOnly}`);
-    // The agent's internal routes serve the host alone, over the socket; from here they do not exist.
-    if (reachesInternalRoute(address.rest)) throw notFound(`no such endpoint: ${request.method} ${address.rest}`);
-    const workspace = address.values.workspace_id;
-    const name = address.values.sandbox_id;
-
-    const principal = await principals.principal(request.headers);
-    const grant = principal.workspaces.get(workspace);
-    if (!grant) throw forbidden(`workspace '${workspace}' does not exist or you are not a member of it`);
-    const route = await routes.sandbox(grant.id, name);
-    if (!route) throw notFound(`sandbox '${name}' not found in workspace '${workspace}'`);
-    if (route.status !== 'DEPLOYED') {
-      throw new ApiError(503, 'sandbox_unavailable', `sandbox '${name}' is ${route.status}`);
-    }
-
-    const workflowId = sandboxWorkflowId(workspace, name);
-    /**
-     * The thaw's generation goes with `resumed`: the workflow compares it with the freeze it made,
-     * so a resume heard before the freeze's answer still ends that freeze.
-     */
-    const resume = async () => {
-      const thawed = await node.thaw(route.resourceId);
-      touches.resumed(workflowId, thawed.thawedAt ?? Date.now(), thawed.generation);
-    };
-    if (await node.isFrozen(route.resourceId)) {
-      await resume();
-      // Idle connections kept across the freeze are closed by the sandbox as soon as it thaws.
-      agents.reset(route.resourceId);
-    } else {
-      touches.touch(workflowId);
-    }
-
-    reply.hijack();
-    // The node may have frozen the sandbox between our check and the request reaching it (its
-    // standby check and this gateway do not share a lock): a request still unanswered soon after
-    // finds it frozen and thaws it.
-    const recheck = setTimeout(() => {
-      if (reply.raw.headersSent) return;
-      node
-        .isFrozen(route.resourceId)
-        .then(async (frozen) => {
-          if (frozen) await resume();
-        })
-        .catch(() => undefined);
-    }, FREEZE_RECHECK_MS);
-    reply.raw.once('close', () => clearTimeout(recheck));
-    proxyRequest(request.raw, reply.raw, {
-      upstream: { socketPath: node.socketPath(route.resourceId) },
-      path: address.rest + (query ? `?${query}` : ''),
-      agent: agents.for(route.resourceId),
-      onUnreachable: (err) => {
-        // It may have been removed since its route was cached: look again next time.
-        routes.forget(route.resourceId);
-        reply.raw.writeHead(502, { 'content-type': 'application/json' });
-        reply.raw.end(JSON.stringify({ error: 'sandbox_unreachable', message: `the sandbox did not answer: ${err.message}` }));
-      },
-    });
-  }
-
-  app.route({ method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'], url: '/*', exposeHeadRoute: false, logLevel: proxiedRouteLogLevel(options), handler: handle });
+  const document = sandboxOpenApiDocument(config);
+  app.get('/openapi.json', { config: { public: true, unversioned: true } }, async () => document);
+  app.route({
+    method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
+    url: '/*',
+    exposeHeadRoute: false,
+    logLevel: proxiedRouteLogLevel(options),
+    handler: (request, reply) => handleSandboxRequest(gateway, request, reply),
+  });
   app.addHook('onClose', async () => {
-    agents.close();
-    touches.close();
+    gateway.agents.close();
+    gateway.touches.close();
   });
   return app;
 }

@@ -2,10 +2,15 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
+import { sandboxOpenApiDocument } from '../gateway/sandbox-openapi';
+
+/** Where the management API serves the sandbox API's document, for /docs. */
+export const SANDBOX_DOCUMENT_PATH = '/openapi/sandbox.json';
 
 /**
  * The OpenAPI document is generated from the route schemas (the single source of validation) and
- * served at /openapi.json, browsable at /docs. Registered before any route so it sees them all.
+ * served at /openapi.json, browsable at /docs beside the sandbox API's document (generated from
+ * the sandbox agent's contract). Registered before any route so it sees them all.
  */
 export default fp(async function openapi(app: FastifyInstance) {
   await app.register(swagger, {
@@ -27,6 +32,14 @@ export default fp(async function openapi(app: FastifyInstance) {
       security: [{ bearer: [] }],
     },
   });
-  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });
+  // Both documents in one browser: the management API's and the sandbox API's (which the sandbox
+  // gateway serves at its own /openapi.json; a copy here spares the browser a cross-origin fetch).
+  const documents = [
+    { url: '/openapi.json', name: 'Management API' },
+    { url: SANDBOX_DOCUMENT_PATH, name: 'Sandbox API' },
+  ];
+  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list', urls: documents } });
   app.get('/openapi.json', { schema: { hide: true }, config: { public: true, unversioned: true } }, async () => app.swagger());
+  const sandboxDocument = sandboxOpenApiDocument(app.config);
+  app.get(SANDBOX_DOCUMENT_PATH, { schema: { hide: true }, config: { public: true, unversioned: true } }, async () => sandboxDocument);
 });

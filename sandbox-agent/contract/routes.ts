@@ -1,3 +1,5 @@
+import type { SchemaName } from './schemas';
+
 /**
  * Every route of the sandbox agent, and who may call it. `public` routes are the sandbox API
  * that a workspace's members reach through the sandbox gateway. `internal` routes serve the node
@@ -10,42 +12,79 @@
  */
 export type RouteAccess = 'public' | 'internal';
 
+/** A query parameter a route reads. */
+export interface QueryParameter {
+  name: string;
+  type: 'boolean' | 'integer' | 'string';
+  description: string;
+}
+
+/**
+ * What a route answers with 200: JSON of a named schema (`[]`: a list of it), `lines` (plain
+ * text streamed line by line), `file` (a file's JSON or its bytes) or `mcp` (MCP messages).
+ */
+export type RouteAnswer = SchemaName | `${SchemaName}[]` | 'lines' | 'file' | 'mcp';
+
 export interface AgentRoute {
   method: string;
   path: string;
   access: RouteAccess;
+  /** Its name: the operationId in the OpenAPI document. */
+  operation: string;
+  summary: string;
+  /** The JSON body it reads, by its schema's name. */
+  body?: SchemaName;
+  query?: readonly QueryParameter[];
+  answer: RouteAnswer;
 }
 
-export const AGENT_ROUTES: readonly AgentRoute[] = [
-  { method: 'GET', path: '/', access: 'public' },
-  { method: 'HEAD', path: '/', access: 'public' },
-  { method: 'GET', path: '/health', access: 'public' },
-  { method: 'GET', path: '/filesystem/{path}', access: 'public' },
-  { method: 'HEAD', path: '/filesystem/{path}', access: 'public' },
-  { method: 'PUT', path: '/filesystem/{path}', access: 'public' },
-  { method: 'POST', path: '/filesystem/{path}', access: 'public' },
-  { method: 'DELETE', path: '/filesystem/{path}', access: 'public' },
-  { method: 'GET', path: '/filesystem/tree/{path}', access: 'public' },
-  { method: 'POST', path: '/process', access: 'public' },
-  { method: 'GET', path: '/process', access: 'public' },
-  { method: 'GET', path: '/process/{process}', access: 'public' },
-  { method: 'DELETE', path: '/process/{process}', access: 'public' },
-  { method: 'POST', path: '/process/{process}/kill', access: 'public' },
-  { method: 'DELETE', path: '/process/{process}/kill', access: 'public' },
-  { method: 'GET', path: '/process/{process}/logs', access: 'public' },
-  { method: 'GET', path: '/process/{process}/logs/stream', access: 'public' },
-  { method: 'GET', path: '/network/process/{pid}/ports', access: 'public' },
-  { method: 'POST', path: '/network/process/{pid}/monitor', access: 'public' },
-  { method: 'DELETE', path: '/network/process/{pid}/monitor', access: 'public' },
-  { method: '*', path: '/mcp', access: 'public' },
-  { method: 'POST', path: '/network/forward', access: 'internal' },
-  { method: 'GET', path: '/internal/activity', access: 'internal' },
-  { method: 'POST', path: '/internal/reload', access: 'internal' },
+const recursive: QueryParameter = { name: 'recursive', type: 'boolean', description: 'Delete a non-empty directory and everything in it.' };
+const download: QueryParameter = { name: 'download', type: 'boolean', description: 'Answer the bytes (as does Accept: application/octet-stream).' };
+const permissions: QueryParameter = { name: 'permissions', type: 'string', description: 'Octal mode of a file sent as raw bytes, for example 0644.' };
+const treeBounds: readonly QueryParameter[] = [
+  { name: 'depth', type: 'integer', description: 'Levels below the directory (1-64, default 8).' },
+  { name: 'maxEntries', type: 'integer', description: 'Entries at most (1-100000, default 10000); a cut tree says truncated.' },
 ];
+
+export const AGENT_ROUTES = [
+  { method: 'GET', path: '/', access: 'public', operation: 'index', summary: 'The API\'s name, version and public paths', answer: 'ApiIndex' },
+  { method: 'HEAD', path: '/', access: 'public', operation: 'indexHead', summary: 'The API\'s index, headers only', answer: 'ApiIndex' },
+  { method: 'GET', path: '/health', access: 'public', operation: 'health', summary: 'Whether the sandbox API is up, and since when', answer: 'Health' },
+  { method: 'GET', path: '/filesystem/{path}', access: 'public', operation: 'readFile', summary: 'Read a file (text or bytes) or list a directory', query: [download], answer: 'file' },
+  { method: 'HEAD', path: '/filesystem/{path}', access: 'public', operation: 'readFileHead', summary: 'A file\'s headers', query: [download], answer: 'file' },
+  { method: 'PUT', path: '/filesystem/{path}', access: 'public', operation: 'writeFile', summary: 'Write a file (JSON, multipart with a file part, or raw bytes) or create a directory', body: 'FileWrite', query: [permissions], answer: 'PathMessage' },
+  { method: 'POST', path: '/filesystem/{path}', access: 'public', operation: 'writeFileByPost', summary: 'Write a file or create a directory (as PUT)', body: 'FileWrite', query: [permissions], answer: 'PathMessage' },
+  { method: 'DELETE', path: '/filesystem/{path}', access: 'public', operation: 'deleteFile', summary: 'Delete a file or a directory', query: [recursive], answer: 'PathMessage' },
+  { method: 'GET', path: '/filesystem/tree/{path}', access: 'public', operation: 'fileTree', summary: 'A directory\'s tree, bounded by depth and entry count', query: treeBounds, answer: 'DirectoryTree' },
+  { method: 'POST', path: '/process', access: 'public', operation: 'startProcess', summary: 'Start a command; optionally wait until it ends or listens', body: 'ProcessRequest', answer: 'Process' },
+  { method: 'GET', path: '/process', access: 'public', operation: 'listProcesses', summary: 'The processes started through the API', answer: 'Process[]' },
+  { method: 'GET', path: '/process/{process}', access: 'public', operation: 'getProcess', summary: 'One process, by pid or name', answer: 'Process' },
+  { method: 'DELETE', path: '/process/{process}', access: 'public', operation: 'stopProcess', summary: 'Stop a process (SIGTERM, then SIGKILL after a grace period)', answer: 'Process' },
+  { method: 'POST', path: '/process/{process}/kill', access: 'public', operation: 'killProcess', summary: 'Kill a process and all its descendants', answer: 'Process' },
+  { method: 'DELETE', path: '/process/{process}/kill', access: 'public', operation: 'killProcessByDelete', summary: 'Kill a process and all its descendants (as POST)', answer: 'Process' },
+  { method: 'GET', path: '/process/{process}/logs', access: 'public', operation: 'processLogs', summary: 'A process\'s output so far', answer: 'ProcessLogs' },
+  { method: 'GET', path: '/process/{process}/logs/stream', access: 'public', operation: 'streamProcessLogs', summary: 'A process\'s output, line by line, until it ends', answer: 'lines' },
+  { method: 'GET', path: '/network/process/{pid}/ports', access: 'public', operation: 'processPorts', summary: 'The sockets of a process and its descendants', answer: 'ProcessPorts' },
+  { method: 'POST', path: '/network/process/{pid}/monitor', access: 'public', operation: 'startPortMonitor', summary: 'Call back for each port the process starts listening on', body: 'PortMonitorRequest', answer: 'PidMessage' },
+  { method: 'DELETE', path: '/network/process/{pid}/monitor', access: 'public', operation: 'stopPortMonitor', summary: 'Stop a port monitor', answer: 'PidMessage' },
+  { method: '*', path: '/mcp', access: 'public', operation: 'mcp', summary: 'MCP over streamable HTTP: tools for files and processes', answer: 'mcp' },
+  { method: 'POST', path: '/network/forward', access: 'internal', operation: 'forwardPort', summary: 'Forward a Unix socket to a port of the sandbox', body: 'PortForwardRequest', answer: 'PortForward' },
+  { method: 'GET', path: '/internal/activity', access: 'internal', operation: 'activity', summary: 'Requests in flight and the last one\'s time', answer: 'Activity' },
+  { method: 'POST', path: '/internal/reload', access: 'internal', operation: 'reload', summary: 'Read the configuration again (a fresh sandbox only)', answer: 'Reload' },
+] as const satisfies readonly AgentRoute[];
+
+/** A route of the table, its operation one of the table's names. */
+export type ListedRoute = (typeof AGENT_ROUTES)[number];
+export type AgentOperation = ListedRoute['operation'];
 
 /** The public paths, each once, as the API's root lists them. */
 export function publicEndpoints(): string[] {
-  return [...new Set(AGENT_ROUTES.filter((route) => route.access === 'public' && route.path !== '/').map((route) => route.path))];
+  return [...new Set(publicRoutes().filter((route) => route.path !== '/').map((route) => route.path))];
+}
+
+/** The routes a workspace member reaches through the sandbox gateway. */
+export function publicRoutes(): AgentRoute[] {
+  return AGENT_ROUTES.filter((route) => route.access === 'public');
 }
 
 const segmentsOf = (path: string) => path.split('/').filter(Boolean);
@@ -59,6 +98,45 @@ const ROUTE_PATHS = [...new Set(AGENT_ROUTES.map((route) => route.path))].map(se
 function matchesRoute(segments: string[], route: string[]): boolean {
   if (route.at(-1) === '{path}') return startsWithRoute(segments, route.slice(0, -1));
   return segments.length === route.length && startsWithRoute(segments, route);
+}
+
+/** A request's route, and its path parameters as sent (still percent-encoded). */
+export interface RouteMatch {
+  route: ListedRoute;
+  params: Record<string, string>;
+}
+
+/** Literal segments first: `/filesystem/tree/{path}` owns the paths below /filesystem/tree. */
+const literalCount = (route: string[]) => route.filter((step) => !/^\{.+\}$/.test(step)).length;
+
+/** The placeholders' values; `{path}` takes every segment left, joined again by slashes. */
+function paramsOf(segments: string[], route: string[]): Record<string, string> {
+  const params: Record<string, string> = {};
+  route.forEach((step, i) => {
+    const name = /^\{(.+)\}$/.exec(step)?.[1];
+    if (name) params[name] = name === 'path' ? segments.slice(i).join('/') : segments[i];
+  });
+  return params;
+}
+
+/**
+ * The route a request takes (path as sent, without its query; a trailing slash is allowed): the
+ * most literal path pattern that matches, then the method (HEAD where the table lists it, `*`
+ * for any). `undefined`: no route has the path (404); `method-not-allowed`: the path is served,
+ * not with this method (405).
+ */
+export function matchRoute(method: string, pathname: string): RouteMatch | 'method-not-allowed' | undefined {
+  const segments = pathname.split('/').slice(1);
+  if (segments.at(-1) === '') segments.pop();
+  const owners = ROUTE_PATHS.filter((route) => matchesRoute(segments, route));
+  if (owners.length === 0) return undefined;
+  const owner = owners.reduce((best, route) => (literalCount(route) > literalCount(best) ? route : best));
+  const pattern = `/${owner.join('/')}`;
+  const route = AGENT_ROUTES.find((candidate) => candidate.path === pattern && (candidate.method === method || candidate.method === '*'));
+  if (!route) return 'method-not-allowed';
+  // {path} keeps a trailing slash as sent, as the filesystem API always saw it.
+  const raw = pathname.split('/').slice(1);
+  return { route, params: paramsOf(owner.at(-1) === '{path}' ? raw : segments, owner) };
 }
 
 /**
@@ -110,4 +188,17 @@ function readings(rawPath: string): string[][] {
 export function reachesInternalRoute(rawPath: string): boolean {
   const pathOnly = rawPath.split(/[?#]/)[0];
   return readings(pathOnly).some((segments) => INTERNAL_PATHS.some((route) => startsWithRoute(segments, route)));
+}
+
+/** A route of the table by its operation name. */
+export function routeOf(operation: AgentOperation): AgentRoute {
+  return AGENT_ROUTES.find((route) => route.operation === operation)!;
+}
+
+/** The path of an operation with its `{placeholders}` filled (each value percent-encoded). */
+export function routePath(operation: AgentOperation, params: Record<string, string | number> = {}): string {
+  return routeOf(operation).path.replace(/\{(\w+)\}/g, (_, name: string) => {
+    if (params[name] === undefined) throw new Error(`${operation}: no value for {${name}}`);
+    return encodeURIComponent(String(params[name]));
+  });
 }

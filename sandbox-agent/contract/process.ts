@@ -1,0 +1,97 @@
+import { schemaOf } from './schema';
+
+/** The processes API (`/process...`): what a caller sends and what the agent answers. */
+
+export type ProcessStatus = 'running' | 'completed' | 'failed' | 'killed' | 'stopped';
+
+export const PROCESS_STATUSES: readonly ProcessStatus[] = ['running', 'completed', 'failed', 'killed', 'stopped'];
+
+/** How long POST /process waits for `waitForPorts` when no timeout was given. */
+export const DEFAULT_PORT_WAIT_SECONDS = 60;
+/** The longest `timeout` a process may be given. */
+export const MAX_PROCESS_TIMEOUT_SECONDS = 7 * 24 * 3600;
+
+/** The body of POST /process. */
+export interface ProcessRequest {
+  command: string;
+  name?: string;
+  workingDir?: string;
+  env?: Record<string, string>;
+  waitForCompletion?: boolean;
+  /** Seconds the process may run before it is killed. */
+  timeout?: number;
+  waitForPorts?: number[];
+  restartOnFailure?: boolean;
+  maxRestarts?: number;
+}
+
+/** One process as the agent reports it: every /process route answers this (or a list of it). */
+export interface ProcessRecord {
+  pid: number;
+  name: string;
+  command: string;
+  status: ProcessStatus;
+  startedAt: string;
+  completedAt: string | null;
+  exitCode: number | null;
+  workingDir: string;
+  logs: string;
+  stdout: string;
+  stderr: string;
+  restartOnFailure: boolean;
+  maxRestarts: number;
+  restartCount: number;
+}
+
+/** GET /process/{process}/logs. */
+export interface ProcessLogs {
+  stdout: string;
+  stderr: string;
+  /** Both streams interleaved as they were written. */
+  logs: string;
+}
+
+const text = (description?: string) => ({ type: 'string' as const, description });
+const moment = (description: string) => ({ type: 'string' as const, format: 'date-time', description });
+
+export const processRequestSchema = schemaOf<ProcessRequest>({
+  type: 'object',
+  description: 'A command to run in the sandbox (by /bin/sh).',
+  properties: {
+    command: text('The shell command line.'),
+    name: { type: 'string', optional: true, pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$', description: 'A name to find it by (not only digits); unique among running processes.' },
+    workingDir: { ...text('Folder it starts in; the sandbox\'s default folder when absent.'), optional: true },
+    env: { type: 'object', additionalProperties: { type: 'string' }, optional: true, description: 'Environment variables added to the sandbox\'s own.' },
+    waitForCompletion: { type: 'boolean', optional: true, description: 'Answer once it ended.' },
+    timeout: { type: 'number', minimum: 0, maximum: MAX_PROCESS_TIMEOUT_SECONDS, optional: true, description: 'Seconds (above 0) it may run before it is killed.' },
+    waitForPorts: { type: 'array', items: { type: 'integer', minimum: 1, maximum: 65535 }, optional: true, description: `Answer once it listens on these ports (at most ${DEFAULT_PORT_WAIT_SECONDS} s unless timeout says otherwise).` },
+    restartOnFailure: { type: 'boolean', optional: true, description: 'Start it again when it exits with a code other than 0.' },
+    maxRestarts: { type: 'integer', minimum: 0, maximum: 1000, optional: true, description: 'Restarts allowed (3 by default with restartOnFailure).' },
+  },
+});
+
+export const processRecordSchema = schemaOf<ProcessRecord>({
+  type: 'object',
+  description: 'One process started through the API, across its restarts.',
+  properties: {
+    pid: { type: 'integer', description: 'Its current pid (a restart gets a new one).' },
+    name: text(),
+    command: text(),
+    status: { type: 'string', enum: PROCESS_STATUSES },
+    startedAt: moment('When it was started.'),
+    completedAt: { ...moment('When it ended.'), nullable: true },
+    exitCode: { type: 'integer', nullable: true },
+    workingDir: text(),
+    logs: text('Its output, both streams as written.'),
+    stdout: text(),
+    stderr: text(),
+    restartOnFailure: { type: 'boolean' },
+    maxRestarts: { type: 'integer' },
+    restartCount: { type: 'integer' },
+  },
+});
+
+export const processLogsSchema = schemaOf<ProcessLogs>({
+  type: 'object',
+  properties: { stdout: text(), stderr: text(), logs: text('Both streams as written.') },
+});
