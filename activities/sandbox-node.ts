@@ -3,7 +3,7 @@ import type { Pool } from 'pg';
 import { ResourceStore } from '../store/resources';
 import { StateHistory } from '../store/state-history';
 import { DEFAULT_SANDBOX_IMAGE, DEFAULT_SANDBOX_MEMORY_MB, type SandboxKey, type SandboxSpec } from '../domain/sandbox/sandbox';
-import { SandboxSpecError, type FreezeState, type RuntimeVolumeMount, type SandboxRuntime } from '../runtime/sandbox-runtime';
+import { SandboxSpecError, type FreezeState, type RuntimeVolumeMount, type SandboxRemoval, type SandboxRuntime } from '../runtime/sandbox-runtime';
 import type { VolumeStore } from '../runtime/volume-store';
 import { whileHeartbeating } from './support/heartbeat';
 
@@ -101,11 +101,9 @@ export function createSandboxNodeActivities({ runtime, volumes, pg }: { runtime:
      * Removes the sandbox. Answers when it was gone (metering ends there) and its last freeze
      * state, so that a thaw the workflow did not hear of is still metered as running.
      */
-    stopSandbox: (key: SandboxKey): Promise<{ stoppedAt: number; freeze?: FreezeState }> => whileHeartbeating(async () => {
-      const freeze = await runtime.freezeState(key.id).catch(() => undefined);
-      await runtime.remove(key.id);
-      return { stoppedAt: Date.now(), freeze };
-    }),
+    // The node answers a retried stop as it did the first (a worker may die after the removal):
+    // the moment it stopped, and its freeze state then, a thaw no one signalled included.
+    stopSandbox: (key: SandboxKey): Promise<SandboxRemoval> => whileHeartbeating(() => runtime.remove(key.id)),
   };
 }
 

@@ -12,6 +12,7 @@ import { DEFAULT_IMAGE, ImageCatalog, imageDefinition } from './image';
 import { SANDBOX_AGENT_CONFIG, assertSandboxId, sandboxLayout, type SandboxLayout } from './layout';
 import { SANDBOX_ENV, installCode, prepareSandboxFolders, writeIdentityFiles, type SandboxUser } from './sandbox-files';
 import { validateSpec } from './spec-validation';
+import { RemovalLog, type SandboxRemoval } from './removal-log';
 import { StateStore, type SandboxRecord } from './state-store';
 import { WarmPool, isWarmId, setHostname } from './warm-pool';
 import {
@@ -24,6 +25,9 @@ import {
   type SandboxRuntime,
   type SandboxStatus,
 } from './sandbox-runtime';
+
+/** The freeze state of a sandbox never frozen. */
+const NEVER_FROZEN: FreezeState = { generation: 0, frozen: false };
 
 export interface BwrapRuntimeOptions {
   /** Sandboxes live in `<dataDir>/sandboxes/<id>/`. */
@@ -62,6 +66,7 @@ const LAUNCH_SCRIPT = ['IFS=:', 'for f in $HANGAR_CGROUP_PROCS; do echo $$ > "$f
 /** The sandbox runtime of one node: bubblewrap for isolation, cgroups for limits and standby. */
 export class BwrapRuntime implements SandboxRuntime {
   private readonly store: StateStore;
+  private readonly removals: RemovalLog;
   private readonly images: ImageCatalog;
   private readonly cgroups: CgroupDriver;
   private readonly locks = new Map<string, Promise<unknown>>();
@@ -72,6 +77,7 @@ export class BwrapRuntime implements SandboxRuntime {
 
   constructor(private readonly options: BwrapRuntimeOptions) {
     this.store = new StateStore(options.dataDir);
+    this.removals = new RemovalLog(options.dataDir);
     this.cgroups = options.cgroup && 'create' in options.cgroup ? options.cgroup : detectCgroupDriver(options.cgroup);
     this.uid = options.uid ?? 1000;
     this.gid = options.gid ?? this.uid;
@@ -79,7 +85,9 @@ export class BwrapRuntime implements SandboxRuntime {
     this.images = new ImageCatalog(options.dataDir, { uid: this.uid, gid: this.gid });
     this.pool = new WarmPool(options.warmPool ?? 0, {
       start: (id) => this.exclusive(id, () => this.launch({ id, workspaceId: 'warm', image: DEFAULT_IMAGE, memoryMb: WARM_MEMORY_MB, envs: [], volumes: [] })),
-      remove: (id) => this.remove(id),
+      remove: async (id) => {
+        await this.remove(id);
+      },
     });
   }
 
@@ -115,6 +123,8 @@ export class BwrapRuntime implements SandboxRuntime {
       }
       // Left over from a crash mid-start or a sandbox whose agent died: clear its processes.
       if (record) await this.cgroups.open(record.cgroupDirs).destroy();
+      // Started again under the same id (a workload's revision woken from zero): a new life, ended anew.
+      await this.removals.forget(spec.id);
       const handle = (!record && (await this.takeOverWarm(spec))) || (await this.launch(spec));
       this.pool.refill();
       return handle;
@@ -251,9 +261,27 @@ export class BwrapRuntime implements SandboxRuntime {
     });
   }
 
-  async remove(id: string): Promise<void> {
-    await this.stop(id);
+  /**
+   * Stops the sandbox, deletes its files, and answers when it stopped and its last freeze state.
+   * The answer is kept (runtime/removal-log.ts) before the files go, so a remove asked again
+   * answers the same.
+   */
+  async remove(id: string): Promise<SandboxRemoval> {
+    assertSandboxId(id);
+    const removal = (await this.removals.read(id)) ?? (await this.stopForRemoval(id));
     await this.exclusive(id, () => fsp.rm(this.layout(id).root, { recursive: true, force: true }));
+    return removal;
+  }
+
+  private async stopForRemoval(id: string): Promise<SandboxRemoval> {
+    const running = (await this.store.read(id))?.phase === 'running';
+    await this.stop(id);
+    // Read once its processes are gone: nothing can thaw it any more, and a thaw recorded before is in.
+    const freeze = running ? ((await this.store.read(id))?.freeze ?? NEVER_FROZEN) : undefined;
+    const removal: SandboxRemoval = { stoppedAt: Date.now(), ...(freeze ? { freeze } : {}) };
+    // A warm sandbox never served anyone: nothing asks how it ended.
+    if (!isWarmId(id)) await this.removals.write(id, removal);
+    return removal;
   }
 
   freeze(id: string): Promise<FreezeState> {
@@ -287,7 +315,7 @@ export class BwrapRuntime implements SandboxRuntime {
     const cgroup = await this.liveCgroup(id);
     const record = (await this.store.read(id))!;
     const frozen = await cgroup.isFrozen();
-    const known: FreezeState = record.freeze ?? { generation: 0, frozen: false };
+    const known: FreezeState = record.freeze ?? NEVER_FROZEN;
     if (known.frozen === frozen) return { record, cgroup, state: known };
     const state = frozen ? { ...known, frozen, frozenAt: Date.now() } : { ...known, generation: known.generation + 1, frozen, thawedAt: Date.now() };
     return { record, cgroup, state: await this.recordFreeze(record, state) };

@@ -1,5 +1,8 @@
 import type { FreezeState } from '../domain/sandbox/lifecycle';
 import type { AgentActivity } from '../sandbox-agent/contract/service';
+import type { SandboxRemoval } from './removal-log';
+
+export type { SandboxRemoval };
 
 export type { FreezeState };
 
@@ -66,8 +69,8 @@ export interface SandboxRuntime {
   start(spec: RuntimeSandboxSpec): Promise<SandboxHandle>;
   /** Ends every process of the sandbox; its files stay for a later start. */
   stop(id: string): Promise<void>;
-  /** Stops the sandbox and deletes its files. */
-  remove(id: string): Promise<void>;
+  /** Stops the sandbox and deletes its files; answers how it ended (the same when asked again). */
+  remove(id: string): Promise<SandboxRemoval>;
   /** Freezes the sandbox (a no-op when frozen); answers the freeze that holds it. */
   freeze(id: string): Promise<FreezeState>;
   /** Thaws the sandbox (a no-op when running); answers the generation it runs in. */

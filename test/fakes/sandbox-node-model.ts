@@ -22,6 +22,8 @@ export class SandboxNodeModel {
   lastRequestAt = 0;
   calls = 0;
   inflight = 0;
+  /** How the node ended the sandbox, once it did. */
+  private removal?: { stoppedAt: number; freeze: FreezeState };
 
   constructor(
     private readonly now: () => Promise<number>,
@@ -81,9 +83,13 @@ export class SandboxNodeModel {
       measureSandbox: () => this.step('measureSandbox', async () => ({ memoryBytes: 1, imageBytes: 1 })),
       stopSandbox: () =>
         this.step('stopSandbox', async () => {
-          const freeze = this.stopped ? undefined : { ...this.freeze };
-          if (!this.stopped) this.history.push({ at: await this.now(), state: 'STOPPED' });
-          return { stoppedAt: this.history.at(-1)!.at, freeze };
+          // The node's rule (runtime/removal-log.ts): a stop asked again answers what the first did.
+          if (!this.removal) {
+            const freeze = { ...this.freeze };
+            this.history.push({ at: await this.now(), state: 'STOPPED' });
+            this.removal = { stoppedAt: this.history.at(-1)!.at, freeze };
+          }
+          return this.removal;
         }),
     };
   }

@@ -106,6 +106,26 @@ test('remove deletes the sandbox, its files and its cgroups', async () => {
   await runtime.remove(spec.id);
 });
 
+test('remove answers how the sandbox ended, a thaw no one signalled included, and answers the same when asked again', async () => {
+  const spec = sandboxSpec();
+  await runtime.start(spec);
+  const frozen = await runtime.freeze(spec.id);
+  // A gateway thaws it to serve a request, and dies before telling anyone.
+  const thawed = await runtime.thaw(spec.id);
+  expect(thawed.generation).toBe(frozen.generation + 1);
+  const removal = await runtime.remove(spec.id);
+  expect(removal.freeze).toEqual(thawed);
+  expect(removal.stoppedAt).toBeGreaterThanOrEqual(thawed.thawedAt!);
+  // The activity that asked died before answering: its retry learns the same end, not a later one.
+  await sleep(20);
+  expect(await runtime.remove(spec.id)).toEqual(removal);
+  // The same id started again is a new life, whose end is its own.
+  await runtime.start(spec);
+  const again = await runtime.remove(spec.id);
+  expect(again.stoppedAt).toBeGreaterThan(removal.stoppedAt);
+  expect(again.freeze).toEqual({ generation: 0, frozen: false });
+});
+
 test('environment: the spec envs reach processes, never the agent (NODE_OPTIONS cannot break it)', async () => {
   const spec = sandboxSpec({ envs: [{ name: 'GREETING', value: 'hello sandbox' }, { name: 'NODE_OPTIONS', value: '--no-such-node-flag' }] });
   const handle = await runtime.start(spec);

@@ -107,7 +107,7 @@ test('every generated schedule leaves the reported state and the usage true to t
       if (problems.length > 0 && process.env.HANGAR_INTERLEAVING_DEBUG) console.log(JSON.stringify({ schedule, node: nodes.get(workflowId)!.history, usage: [...nodes.get(workflowId)!.usage.values()], events: await eventSummary(env, workflowId) }));
       expect(problems).toEqual([]);
     }),
-    { numRuns: RUNS, seed: process.env.HANGAR_INTERLEAVING_SEED ? Number(process.env.HANGAR_INTERLEAVING_SEED) : undefined },
+    { numRuns: RUNS, seed: process.env.HANGAR_INTERLEAVING_SEED ? Number(process.env.HANGAR_INTERLEAVING_SEED) : undefined, path: process.env.HANGAR_INTERLEAVING_PATH || undefined },
   );
   // The closing note of issue #14 quotes these.
   console.info(`sandbox lifecycle: ${runs} generated schedules ran (${discarded} discarded for the test server's timer bug); findings: ${findings.length ? findings.join('; ') : 'none'}`);
