@@ -95,3 +95,54 @@ export async function revokeApiKey(db: Queryable, principalId: string, keyId: st
   );
   return rows[0] && toApiKeyRecord(rows[0]);
 }
+
+/** A service account with the workspaces it belongs to (by name) and its role in each. */
+export interface ServiceAccountRow {
+  id: string;
+  client_id: string;
+  name: string;
+  account_admin: boolean;
+  created_at: Date;
+  memberships: { workspace: string; role: WorkspaceRole }[];
+}
+
+const SELECT_SERVICE_ACCOUNTS = `
+  SELECT sa.id, sa.client_id, sa.name, sa.account_admin, sa.created_at,
+         COALESCE(json_agg(json_build_object('workspace', w.name, 'role', m.role) ORDER BY w.name)
+                  FILTER (WHERE w.id IS NOT NULL), '[]'::json) AS memberships
+    FROM service_accounts sa
+    LEFT JOIN workspace_members m ON m.principal_id = sa.id
+    LEFT JOIN workspaces w ON w.id = m.workspace_id`;
+
+/** The service account of an account by its client id. */
+export async function findServiceAccount(db: Queryable, accountId: string, clientId: string): Promise<ServiceAccountRow | undefined> {
+  const { rows } = await db.query<ServiceAccountRow>(`${SELECT_SERVICE_ACCOUNTS} WHERE sa.client_id = $1 AND sa.account_id = $2 GROUP BY sa.id`, [
+    clientId,
+    accountId,
+  ]);
+  return rows[0];
+}
+
+/** The service accounts that are members of a workspace, oldest first. */
+export async function workspaceServiceAccounts(db: Queryable, workspaceId: string): Promise<ServiceAccountRow[]> {
+  const { rows } = await db.query<ServiceAccountRow>(
+    `${SELECT_SERVICE_ACCOUNTS}
+      WHERE sa.id IN (SELECT principal_id FROM workspace_members WHERE workspace_id = $1)
+      GROUP BY sa.id ORDER BY sa.created_at, sa.id`,
+    [workspaceId],
+  );
+  return rows;
+}
+
+/** Deletes a service account; its keys and memberships go with it. */
+export async function deleteServiceAccount(db: Queryable, id: string): Promise<void> {
+  await db.query('DELETE FROM service_accounts WHERE id = $1', [id]);
+}
+
+/** What the token endpoint checks a client's credentials against: the digest of its secret, never the secret. */
+export async function clientCredentials(db: Queryable, clientId: string): Promise<{ id: string; account_id: string; secret_hash: string } | undefined> {
+  const { rows } = await db.query<{ id: string; account_id: string; secret_hash: string }>('SELECT id, account_id, secret_hash FROM service_accounts WHERE client_id = $1', [
+    clientId,
+  ]);
+  return rows[0];
+}

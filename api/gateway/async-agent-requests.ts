@@ -11,7 +11,8 @@ import {
   parseCallbackUrl,
   type AgentRequestKey,
 } from '../../domain/agents/async-requests';
-import { nodeTaskQueue } from '../../domain/config';
+import type { Client } from '@temporalio/client';
+import { nodeTaskQueue, type HangarConfig } from '../../domain/config';
 import { newUuid } from '../../domain/ids';
 import type { AgentRequestInput, agentRequest } from '../../workflows/agent-request';
 import { ApiError, badRequest, notFound } from '../../domain/errors';
@@ -47,6 +48,31 @@ function readBody(raw: IncomingMessage, limit: number): Promise<Buffer> {
   });
 }
 
+/** The request headers the agent needs, kept with an async request (ASYNC_FORWARDED_HEADERS). */
+function forwardedHeaders(request: FastifyRequest): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const name of ASYNC_FORWARDED_HEADERS) {
+    const value = request.headers[name];
+    if (typeof value === 'string') headers[name] = value;
+  }
+  return headers;
+}
+
+/** Starts the workflow that runs a stored request; without it the request would stay queued forever, so a failed start takes it back. */
+async function startAgentRequest(deps: { temporal: Client; config: HangarConfig; requests: AgentRequestStore }, input: AgentRequestInput): Promise<void> {
+  const { key } = input;
+  try {
+    await deps.temporal.workflow.start<typeof agentRequest>('agentRequest', {
+      taskQueue: deps.config.taskQueue,
+      workflowId: agentRequestWorkflowId(key.workspace, key.agentName, key.id),
+      args: [input],
+    });
+  } catch (err) {
+    await deps.requests.delete(key.id);
+    throw err;
+  }
+}
+
 /**
  * Async agent requests on run_url. `accept` stores the request (body, the headers the agent needs,
  * the callback URL), starts its workflow and answers 202 at once; the result is read with
@@ -72,11 +98,6 @@ export function asyncAgentRequests(app: FastifyInstance, callerOf: (request: Fas
     if (request.method !== 'POST') throw badRequest(`?async=true is for POST requests, not ${request.method}`);
     const callbackUrl = callbackUrlOf(request, true);
     const body = await readBody(request.raw, ASYNC_REQUEST_BODY_LIMIT);
-    const headers: Record<string, string> = {};
-    for (const name of ASYNC_FORWARDED_HEADERS) {
-      const value = request.headers[name];
-      if (typeof value === 'string') headers[name] = value;
-    }
     const key: AgentRequestKey = {
       id: newUuid(),
       accountId: target.principal.accountId,
@@ -91,7 +112,7 @@ export function asyncAgentRequests(app: FastifyInstance, callerOf: (request: Fas
       agentId: key.agentId,
       agentName: key.agentName,
       path: `/${agentQuery(request.url)}`,
-      headers,
+      headers: forwardedHeaders(request),
       body,
       callbackUrl,
       actor: target.principal.clientId,
@@ -103,17 +124,7 @@ export function asyncAgentRequests(app: FastifyInstance, callerOf: (request: Fas
       hasCallback: callbackUrl !== undefined,
       delivery: { giveUpAfterMs: config.callbackGiveUpSeconds * 1000 },
     };
-    try {
-      await app.temporal.workflow.start<typeof agentRequest>('agentRequest', {
-        taskQueue: config.taskQueue,
-        workflowId: agentRequestWorkflowId(key.workspace, key.agentName, key.id),
-        args: [input],
-      });
-    } catch (err) {
-      // Without its workflow the request would stay queued forever: take it back.
-      await requests.delete(key.id);
-      throw err;
-    }
+    await startAgentRequest({ temporal: app.temporal, config, requests }, input);
     const url = `${config.runUrl}/${key.workspace}/agents/${key.agentName}/requests/${key.id}`;
     reply.code(202).header('location', url);
     return { ...agentRequestView(row, key.workspace), url };

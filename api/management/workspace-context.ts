@@ -26,7 +26,3 @@ export function requestWorkspace(request: FastifyRequest, minimumRole: Workspace
   }
   return grant;
 }
-
-export function requireAccountAdmin(request: FastifyRequest): void {
-  if (!request.principal.accountAdmin) throw forbidden('this operation needs the account admin role');
-}

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { notFound } from '../../../domain/errors';
+import { getAccount, type AccountRow } from '../../../store/accounts';
 import { commonErrors } from '../common-schemas';
 
 const Account = Type.Object({
@@ -9,12 +10,6 @@ const Account = Type.Object({
   role: Type.Union([Type.Literal('admin'), Type.Literal('member')], { description: "The caller's role in the account." }),
   createdAt: Type.String({ format: 'date-time' }),
 });
-
-interface AccountRow {
-  id: string;
-  name: string;
-  created_at: Date;
-}
 
 export default async function accountRoutes(app: FastifyInstance) {
   const toAccount = (row: AccountRow, admin: boolean) => ({
@@ -28,10 +23,8 @@ export default async function accountRoutes(app: FastifyInstance) {
     '/v0/accounts',
     { schema: { tags: ['accounts'], summary: "The caller's accounts", response: { 200: Type.Array(Account), ...commonErrors } } },
     async (request) => {
-      const { rows } = await app.pg.query<AccountRow>('SELECT id, name, created_at FROM accounts WHERE id = $1', [
-        request.principal.accountId,
-      ]);
-      return rows.map((row) => toAccount(row, request.principal.accountAdmin));
+      const account = await getAccount(app.pg, request.principal.accountId);
+      return account ? [toAccount(account, request.principal.accountAdmin)] : [];
     },
   );
 
@@ -47,9 +40,9 @@ export default async function accountRoutes(app: FastifyInstance) {
     async (request) => {
       const { accountId } = request.params as { accountId: string };
       if (accountId !== request.principal.accountId) throw notFound(`account '${accountId}' not found`);
-      const { rows } = await app.pg.query<AccountRow>('SELECT id, name, created_at FROM accounts WHERE id = $1', [accountId]);
-      if (!rows[0]) throw notFound(`account '${accountId}' not found`);
-      return toAccount(rows[0], request.principal.accountAdmin);
+      const account = await getAccount(app.pg, accountId);
+      if (!account) throw notFound(`account '${accountId}' not found`);
+      return toAccount(account, request.principal.accountAdmin);
     },
   );
 }

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import { secretMatches } from '../../../domain/credentials';
+import { clientCredentials } from '../../../store/service-accounts';
 import { ErrorBody } from '../common-schemas';
 
 const TokenRequest = Type.Object(
@@ -68,11 +69,7 @@ export default async function oauthRoutes(app: FastifyInstance) {
       if (!clientId || !clientSecret) {
         return oauthError(reply, 400, 'invalid_request', 'client_id and client_secret are required (HTTP Basic or form fields)');
       }
-      const { rows } = await app.pg.query<{ id: string; account_id: string; secret_hash: string }>(
-        'SELECT id, account_id, secret_hash FROM service_accounts WHERE client_id = $1',
-        [clientId],
-      );
-      const account = rows[0];
+      const account = await clientCredentials(app.pg, clientId);
       if (!account || !secretMatches(clientSecret, account.secret_hash)) {
         if (basic) reply.header('WWW-Authenticate', 'Basic realm="hangar"');
         return oauthError(reply, 401, 'invalid_client', 'unknown client or wrong secret');

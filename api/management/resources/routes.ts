@@ -2,12 +2,12 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { workloadState } from '../../../domain/workloads/workload';
-import { conflict } from '../../../domain/errors';
 import { DisplayName, Labels, NameParam, ResourceName, commonErrors } from '../common-schemas';
 import { requestWorkspace } from '../workspace-context';
 import { envelopeSchema, toEnvelope } from './envelope';
-import { assertNameUnchanged, findNamed, missingResource } from './named';
+import { findNamed } from './named';
 import type { ResourceKind } from './kinds';
+import { createResource, deleteResource, updateResource, type ResourceServices } from './resource-service';
 import { ResourceStore, type ResourceRow } from '../../../store/resources';
 
 /** Read-only metadata sent back by clients (workspace, createdAt, ...) is accepted and ignored. */
@@ -31,81 +31,41 @@ export function resourceRoutes(kind: ResourceKind) {
 
   return async function routes(fastify: FastifyInstance) {
     const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-    const store = new ResourceStore(app.pg);
-
-    const envelope = (row: ResourceRow) => ({ ...toEnvelope(row, kind.url(app.config, row.workspace, row.name)), state: workloadState(row.status, row.state) });
-    const missing = (name: string, workspace: string) => missingResource(kind.singular, name, workspace);
+    const services: ResourceServices = { store: new ResourceStore(app.pg), pg: app.pg };
+    const envelope = (row: ResourceRow) => ({
+      ...toEnvelope(row, kind.url(app.config, row.workspace, row.name)),
+      state: workloadState(row.status, row.state),
+    });
 
     app.get(
       `/v0/${kind.path}`,
       { schema: { tags, summary: `List ${kind.path}`, response: { 200: Type.Array(Envelope), ...commonErrors } } },
-      async (request) => {
-        const workspace = requestWorkspace(request);
-        return (await store.list(workspace.id, kind.path)).map(envelope);
-      },
+      async (request) => (await services.store.list(requestWorkspace(request).id, kind.path)).map(envelope),
     );
 
     app.post(
       `/v0/${kind.path}`,
       { schema: { tags, summary: `Create a ${kind.singular}`, body: Input, response: { 200: Envelope, 409: commonErrors[400], ...commonErrors } } },
-      async (request) => {
-        const workspace = requestWorkspace(request);
-        const { metadata, spec } = request.body;
-        await kind.validate?.(app, workspace, (spec ?? {}) as Record<string, unknown>);
-        const created = await store.create(
-          { workspaceId: workspace.id, kind: kind.path, name: metadata.name },
-          { displayName: metadata.displayName ?? metadata.name, labels: metadata.labels ?? {}, spec: (spec ?? {}) as Record<string, unknown> },
-          kind.initialStatus,
-          kind.initialMessage((spec ?? {}) as Record<string, unknown>),
-          request.principal.clientId,
-        );
-        if (!created) throw conflict(`${kind.singular} '${metadata.name}' already exists in workspace '${workspace.name}'`);
-        return envelope(created);
-      },
+      async (request) => envelope(await createResource(services, kind, requestWorkspace(request), request.body, request.principal.clientId)),
     );
 
     app.get(
       `/v0/${kind.path}/:name`,
       { schema: { tags, summary: `Get a ${kind.singular}`, params: NameParam, response: { 200: Envelope, ...commonErrors } } },
-      async (request) => {
-        const workspace = requestWorkspace(request);
-        const row = await findNamed(store, kind.path, kind.singular, workspace, request.params.name);
-        return envelope(row);
-      },
+      async (request) => envelope(await findNamed(services.store, kind.path, kind.singular, requestWorkspace(request), request.params.name)),
     );
 
     app.put(
       `/v0/${kind.path}/:name`,
-      {
-        schema: { tags, summary: `Update a ${kind.singular}`, params: NameParam, body: Input, response: { 200: Envelope, ...commonErrors } },
-      },
-      async (request) => {
-        const workspace = requestWorkspace(request);
-        const { metadata, spec } = request.body;
-        assertNameUnchanged(metadata.name, request.params.name);
-        const key = { workspaceId: workspace.id, kind: kind.path, name: request.params.name };
-        const current = await findNamed(store, kind.path, kind.singular, workspace, request.params.name);
-        const nextSpec = (spec as Record<string, unknown> | undefined) ?? current.spec;
-        await kind.validate?.(app, workspace, nextSpec);
-        const updated = await store.update(
-          key,
-          { displayName: metadata.displayName ?? current.display_name, labels: metadata.labels ?? current.labels, spec: nextSpec },
-          request.principal.clientId,
-        );
-        if (!updated) throw missing(request.params.name, workspace.name);
-        return envelope(updated);
-      },
+      { schema: { tags, summary: `Update a ${kind.singular}`, params: NameParam, body: Input, response: { 200: Envelope, ...commonErrors } } },
+      async (request) =>
+        envelope(await updateResource(services, kind, requestWorkspace(request), request.params.name, request.body, request.principal.clientId)),
     );
 
     app.delete(
       `/v0/${kind.path}/:name`,
       { schema: { tags, summary: `Delete a ${kind.singular}`, params: NameParam, response: { 200: Envelope, ...commonErrors } } },
-      async (request) => {
-        const workspace = requestWorkspace(request);
-        const deleted = await store.delete({ workspaceId: workspace.id, kind: kind.path, name: request.params.name });
-        if (!deleted) throw missing(request.params.name, workspace.name);
-        return envelope(deleted);
-      },
+      async (request) => envelope(await deleteResource(services, kind, requestWorkspace(request), request.params.name)),
     );
   };
 }

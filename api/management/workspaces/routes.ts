@@ -1,12 +1,12 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { newId } from '../../../domain/ids';
-import { conflict, forbidden, notFound } from '../../../domain/errors';
-import { isUniqueViolation } from '../../../store/pg-errors';
+import type { Principal } from '../../../domain/principal';
+import type { WorkspaceRow } from '../../../store/workspaces';
 import { DisplayName, Labels, NameParam, ResourceName, commonErrors } from '../common-schemas';
-import { requireAccountAdmin } from '../workspace-context';
+import { callerWorkspaces, changeWorkspace, createWorkspace, removeWorkspace, visibleWorkspace } from './workspace-service';
 
+const tags = ['workspaces'];
 const Workspace = Type.Object({
   id: Type.String(),
   name: Type.String(),
@@ -29,130 +29,46 @@ const UpdateWorkspace = Type.Object(
   { additionalProperties: false },
 );
 
-interface WorkspaceRow {
-  id: string;
-  name: string;
-  display_name: string;
-  labels: Record<string, string>;
-  account_id: string;
-  created_at: Date;
-  updated_at: Date;
-  created_by: string | null;
-  updated_by: string | null;
-}
+const createSchema = { tags, summary: 'Create a workspace (account admin)', body: CreateWorkspace, response: { 200: Workspace, 409: commonErrors[400], ...commonErrors } };
+const updateSchema = { tags, summary: 'Update display name or labels (workspace admin)', params: NameParam, body: UpdateWorkspace, response: { 200: Workspace, ...commonErrors } };
+const deleteSchema = { tags, summary: 'Delete a workspace and everything in it (account admin)', params: NameParam, response: { 200: Workspace, ...commonErrors } };
 
-const COLUMNS = 'id, name, display_name, labels, account_id, created_at, updated_at, created_by, updated_by';
-
-export default async function workspaceRoutes(fastify: FastifyInstance) {
-  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-
-  const toWorkspace = (row: WorkspaceRow, request: FastifyRequest) => ({
+/** A workspace as the API shows it to `caller`, with the caller's role in it. */
+function toWorkspace(row: WorkspaceRow, caller: Principal) {
+  return {
     id: row.id,
     name: row.name,
     displayName: row.display_name,
     labels: row.labels,
     accountId: row.account_id,
-    role: request.principal.accountAdmin ? 'admin' : (request.principal.workspaces.get(row.name)?.role ?? 'member'),
+    role: caller.accountAdmin ? 'admin' : (caller.workspaces.get(row.name)?.role ?? 'member'),
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
     createdBy: row.created_by,
     updatedBy: row.updated_by,
-  });
+  };
+}
 
-  /** The workspace row if the caller belongs to it; the same 404 whether it exists or not. */
-  async function visibleWorkspace(request: FastifyRequest, name: string): Promise<WorkspaceRow> {
-    const grant = request.principal.workspaces.get(name);
-    const { rows } = grant
-      ? await app.pg.query<WorkspaceRow>(`SELECT ${COLUMNS} FROM workspaces WHERE id = $1`, [grant.id])
-      : { rows: [] };
-    if (!rows[0]) throw notFound(`workspace '${name}' not found`);
-    return rows[0];
-  }
+/** /v0/workspaces: the workspaces of an account (workspace-service.ts says who may do what). */
+export default async function workspaceRoutes(fastify: FastifyInstance) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const pg = app.pg;
 
   app.get(
     '/v0/workspaces',
-    { schema: { tags: ['workspaces'], summary: 'Workspaces the caller belongs to', response: { 200: Type.Array(Workspace), ...commonErrors } } },
-    async (request) => {
-      const ids = [...request.principal.workspaces.values()].map((w) => w.id);
-      const { rows } = await app.pg.query<WorkspaceRow>(`SELECT ${COLUMNS} FROM workspaces WHERE id = ANY($1) ORDER BY name`, [ids]);
-      return rows.map((row) => toWorkspace(row, request));
-    },
+    { schema: { tags, summary: 'Workspaces the caller belongs to', response: { 200: Type.Array(Workspace), ...commonErrors } } },
+    async (request) => (await callerWorkspaces(pg, request.principal)).map((row) => toWorkspace(row, request.principal)),
   );
-
-  app.post(
-    '/v0/workspaces',
-    {
-      schema: {
-        tags: ['workspaces'],
-        summary: 'Create a workspace (account admin)',
-        body: CreateWorkspace,
-        response: { 200: Workspace, 409: commonErrors[400], ...commonErrors },
-      },
-    },
-    async (request) => {
-      requireAccountAdmin(request);
-      const { name, displayName, labels } = request.body;
-      try {
-        const { rows } = await app.pg.query<WorkspaceRow>(
-          `INSERT INTO workspaces (id, account_id, name, display_name, labels, created_by, updated_by)
-           VALUES ($1, $2, $3, $4, $5, $6, $6) RETURNING ${COLUMNS}`,
-          [newId('ws'), request.principal.accountId, name, displayName ?? name, labels ?? {}, request.principal.clientId],
-        );
-        return toWorkspace(rows[0], request);
-      } catch (err) {
-        if (isUniqueViolation(err)) throw conflict(`workspace '${name}' already exists`);
-        throw err;
-      }
-    },
-  );
-
+  app.post('/v0/workspaces', { schema: createSchema }, async (request) => toWorkspace(await createWorkspace(pg, request.principal, request.body), request.principal));
   app.get(
     '/v0/workspaces/:name',
-    { schema: { tags: ['workspaces'], params: NameParam, response: { 200: Workspace, ...commonErrors } } },
-    async (request) => toWorkspace(await visibleWorkspace(request, request.params.name), request),
+    { schema: { tags, params: NameParam, response: { 200: Workspace, ...commonErrors } } },
+    async (request) => toWorkspace(await visibleWorkspace(pg, request.principal, request.params.name), request.principal),
   );
-
-  app.put(
-    '/v0/workspaces/:name',
-    {
-      schema: {
-        tags: ['workspaces'],
-        summary: 'Update display name or labels (workspace admin)',
-        params: NameParam,
-        body: UpdateWorkspace,
-        response: { 200: Workspace, ...commonErrors },
-      },
-    },
-    async (request) => {
-      const current = await visibleWorkspace(request, request.params.name);
-      if (request.principal.workspaces.get(current.name)?.role !== 'admin') {
-        throw forbidden(`updating workspace '${current.name}' needs the admin role in it`);
-      }
-      const { rows } = await app.pg.query<WorkspaceRow>(
-        `UPDATE workspaces SET display_name = COALESCE($2, display_name), labels = COALESCE($3, labels),
-                updated_at = now(), updated_by = $4
-          WHERE id = $1 RETURNING ${COLUMNS}`,
-        [current.id, request.body.displayName ?? null, request.body.labels ?? null, request.principal.clientId],
-      );
-      return toWorkspace(rows[0], request);
-    },
+  app.put('/v0/workspaces/:name', { schema: updateSchema }, async (request) =>
+    toWorkspace(await changeWorkspace(pg, request.principal, request.params.name, request.body), request.principal),
   );
-
-  app.delete(
-    '/v0/workspaces/:name',
-    {
-      schema: {
-        tags: ['workspaces'],
-        summary: 'Delete a workspace and everything in it (account admin)',
-        params: NameParam,
-        response: { 200: Workspace, ...commonErrors },
-      },
-    },
-    async (request) => {
-      const current = await visibleWorkspace(request, request.params.name);
-      requireAccountAdmin(request);
-      await app.pg.query('DELETE FROM workspaces WHERE id = $1', [current.id]);
-      return toWorkspace(current, request);
-    },
+  app.delete('/v0/workspaces/:name', { schema: deleteSchema }, async (request) =>
+    toWorkspace(await removeWorkspace(pg, request.principal, request.params.name), request.principal),
   );
 }

@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import { bundlePaths } from '../../domain/workloads/bundles';
+import { bundlePaths } from '../domain/workloads/bundles';
 
 export interface JobCode {
   /** The unpacked bundle on this node. */

@@ -1,0 +1,53 @@
+import type { Pool } from 'pg';
+import type { WorkspaceGrant } from '../../../domain/principal';
+import type { ResourceRow, ResourceStore } from '../../../store/resources';
+import type { ResourceKind } from './kinds';
+import { assertNameUnchanged, createNamed, findNamed, missingResource, updateNamed, type MetadataInput } from './named';
+
+/** What the workload routes work with: the resource rows and the database a kind's checks read. */
+export interface ResourceServices {
+  store: ResourceStore;
+  pg: Pool;
+}
+
+/** The body of a create or update: metadata and an optional spec (none means `{}` on create, unchanged on update). */
+export interface ResourceRequest {
+  metadata: MetadataInput;
+  /** Checked against the kind's schema by the route. */
+  spec?: unknown;
+}
+
+/** Checks the spec with the kind's own rules, then inserts the resource in the kind's first status. */
+export async function createResource(
+  services: ResourceServices,
+  kind: ResourceKind,
+  workspace: WorkspaceGrant,
+  body: ResourceRequest,
+  actor: string,
+): Promise<ResourceRow> {
+  const spec = (body.spec ?? {}) as Record<string, unknown>;
+  await kind.validate?.(services, workspace, spec);
+  return createNamed(services.store, workspace, kind, { metadata: body.metadata, spec, status: kind.initialStatus, message: kind.initialMessage(spec), actor });
+}
+
+/** Replaces metadata and spec of a resource (the spec only when the body has one), checked like a new one. */
+export async function updateResource(
+  services: ResourceServices,
+  kind: ResourceKind,
+  workspace: WorkspaceGrant,
+  name: string,
+  body: ResourceRequest,
+  actor: string,
+): Promise<ResourceRow> {
+  assertNameUnchanged(body.metadata.name, name);
+  const current = await findNamed(services.store, kind.path, kind.singular, workspace, name);
+  const spec = (body.spec as Record<string, unknown> | undefined) ?? current.spec;
+  await kind.validate?.(services, workspace, spec);
+  return updateNamed(services.store, workspace, kind, current, { metadata: body.metadata, spec, actor });
+}
+
+export async function deleteResource(services: ResourceServices, kind: ResourceKind, workspace: WorkspaceGrant, name: string): Promise<ResourceRow> {
+  const deleted = await services.store.delete({ workspaceId: workspace.id, kind: kind.path, name });
+  if (!deleted) throw missingResource(kind.singular, name, workspace.name);
+  return deleted;
+}

@@ -1,0 +1,116 @@
+import { WorkflowIdConflictPolicy, type Client } from '@temporalio/client';
+import { nodeTaskQueue, type HangarConfig } from '../../../domain/config';
+import { badRequest } from '../../../domain/errors';
+import type { WorkspaceGrant } from '../../../domain/principal';
+import { sandboxWorkflowId, type SandboxKey, type SandboxSpec } from '../../../domain/sandbox/sandbox';
+import { sandboxSpecChangeProblem, sandboxSpecProblem } from '../../../domain/sandbox/spec-rules';
+import { volumeMountError } from '../../../runtime/bwrap-args';
+import type { ResourceRow, ResourceStore } from '../../../store/resources';
+import type { SandboxLifecycleInput, sandboxLifecycle } from '../../../workflows/sandbox-lifecycle';
+import { assertNameUnchanged, createNamed, findNamed, updateNamed, type MetadataInput } from '../resources/named';
+import { deleteThroughWorkflow, startOwningWorkflow } from '../resources/owning-workflow';
+
+export const SANDBOXES = { path: 'sandboxes', singular: 'sandbox' };
+
+/** What the sandbox operations work with: the resource rows, Temporal and the platform's settings. */
+export interface SandboxServices {
+  store: ResourceStore;
+  temporal: Client;
+  config: HangarConfig;
+}
+
+export interface SandboxRequest {
+  metadata: MetadataInput;
+  spec?: SandboxSpec;
+}
+
+function lifecycleInput(config: HangarConfig, row: ResourceRow, workspaceId: string, phase: SandboxLifecycleInput['phase']): SandboxLifecycleInput {
+  const key: SandboxKey = { id: row.id, workspace: row.workspace, workspaceId, name: row.name };
+  return {
+    key,
+    spec: row.spec as SandboxSpec,
+    nodeQueue: nodeTaskQueue(config),
+    idleTimeoutMs: config.sandboxIdleSeconds * 1000,
+    createdAt: row.created_at.getTime(),
+    phase,
+  };
+}
+
+/** The workflow's copy of the spec carries the volumes' uuids, so the node needs no database. */
+function withVolumeIds(input: SandboxLifecycleInput, volumeIds: string[]): SandboxLifecycleInput {
+  if (!input.spec.volumes?.length) return input;
+  return { ...input, spec: { ...input.spec, volumes: input.spec.volumes.map((volume, i) => ({ ...volume, volumeId: volumeIds[i] })) } };
+}
+
+function checkSpec(spec: SandboxSpec): void {
+  const problem = sandboxSpecProblem(spec);
+  if (problem) throw badRequest(problem);
+}
+
+/**
+ * Checks each volume the sandbox mounts (it exists here and is DEPLOYED, its mountPath is
+ * allowed) and returns their uuids in spec order, for the node.
+ */
+async function resolveVolumes(store: ResourceStore, workspace: WorkspaceGrant, spec: SandboxSpec): Promise<string[]> {
+  const ids: string[] = [];
+  const paths = new Set<string>();
+  for (const [i, volume] of (spec.volumes ?? []).entries()) {
+    const pathProblem = volumeMountError(volume.mountPath);
+    if (pathProblem) throw badRequest(`body.spec.volumes[${i}].mountPath: ${pathProblem}`);
+    if (paths.has(volume.mountPath)) throw badRequest(`body.spec.volumes[${i}].mountPath '${volume.mountPath}' is used by another volume`);
+    paths.add(volume.mountPath);
+    const row = await store.get({ workspaceId: workspace.id, kind: 'volumes', name: volume.name });
+    if (!row) throw badRequest(`body.spec.volumes[${i}].name: volume '${volume.name}' not found in workspace '${workspace.name}'`);
+    if (row.status !== 'DEPLOYED') throw badRequest(`body.spec.volumes[${i}].name: volume '${volume.name}' is ${row.status}, not DEPLOYED`);
+    ids.push(row.id);
+  }
+  return ids;
+}
+
+export function findSandbox(services: SandboxServices, workspace: WorkspaceGrant, name: string): Promise<ResourceRow> {
+  return findNamed(services.store, SANDBOXES.path, SANDBOXES.singular, workspace, name);
+}
+
+/** Inserts the sandbox as DEPLOYING and starts its lifecycle workflow, which starts it. */
+export async function createSandbox(services: SandboxServices, workspace: WorkspaceGrant, body: SandboxRequest, actor: string): Promise<ResourceRow> {
+  const { store, temporal, config } = services;
+  const spec = body.spec ?? {};
+  checkSpec(spec);
+  const volumeIds = await resolveVolumes(store, workspace, spec);
+  const row = await createNamed(store, workspace, SANDBOXES, { metadata: body.metadata, spec: spec as Record<string, unknown>, status: 'DEPLOYING', message: 'creating the sandbox', actor });
+  await startOwningWorkflow(store, row.id, () =>
+    temporal.workflow.start<typeof sandboxLifecycle>('sandboxLifecycle', {
+      taskQueue: config.taskQueue,
+      workflowId: sandboxWorkflowId(workspace.name, row.name),
+      workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+      args: [withVolumeIds(lifecycleInput(config, row, workspace.id, 'create'), volumeIds)],
+    }),
+  );
+  return row;
+}
+
+/** Stores new labels, display name, ttl or expiration policies and hands the spec to the running lifecycle. */
+export async function updateSandbox(services: SandboxServices, workspace: WorkspaceGrant, name: string, body: SandboxRequest, actor: string): Promise<ResourceRow> {
+  assertNameUnchanged(body.metadata.name, name);
+  const current = await findSandbox(services, workspace, name);
+  const before = current.spec as SandboxSpec;
+  const next = body.spec ?? before;
+  checkSpec(next);
+  const changeProblem = sandboxSpecChangeProblem(before, next);
+  if (changeProblem) throw badRequest(changeProblem);
+  const updated = await updateNamed(services.store, workspace, SANDBOXES, current, { metadata: body.metadata, spec: next as Record<string, unknown>, actor });
+  // A lifecycle that is gone (the sandbox is being deleted) has nothing to apply the spec to.
+  await services.temporal.workflow.getHandle(sandboxWorkflowId(workspace.name, updated.name)).signal('spec', next).catch(() => undefined);
+  return updated;
+}
+
+/** Signals the running lifecycle to delete the sandbox, or starts one in its delete phase if it is gone; the row as it now reads. */
+export async function deleteSandbox(services: SandboxServices, workspace: WorkspaceGrant, name: string): Promise<ResourceRow> {
+  const row = await findSandbox(services, workspace, name);
+  await deleteThroughWorkflow<typeof sandboxLifecycle>(services.temporal, 'sandboxLifecycle', {
+    taskQueue: services.config.taskQueue,
+    workflowId: sandboxWorkflowId(workspace.name, row.name),
+    input: lifecycleInput(services.config, row, workspace.id, 'delete'),
+  });
+  return { ...row, status: 'DELETING' };
+}
