@@ -12,7 +12,7 @@ import { DEFAULT_IMAGE, ImageCatalog, imageDefinition } from './image';
 import { SANDBOX_AGENT_CONFIG, assertSandboxId, sandboxLayout, type SandboxLayout } from './layout';
 import { SANDBOX_ENV, installCode, prepareSandboxFolders, writeIdentityFiles, type SandboxUser } from './sandbox-files';
 import { validateSpec } from './spec-validation';
-import { RemovalLog, type SandboxRemoval } from './removal-log';
+import { RemovalLog } from './removal-log';
 import { StateStore, type SandboxRecord } from './state-store';
 import { WarmPool, isWarmId, setHostname } from './warm-pool';
 import {
@@ -22,6 +22,7 @@ import {
   type RuntimeSandboxSpec,
   type SandboxActivity,
   type SandboxHandle,
+  type SandboxRemoval,
   type SandboxRuntime,
   type SandboxStatus,
 } from './sandbox-runtime';

@@ -1,15 +1,7 @@
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import type { FreezeState } from '../domain/sandbox/lifecycle';
 import { assertSandboxId } from './layout';
-
-/** How a sandbox ended on this node: when it stopped, and its freeze state at that moment. */
-export interface SandboxRemoval {
-  /** Node clock, when its processes were gone. */
-  stoppedAt: number;
-  /** Its last freeze state (with any thaw no one signalled); absent when it was not running. */
-  freeze?: FreezeState;
-}
+import type { SandboxRemoval } from './sandbox-runtime';
 
 /** A removal is remembered at least this long: longer than any retry of the activity that asked for it. */
 const KEPT_MS = 24 * 60 * 60 * 1000;

@@ -1,8 +1,5 @@
 import type { FreezeState } from '../domain/sandbox/lifecycle';
 import type { AgentActivity } from '../sandbox-agent/contract/service';
-import type { SandboxRemoval } from './removal-log';
-
-export type { SandboxRemoval };
 
 export type { FreezeState };
 
@@ -63,6 +60,14 @@ export interface SandboxStatus {
 /** What the sandbox's own API reports about its use, for the idle timer. */
 /** What the sandbox's agent says of its use (GET /internal/activity). */
 export type SandboxActivity = AgentActivity;
+
+/** How a sandbox ended on this node: when it stopped, and its freeze state at that moment. */
+export interface SandboxRemoval {
+  /** Node clock, when its processes were gone. */
+  stoppedAt: number;
+  /** Its last freeze state (with any thaw no one signalled); absent when it was not running. */
+  freeze?: FreezeState;
+}
 
 export interface SandboxRuntime {
   /** Starts the sandbox, or returns it when it already runs; resolves once its API answers. */

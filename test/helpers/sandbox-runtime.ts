@@ -70,8 +70,6 @@ export interface SandboxReply {
   status: number;
   headers: http.IncomingHttpHeaders;
   text: string;
-  // Tests read whatever field the answer under test has, and assert on it.
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   json: any;
 }
 
