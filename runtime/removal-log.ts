@@ -38,7 +38,7 @@ export class RemovalLog {
     await this.prune(removal.stoppedAt);
   }
 
-  /** Forgets removals older than KEPT_MS; a sandbox started again under the same id starts a new record. */
+  /** Forgets how `id` ended: a sandbox started again under the same id is a new life, ended anew. */
   async forget(id: string): Promise<void> {
     await fsp.rm(this.file(id), { force: true });
   }
