@@ -1,4 +1,4 @@
-import { condition, continueAsNew, defineSignal, proxyActivities, upsertSearchAttributes, setHandler, workflowInfo } from '@temporalio/workflow';
+import { condition, continueAsNew, defineSignal, patched, proxyActivities, upsertSearchAttributes, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { VolumeControlActivities } from '../activities/volume-control';
 import type { VolumeNodeActivities } from '../activities/volume-node';
 import type { VolumeKey } from '../domain/volume/volume';
@@ -20,6 +20,12 @@ export const deleteVolumeSignal = defineSignal('delete');
 export const resizeVolumeSignal = defineSignal<[number]>('resize');
 
 const MAX_HISTORY_EVENTS = 5_000;
+/**
+ * A resize heard while the node grows the storage is grown by the next pass, instead of being
+ * taken as done (the storage stayed at the size asked before, metered at the later one). Runs
+ * that grew before this fix replay as they ran.
+ */
+const GROW_TO_EACH_SIZE_ASKED_PATCH = 'grow-to-each-size-asked';
 
 /**
  * One volume's life: create its storage on the node, meter its size while it exists, grow it when
@@ -113,8 +119,9 @@ class VolumeRun {
   private async grow(): Promise<void> {
     const grownAt = Date.now();
     await this.meter(grownAt);
-    const grown = await this.node.growVolumeStorage(this.key, this.requestedSizeMb);
-    this.sizeMb = this.requestedSizeMb;
+    const target = this.requestedSizeMb;
+    const grown = await this.node.growVolumeStorage(this.key, target);
+    this.sizeMb = patched(GROW_TO_EACH_SIZE_ASKED_PATCH) ? target : this.requestedSizeMb;
     await this.control.markVolumeDeployed(this.key, storageGrownEvent(this.sizeMb, grown.pending), { sizeMb: this.sizeMb, since: grownAt });
   }
 
