@@ -18,11 +18,15 @@ import {
 import { StateHistory } from '../store/state-history';
 import { recordWorkspaceUsage } from './usage-metering';
 
-/** The control-plane side of deployments: the resource's status and history, and its revisions. */
+/** The control-plane side of deployments: the resource's status and revisions, its state history and usage. */
 export function createDeploymentControlActivities({ pg }: { pg: Pool }) {
+  return { ...revisionStatusActivities(pg), ...workloadUsageActivities(pg) };
+}
+
+/** The revisions' progress, and the resource's status and events the gateways route by. */
+function revisionStatusActivities(pg: Pool) {
   const resources = new ResourceStore(pg);
   const revisions = new RevisionStore(pg);
-  const history = new StateHistory(pg);
 
   return {
     /** The revision to deploy, or undefined when the workload was deleted meanwhile. */
@@ -80,6 +84,14 @@ export function createDeploymentControlActivities({ pg }: { pg: Pool }) {
       if (stillServing === undefined) await resources.transition(key.id, 'FAILED', { type: 'Warning', message });
       else await resources.transition(key.id, 'DEPLOYED', { type: 'Warning', message: `${message}; revision ${stillServing} keeps serving` });
     },
+  };
+}
+
+/** What the workload is billed as: its state history, and the usage of each metered period. */
+function workloadUsageActivities(pg: Pool) {
+  const history = new StateHistory(pg);
+
+  return {
 
     /**
      * The workload's state history: from `at` on it is billed as `usage` (a process of that

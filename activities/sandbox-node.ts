@@ -19,45 +19,9 @@ export function createSandboxNodeActivities({ runtime, volumes, pg }: { runtime:
   const store = new ResourceStore(pg);
   const history = new StateHistory(pg);
 
-  /** The sandbox's volumes as host folders; the control plane resolved their names to ids. */
-  async function volumeMounts(spec: SandboxSpec): Promise<RuntimeVolumeMount[]> {
-    const mounts: RuntimeVolumeMount[] = [];
-    for (const volume of spec.volumes ?? []) {
-      if (!volumes) throw ApplicationFailure.nonRetryable('this node worker has no volume store', 'SandboxSpecError');
-      if (!volume.volumeId) throw ApplicationFailure.nonRetryable(`volume '${volume.name}' was not resolved to an id`, 'SandboxSpecError');
-      mounts.push({ hostPath: await volumes.ensureMounted(volume.volumeId), mountPath: volume.mountPath, readOnly: volume.readOnly ?? false });
-    }
-    return mounts;
-  }
-
   return {
-    /**
-     * Starts the sandbox and marks it DEPLOYED (RUNNING) in the same activity: creation is on
-     * the user's critical path, and a separate control activity would add a workflow round trip.
-     * Answers since when it runs, by this node's clock: where its state history and its metering start.
-     */
-    startSandbox: (key: SandboxKey, spec: SandboxSpec): Promise<{ startedAt: number }> => whileHeartbeating(async () => {
-      const mounts = await volumeMounts(spec);
-      const memoryMb = spec.runtime?.memory ?? DEFAULT_SANDBOX_MEMORY_MB;
-      try {
-        await runtime.start({
-          id: key.id,
-          workspaceId: key.workspaceId,
-          name: key.name,
-          image: spec.runtime?.image ?? DEFAULT_SANDBOX_IMAGE,
-          memoryMb,
-          envs: (spec.runtime?.envs ?? []).map(({ name, value }) => ({ name, value })),
-          volumes: mounts,
-        });
-      } catch (err) {
-        // A spec the runtime cannot honour will not get better by retrying.
-        if (err instanceof SandboxSpecError) throw ApplicationFailure.nonRetryable(err.message, 'SandboxSpecError');
-        throw err;
-      }
-      await store.transition(key.id, 'DEPLOYED', { type: 'Normal', message: 'sandbox is running' }, { state: 'RUNNING', lastUsedAt: new Date().toISOString() });
-      const sandbox = { workspaceId: key.workspaceId, resourceType: 'sandbox' as const, resourceUuid: key.id, resourceName: key.name };
-      return { startedAt: await history.enter(sandbox, { state: 'RUNNING', memoryMb, storedBytes: 0 }, Date.now()) };
-    }),
+    /** Starts the sandbox and marks it DEPLOYED; answers since when it runs (see startSandbox below). */
+    startSandbox: (key: SandboxKey, spec: SandboxSpec) => whileHeartbeating(() => startSandbox({ runtime, volumes, store, history }, key, spec)),
 
     /**
      * Freezes the sandbox unless it is serving a request, running a command someone waits on, or
@@ -105,6 +69,49 @@ export function createSandboxNodeActivities({ runtime, volumes, pg }: { runtime:
     // the moment it stopped, and its freeze state then, a thaw no one signalled included.
     stopSandbox: (key: SandboxKey): Promise<SandboxRemoval> => whileHeartbeating(() => runtime.remove(key.id)),
   };
+}
+
+/** The sandbox's volumes as host folders; the control plane resolved their names to ids. */
+async function volumeMounts(volumes: VolumeStore | undefined, spec: SandboxSpec): Promise<RuntimeVolumeMount[]> {
+  const mounts: RuntimeVolumeMount[] = [];
+  for (const volume of spec.volumes ?? []) {
+    if (!volumes) throw ApplicationFailure.nonRetryable('this node worker has no volume store', 'SandboxSpecError');
+    if (!volume.volumeId) throw ApplicationFailure.nonRetryable(`volume '${volume.name}' was not resolved to an id`, 'SandboxSpecError');
+    mounts.push({ hostPath: await volumes.ensureMounted(volume.volumeId), mountPath: volume.mountPath, readOnly: volume.readOnly ?? false });
+  }
+  return mounts;
+}
+
+/**
+ * Starts the sandbox and marks it DEPLOYED (RUNNING) in the same activity: creation is on
+ * the user's critical path, and a separate control activity would add a workflow round trip.
+ * Answers since when it runs, by this node's clock: where its state history and its metering start.
+ */
+async function startSandbox(
+  { runtime, volumes, store, history }: { runtime: NodeRuntime; volumes?: VolumeStore; store: ResourceStore; history: StateHistory },
+  key: SandboxKey,
+  spec: SandboxSpec,
+): Promise<{ startedAt: number }> {
+  const mounts = await volumeMounts(volumes, spec);
+  const memoryMb = spec.runtime?.memory ?? DEFAULT_SANDBOX_MEMORY_MB;
+  try {
+    await runtime.start({
+      id: key.id,
+      workspaceId: key.workspaceId,
+      name: key.name,
+      image: spec.runtime?.image ?? DEFAULT_SANDBOX_IMAGE,
+      memoryMb,
+      envs: (spec.runtime?.envs ?? []).map(({ name, value }) => ({ name, value })),
+      volumes: mounts,
+    });
+  } catch (err) {
+    // A spec the runtime cannot honour will not get better by retrying.
+    if (err instanceof SandboxSpecError) throw ApplicationFailure.nonRetryable(err.message, 'SandboxSpecError');
+    throw err;
+  }
+  await store.transition(key.id, 'DEPLOYED', { type: 'Normal', message: 'sandbox is running' }, { state: 'RUNNING', lastUsedAt: new Date().toISOString() });
+  const sandbox = { workspaceId: key.workspaceId, resourceType: 'sandbox' as const, resourceUuid: key.id, resourceName: key.name };
+  return { startedAt: await history.enter(sandbox, { state: 'RUNNING', memoryMb, storedBytes: 0 }, Date.now()) };
 }
 
 /** What enterStandby did, and the node's freeze state after it. */

@@ -25,6 +25,8 @@ import {
   type WorkloadScaleState,
 } from '../domain/workloads/workload';
 import type { DeploymentStart } from '../domain/workloads/deployment-start';
+import { DEFAULT_IDLE_TIMEOUT_MS, answersRequests, idleDeadline, isIdle, revisionToDeploy, scaledToZeroMessage, type ServingScale } from '../domain/workloads/scale-to-zero';
+import { meterDue, nextMeterAt } from '../domain/billing/meter-schedule';
 
 export interface DeploymentInput extends DeploymentStart {
   /** Carried over by continue-as-new: the revision serving now and those waiting. */
@@ -53,9 +55,6 @@ export const workloadTouchSignal = defineSignal<[number]>('touch');
 export const wakeUpdate = defineUpdate<string>('wake');
 
 const MAX_HISTORY_EVENTS = 2_000;
-const DEFAULT_IDLE_TIMEOUT_MS = 300_000;
-/** Usage is recorded at every change of what runs and at least this often. */
-const METER_INTERVAL_MS = 60_000;
 /**
  * A run that began before the state history existed replays its recorded steps without the
  * history's writes (Temporal replays a history command by command) and makes them from its next
@@ -75,208 +74,269 @@ const REFUSE_WAKES_WHILE_DELETING_PATCH = 'refuse-wakes-while-deleting';
  * A revision with `minScale: 0` is removed after `idleTimeoutMs` without gateway touches
  * (SCALED_TO_ZERO, no compute metered) and started again by the `wake` update a gateway sends
  * for the next request; every update waiting meanwhile shares that start and its outcome.
+ * When to stop it and when to meter are decided in domain/workloads/scale-to-zero.ts and
+ * domain/billing/meter-schedule.ts.
  */
 export async function deployment(input: DeploymentInput): Promise<void> {
-  const control = proxyActivities<DeploymentControlActivities>({
+  const run = new DeploymentRun(input);
+  run.listen();
+  const { key } = input;
+  upsertSearchAttributes({ HangarWorkspace: [key.workspace], HangarResourceKind: [key.kind], HangarResourceName: [key.name] });
+  await run.serveUntilDeleted();
+  await run.removeAll();
+}
+
+/**
+ * One run of the deployment workflow: what it knows (carried over by continue-as-new) and its
+ * steps. Every step issues its commands (activities, timers) in the order the workflow always
+ * has: histories of runs started on earlier code replay on this one.
+ */
+class DeploymentRun {
+  private readonly control = proxyActivities<DeploymentControlActivities>({
     startToCloseTimeout: '30s',
     retry: { initialInterval: '200ms', maximumInterval: '10s' },
   });
-  const node = proxyActivities<DeploymentNodeActivities>({
-    taskQueue: input.nodeQueue,
-    startToCloseTimeout: '6m',
-    heartbeatTimeout: '30s',
-    retry: { initialInterval: '500ms', maximumInterval: '10s', maximumAttempts: 5 },
-  });
-  const { key } = input;
-  const idleTimeoutMs = input.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
-  let serving = input.serving;
-  let restart = input.restart;
-  let scale: WorkloadScaleState = input.scale ?? 'RUNNING';
-  let lastUsedAt = input.lastUsedAt ?? Date.now();
-  const pending = [...(input.pending ?? [])];
-  let deleting = false;
-  let usage = input.usage;
-  let meteredUntil = input.meteredUntil ?? Date.now();
+  private readonly node: ReturnType<typeof proxyActivities<DeploymentNodeActivities>>;
+  private readonly key: DeploymentInput['key'];
+  private readonly idleTimeoutMs: number;
+  private serving: ServingRevision | ProviderServingRevision | undefined;
+  /** How the serving revision starts again; set only while it may scale to zero. */
+  private restart: StartRevisionInput | undefined;
+  private scale: WorkloadScaleState;
+  private lastUsedAt: number;
+  private readonly pending: number[];
+  private deleting = false;
+  private usage: WorkloadUsage | undefined;
+  private meteredUntil: number;
   // Scale to zero: a stop in progress, a start wanted by a gateway, and the outcome of the last start.
-  let stopping = false;
-  let wakeWanted = false;
-  let wakeAttempts = 0;
-  let wakeFailure = '';
+  private stopping = false;
+  private wakeWanted = false;
+  private wakeAttempts = 0;
+  private wakeFailure = '';
 
-  /** Records the current usage up to `until`; the period's start is its id, so retries count once. */
-  async function meter(until: number): Promise<void> {
-    if (usage && until > meteredUntil) await control.recordWorkloadUsage({ key, from: meteredUntil, to: until, ...usage });
-    meteredUntil = Math.max(meteredUntil, until);
+  constructor(private readonly input: DeploymentInput) {
+    this.node = proxyActivities<DeploymentNodeActivities>({
+      taskQueue: input.nodeQueue,
+      startToCloseTimeout: '6m',
+      heartbeatTimeout: '30s',
+      retry: { initialInterval: '500ms', maximumInterval: '10s', maximumAttempts: 5 },
+    });
+    this.key = input.key;
+    this.idleTimeoutMs = input.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
+    this.serving = input.serving;
+    this.restart = input.restart;
+    this.scale = input.scale ?? 'RUNNING';
+    this.lastUsedAt = input.lastUsedAt ?? Date.now();
+    this.pending = [...(input.pending ?? [])];
+    this.usage = input.usage;
+    this.meteredUntil = input.meteredUntil ?? Date.now();
   }
 
-  setHandler(revisionSignal, (revision) => {
-    pending.push(revision);
-  });
-  setHandler(deleteWorkloadSignal, () => {
-    deleting = true;
-  });
-  setHandler(workloadTouchSignal, (at) => {
-    lastUsedAt = Math.max(lastUsedAt, at);
-  });
-  setHandler(wakeUpdate, async () => {
+  listen(): void {
+    setHandler(revisionSignal, (revision) => {
+      this.pending.push(revision);
+    });
+    setHandler(deleteWorkloadSignal, () => {
+      this.deleting = true;
+    });
+    setHandler(workloadTouchSignal, (at) => {
+      this.lastUsedAt = Math.max(this.lastUsedAt, at);
+    });
+    setHandler(wakeUpdate, () => this.answerWake());
+  }
+
+  /** A gateway's `wake`: the socket of the serving process, started again first if it is at zero. */
+  private async answerWake(): Promise<string> {
     // A workload being deleted is not handed out, even while its process still runs: the caller
     // would be sent to a socket about to go (found by the scale-to-zero interleaving test).
-    if (deleting && patched(REFUSE_WAKES_WHILE_DELETING_PATCH)) throw startFailure('the workload is being deleted');
-    lastUsedAt = Math.max(lastUsedAt, Date.now());
-    const running = () => serving !== undefined && scale === 'RUNNING' && !stopping;
+    if (this.deleting && patched(REFUSE_WAKES_WHILE_DELETING_PATCH)) throw startFailure('the workload is being deleted');
+    this.lastUsedAt = Math.max(this.lastUsedAt, Date.now());
+    const running = () => answersRequests({ serving: this.serving !== undefined, scale: this.scale, stopping: this.stopping });
     if (!running()) {
-      if (!restart) throw startFailure(`the ${key.kind.replace(/s$/, '')} has no revision serving`);
-      const attempt = wakeAttempts;
-      wakeWanted = true;
-      await condition(() => running() || wakeAttempts > attempt || deleting);
-      if (!running()) throw startFailure(deleting ? 'the workload is being deleted' : wakeFailure);
+      if (!this.restart) throw startFailure(`the ${this.key.kind.replace(/s$/, '')} has no revision serving`);
+      const attempt = this.wakeAttempts;
+      this.wakeWanted = true;
+      await condition(() => running() || this.wakeAttempts > attempt || this.deleting);
+      if (!running()) throw startFailure(this.deleting ? 'the workload is being deleted' : this.wakeFailure);
     }
-    if (!serving || !('socketPath' in serving)) throw startFailure('the revision serving runs no process to start');
-    return serving.socketPath;
-  });
-  upsertSearchAttributes({ HangarWorkspace: [key.workspace], HangarResourceKind: [key.kind], HangarResourceName: [key.name] });
-
-  for (;;) {
-    if (workflowInfo().historyLength > MAX_HISTORY_EVENTS && allHandlersFinished()) {
-      await continueAsNew<typeof deployment>({ ...input, serving, restart, scale, lastUsedAt, pending, usage, meteredUntil });
-    }
-    const woken = () => deleting || pending.length > 0 || wakeWanted;
-    const idleAt = restart && scale === 'RUNNING' ? lastUsedAt + idleTimeoutMs : Infinity;
-    const meterAt = usage ? meteredUntil + METER_INTERVAL_MS : Infinity;
-    const due = Math.min(idleAt, meterAt);
-    // Nothing billable and nothing to stop: nothing to wake up for but signals and updates.
-    const signalled = due === Infinity ? await condition(woken).then(() => true) : await condition(woken, Math.max(1, due - Date.now()));
-    if (deleting) break;
-    if (wakeWanted) {
-      // Before a new revision: requests are held until this start is done.
-      await wake();
-      continue;
-    }
-    if (pending.length > 0) {
-      const revision = Math.max(...pending.splice(0));
-      if (serving && revision <= serving.revision) continue;
-      if ((await deploy(revision)) === 'gone') break;
-      continue;
-    }
-    if (signalled) continue;
-    // A touch may have moved the idle deadline while we waited: only a deadline still past counts.
-    if (restart && scale === 'RUNNING' && Date.now() >= lastUsedAt + idleTimeoutMs) await scaleToZero();
-    if (usage && Date.now() >= meteredUntil + METER_INTERVAL_MS) await meter(Date.now());
+    if (!this.serving || !('socketPath' in this.serving)) throw startFailure('the revision serving runs no process to start');
+    return this.serving.socketPath;
   }
-  const deletedAt = Date.now();
-  await meter(deletedAt);
-  if (patched(STATE_HISTORY_PATCH)) await control.recordWorkloadState(key, deletedAt, undefined);
-  await removeServingSandbox();
+
+  private servingScale(): ServingScale {
+    return { restartable: this.restart !== undefined, scale: this.scale, lastUsedAt: this.lastUsedAt };
+  }
+
+  /** Deploys, wakes, scales to zero and meters until the workload is deleted (or its revision is gone). */
+  async serveUntilDeleted(): Promise<void> {
+    for (;;) {
+      if (workflowInfo().historyLength > MAX_HISTORY_EVENTS && allHandlersFinished()) {
+        const { serving, restart, scale, lastUsedAt, pending, usage, meteredUntil } = this;
+        await continueAsNew<typeof deployment>({ ...this.input, serving, restart, scale, lastUsedAt, pending, usage, meteredUntil });
+      }
+      const signalled = await this.waitForWork();
+      if (this.deleting) return;
+      if (this.wakeWanted) {
+        // Before a new revision: requests are held until this start is done.
+        await this.wake();
+        continue;
+      }
+      if (this.pending.length > 0) {
+        const revision = revisionToDeploy(this.pending.splice(0), this.serving?.revision);
+        if (revision === undefined) continue;
+        if ((await this.deploy(revision)) === 'gone') return;
+        continue;
+      }
+      if (signalled) continue;
+      if (isIdle(this.servingScale(), this.idleTimeoutMs, Date.now())) await this.scaleToZero();
+      if (this.usage && meterDue(this.meteredUntil, Date.now())) await this.meter(Date.now());
+    }
+  }
+
+  /**
+   * Waits for a signal or update, or for the next deadline (idle, metering). True when woken by
+   * a signal or update rather than a deadline.
+   */
+  private async waitForWork(): Promise<boolean> {
+    const woken = () => this.deleting || this.pending.length > 0 || this.wakeWanted;
+    const due = Math.min(idleDeadline(this.servingScale(), this.idleTimeoutMs), nextMeterAt(this.meteredUntil, this.usage !== undefined));
+    // Nothing billable and nothing to stop: nothing to wake up for but signals and updates.
+    return due === Infinity ? await condition(woken).then(() => true) : await condition(woken, Math.max(1, due - Date.now()));
+  }
+
+  /** The workload was deleted: its usage ends now, and what runs goes. */
+  async removeAll(): Promise<void> {
+    const deletedAt = Date.now();
+    await this.meter(deletedAt);
+    if (patched(STATE_HISTORY_PATCH)) await this.control.recordWorkloadState(this.key, deletedAt, undefined);
+    await this.removeServingSandbox();
+  }
+
+  /** Records the current usage up to `until`; the period's start is its id, so retries count once. */
+  private async meter(until: number): Promise<void> {
+    if (this.usage && until > this.meteredUntil) await this.control.recordWorkloadUsage({ key: this.key, from: this.meteredUntil, to: until, ...this.usage });
+    this.meteredUntil = Math.max(this.meteredUntil, until);
+  }
 
   /** Stops the serving revision's process and sandbox; from then on nothing runs and no compute is charged. */
-  async function scaleToZero(): Promise<void> {
+  private async scaleToZero(): Promise<void> {
+    const serving = this.serving;
     if (!serving || !('sandboxId' in serving)) return;
-    stopping = true;
+    this.stopping = true;
     try {
       // Gateways learn first, so a request arriving now asks for a start (held until the stop
       // is done) instead of reaching a process that is about to go.
-      await control.markScale(key, 'SCALED_TO_ZERO', { type: 'Normal', message: `revision ${serving.revision}: scaled to zero after ${Math.round(idleTimeoutMs / 1000)} s without requests` });
-      await node.removeRevision(serving.sandboxId);
-      if (usage) await switchUsage({ ...usage, memoryMb: 0 });
-      scale = 'SCALED_TO_ZERO';
+      await this.control.markScale(this.key, 'SCALED_TO_ZERO', { type: 'Normal', message: scaledToZeroMessage(serving.revision, this.idleTimeoutMs) });
+      await this.node.removeRevision(serving.sandboxId);
+      if (this.usage) await this.switchUsage({ ...this.usage, memoryMb: 0 });
+      this.scale = 'SCALED_TO_ZERO';
     } finally {
-      stopping = false;
+      this.stopping = false;
     }
   }
 
   /** Starts the serving revision again for the requests waiting; they get the outcome either way. */
-  async function wake(): Promise<void> {
-    if (!restart || !serving || !('sandboxId' in serving) || scale === 'RUNNING') {
-      wakeWanted = false;
-      wakeAttempts++;
+  private async wake(): Promise<void> {
+    const { restart, serving } = this;
+    if (!restart || !serving || !('sandboxId' in serving) || this.scale === 'RUNNING') {
+      this.wakeWanted = false;
+      this.wakeAttempts++;
       return;
     }
     let failure: string | undefined;
     try {
       // Also records the start (event, RUNNING, the gateways' notice): see the activity.
-      const socketPath = await node.wakeRevision(restart);
-      serving = { ...serving, socketPath };
-      scale = 'RUNNING';
-      lastUsedAt = Date.now();
+      const socketPath = await this.node.wakeRevision(restart);
+      this.serving = { ...serving, socketPath };
+      this.scale = 'RUNNING';
+      this.lastUsedAt = Date.now();
     } catch (err) {
       failure = failureReason(err);
-      wakeFailure = `revision ${serving.revision} could not start: ${failure}`;
+      this.wakeFailure = `revision ${serving.revision} could not start: ${failure}`;
     }
-    wakeWanted = false;
-    wakeAttempts++;
+    this.wakeWanted = false;
+    this.wakeAttempts++;
     if (failure === undefined) {
       // The waiting updates complete with this workflow task; metering follows.
-      await switchUsage({ memoryMb: restart.spec.runtime?.memory ?? DEFAULT_WORKLOAD_MEMORY_MB, bundleBytes: usage?.bundleBytes ?? 0 });
+      await this.switchUsage({ memoryMb: restart.spec.runtime?.memory ?? DEFAULT_WORKLOAD_MEMORY_MB, bundleBytes: this.usage?.bundleBytes ?? 0 });
     } else {
       // Whatever the failed start left running goes: a workload at zero runs nothing.
-      await node.removeRevision(serving.sandboxId);
-      await control.markScale(key, 'SCALED_TO_ZERO', { type: 'Warning', message: wakeFailure });
+      await this.node.removeRevision(serving.sandboxId);
+      await this.control.markScale(this.key, 'SCALED_TO_ZERO', { type: 'Warning', message: this.wakeFailure });
     }
   }
 
-  async function deploy(revision: number): Promise<'done' | 'gone'> {
+  private async deploy(revision: number): Promise<'done' | 'gone'> {
+    const { key, control } = this;
     const record = await control.loadRevision(key, revision);
     if (!record) return 'gone';
-    if (key.kind === 'models' && isProviderModel(record.spec)) return deployProvider(record);
+    if (key.kind === 'models' && isProviderModel(record.spec)) return this.deployProvider(record);
     const sandboxId = revisionSandboxId(key.id, revision);
     try {
       await control.markRevisionProgress(key, revision, 'BUILDING', 'unpacking and checking the code bundle');
       // A workload without a bundle runs built-in code (an integration's MCP server), resolved on the node.
       const builtin = !record.bundleSha256;
-      const appDir = record.bundleSha256 ? await node.unpackBundle(record.bundleSha256, record.spec) : await node.prepareBuiltin(key, record.spec);
+      const appDir = record.bundleSha256 ? await this.node.unpackBundle(record.bundleSha256, record.spec) : await this.node.prepareBuiltin(key, record.spec);
       if (key.kind === 'jobs') {
         // Jobs run per execution; deploying one means its code is ready.
         await control.markRevisionDeployed(key, revision, { revision, codeDir: appDir }, 'code ready for executions');
-        await switchUsage({ memoryMb: 0, bundleBytes: record.bundleBytes });
+        await this.switchUsage({ memoryMb: 0, bundleBytes: record.bundleBytes });
         return 'done';
       }
-      await control.markRevisionProgress(key, revision, 'DEPLOYING', 'starting the command and waiting for it to listen');
-      const start: StartRevisionInput = { key, revision, spec: record.spec, appDir, builtin };
-      const socketPath = await node.startRevision(start);
-      const next = { revision, sandboxId, socketPath };
-      const scaling = scalesToZero(record.spec);
-      await control.markRevisionDeployed(key, revision, next, scaling ? 'serving; scales to zero when idle' : 'serving', scaling ? 'RUNNING' : null);
-      await switchUsage({ memoryMb: record.spec.runtime?.memory ?? DEFAULT_WORKLOAD_MEMORY_MB, bundleBytes: record.bundleBytes });
-      await removeServingSandbox();
-      serving = next;
-      restart = scaling ? start : undefined;
-      scale = 'RUNNING';
-      lastUsedAt = Date.now();
+      await this.startProcess(record, { key, revision, spec: record.spec, appDir, builtin }, sandboxId);
     } catch (err) {
-      await node.removeRevision(sandboxId);
-      await control.markRevisionFailed(key, revision, failureReason(err), serving?.revision);
+      await this.node.removeRevision(sandboxId);
+      await control.markRevisionFailed(key, revision, failureReason(err), this.serving?.revision);
     }
     return 'done';
   }
 
-  async function deployProvider({ revision, spec }: RevisionRecord): Promise<'done'> {
+  /** DEPLOYING: the revision's process starts in its sandbox and takes over from the one serving. */
+  private async startProcess(record: RevisionRecord, start: StartRevisionInput, sandboxId: string): Promise<void> {
+    const { key, control } = this;
+    const { revision } = start;
+    await control.markRevisionProgress(key, revision, 'DEPLOYING', 'starting the command and waiting for it to listen');
+    const socketPath = await this.node.startRevision(start);
+    const next = { revision, sandboxId, socketPath };
+    const scaling = scalesToZero(record.spec);
+    await control.markRevisionDeployed(key, revision, next, scaling ? 'serving; scales to zero when idle' : 'serving', scaling ? 'RUNNING' : null);
+    await this.switchUsage({ memoryMb: record.spec.runtime?.memory ?? DEFAULT_WORKLOAD_MEMORY_MB, bundleBytes: record.bundleBytes });
+    await this.removeServingSandbox();
+    this.serving = next;
+    this.restart = scaling ? start : undefined;
+    this.scale = 'RUNNING';
+    this.lastUsedAt = Date.now();
+  }
+
+  private async deployProvider({ revision, spec }: RevisionRecord): Promise<'done'> {
+    const { key, control } = this;
     try {
       await control.markRevisionProgress(key, revision, 'DEPLOYING', 'checking the provider connection');
       const provider = await control.checkProviderModel(key, spec);
       await control.markRevisionDeployed(key, revision, { revision, provider }, `serving through ${provider.endpoint} as model '${provider.model}'`);
       // Nothing runs, so nothing is billable (the contract has no model dimensions).
-      await switchUsage(undefined);
-      await removeServingSandbox();
-      serving = { revision, provider };
-      restart = undefined;
-      scale = 'RUNNING';
+      await this.switchUsage(undefined);
+      await this.removeServingSandbox();
+      this.serving = { revision, provider };
+      this.restart = undefined;
+      this.scale = 'RUNNING';
     } catch (err) {
-      await control.markRevisionFailed(key, revision, failureReason(err), serving?.revision);
+      await control.markRevisionFailed(key, revision, failureReason(err), this.serving?.revision);
     }
     return 'done';
   }
 
   /** The sandbox of the revision serving, if one runs (a provider model's does not). */
-  async function removeServingSandbox(): Promise<void> {
-    if (serving && 'sandboxId' in serving) await node.removeRevision(serving.sandboxId);
+  private async removeServingSandbox(): Promise<void> {
+    if (this.serving && 'sandboxId' in this.serving) await this.node.removeRevision(this.serving.sandboxId);
   }
 
   /** What was billable is recorded up to now; from now on, `next` is. */
-  async function switchUsage(next: WorkloadUsage | undefined): Promise<void> {
+  private async switchUsage(next: WorkloadUsage | undefined): Promise<void> {
     const at = Date.now();
-    await meter(at);
-    usage = next;
-    if (patched(STATE_HISTORY_PATCH)) await control.recordWorkloadState(key, at, next);
+    await this.meter(at);
+    this.usage = next;
+    if (patched(STATE_HISTORY_PATCH)) await this.control.recordWorkloadState(this.key, at, next);
   }
 }
 

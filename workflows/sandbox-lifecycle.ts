@@ -12,6 +12,7 @@ import type { SandboxControlActivities } from '../activities/sandbox-control';
 import type { SandboxNodeActivities } from '../activities/sandbox-node';
 import { nextExpiry } from '../domain/sandbox/expiry';
 import { knownGeneration, lastChangeAt, noteObserved, noteThaw, sandboxState, usagePeriods, type StandbyLedger } from '../domain/sandbox/lifecycle';
+import { idlePeriodOver, nextSandboxStep } from '../domain/sandbox/next-step';
 import { DEFAULT_SANDBOX_IMAGE, DEFAULT_SANDBOX_MEMORY_MB, type SandboxKey, type SandboxSpec, type SandboxState } from '../domain/sandbox/sandbox';
 
 export interface SandboxLifecycleInput {
@@ -45,15 +46,6 @@ export const stateQuery = defineQuery<{ state: SandboxState; lastUsedAt: number 
 
 // Signals from busy sandboxes add history; start afresh well before Temporal's limits.
 const MAX_HISTORY_EVENTS = 5_000;
-/** Usage is recorded at every state change and at least this often. */
-const METER_INTERVAL_MS = 60_000;
-/**
- * The shortest wait: a deadline closer than this is checked this much later, which idle periods
- * and ttls counted in seconds do not notice. A timer of a few ms mostly fires while the workflow
- * task that would cancel it (a touch arrived) is still running, which costs a task for nothing
- * and which Temporal's Java test server cannot even process (temporalio/sdk-java#2606).
- */
-const MIN_WAIT_MS = 1_000;
 
 /**
  * One sandbox's life: start it on its node, keep it RUNNING while used, freeze it into STANDBY
@@ -62,82 +54,152 @@ const MIN_WAIT_MS = 1_000;
  *
  * The state it reports is the node's: freezes and thaws are compared by the node's freeze
  * generation (domain/sandbox/lifecycle.ts), and usage is split at the node's moments of change
- * (start, freeze, thaw, stop), each period in the state the node had.
+ * (start, freeze, thaw, stop), each period in the state the node had. What it does next is
+ * decided in domain/sandbox/next-step.ts.
  */
 export async function sandboxLifecycle(input: SandboxLifecycleInput): Promise<void> {
-  const control = proxyActivities<SandboxControlActivities>({
+  const run = new SandboxRun(input);
+  run.listen();
+  const { key } = input;
+  upsertSearchAttributes({ HangarWorkspace: [key.workspace], HangarResourceKind: ['sandbox'], HangarResourceName: [key.name] });
+  // A failed sandbox stays visible (with its reason) until deleted.
+  if (input.phase === 'create' && !(await run.start())) return run.cleanUp('deleted by request');
+  return run.cleanUp(await run.watchUntilGone());
+}
+
+type Measured = Awaited<ReturnType<SandboxNodeActivities['measureSandbox']>>;
+
+/**
+ * One run of the sandbox lifecycle workflow: what it knows (carried over by continue-as-new) and
+ * its steps. Every step issues its commands (activities, timers) in the order the workflow
+ * always has: histories of runs started on earlier code replay on this one.
+ */
+class SandboxRun {
+  private readonly control = proxyActivities<SandboxControlActivities>({
     startToCloseTimeout: '30s',
     retry: { initialInterval: '200ms', maximumInterval: '10s' },
   });
-  const node = proxyActivities<SandboxNodeActivities>({
-    taskQueue: input.nodeQueue,
-    startToCloseTimeout: '60s',
-    // Start and stop beat every second: a worker that dies mid-way is noticed within seconds.
-    heartbeatTimeout: '5s',
-    retry: { initialInterval: '200ms', maximumInterval: '10s', maximumAttempts: 10 },
-  });
-  const { key } = input;
-  let spec = input.spec;
-  let ledger: StandbyLedger = input.ledger ?? legacyLedger(input);
-  let lastUsedAt = input.lastUsedAt ?? input.createdAt;
-  let deleting = input.phase === 'delete';
-  let woken = false;
+  private readonly node: ReturnType<typeof proxyActivities<SandboxNodeActivities>>;
+  private readonly key: SandboxKey;
+  private spec: SandboxSpec;
+  private ledger: StandbyLedger;
+  private lastUsedAt: number;
+  private deleting: boolean;
+  private woken = false;
   // Set when the node must be asked: someone saw the sandbox running while we hold it frozen.
-  let askNode = false;
+  private askNode = false;
   // Metering: usage is recorded per period in the state the node had during it.
-  let meteredUntil = input.meteredUntil ?? Date.now();
-  let metering = input.phase === 'running';
-  const state = () => sandboxState(ledger);
+  private meteredUntil: number;
+  private metering: boolean;
 
-  setHandler(deleteSignal, () => {
-    deleting = true;
-  });
-  setHandler(touchSignal, (at) => {
-    lastUsedAt = Math.max(lastUsedAt, at);
-    if (state() === 'STANDBY') askNode = true;
-    woken = true;
-  });
-  setHandler(resumedSignal, (at, generation) => {
-    lastUsedAt = Math.max(lastUsedAt, at);
-    if (generation === undefined || generation === null) askNode = true;
-    else ledger = noteThaw(ledger, { generation, at });
-    woken = true;
-  });
-  setHandler(specSignal, (next) => {
-    spec = next;
-    woken = true;
-  });
-  setHandler(stateQuery, () => ({ state: state(), lastUsedAt }));
-
-  upsertSearchAttributes({ HangarWorkspace: [key.workspace], HangarResourceKind: ['sandbox'], HangarResourceName: [key.name] });
-
-  let reason = 'deleted by request';
-  if (input.phase === 'create') {
-    let started: { startedAt: number };
-    try {
-      // Also marks it DEPLOYED (see the activity).
-      started = await node.startSandbox(key, spec);
-    } catch (err) {
-      await control.markSandboxFailed(key, `failed to start: ${(err as Error).message}`);
-      // A failed sandbox stays visible (with its reason) until deleted.
-      await condition(() => deleting);
-      return cleanUp(reason);
-    }
-    meteredUntil = started.startedAt;
-    metering = true;
+  constructor(private readonly input: SandboxLifecycleInput) {
+    this.node = proxyActivities<SandboxNodeActivities>({
+      taskQueue: input.nodeQueue,
+      startToCloseTimeout: '60s',
+      // Start and stop beat every second: a worker that dies mid-way is noticed within seconds.
+      heartbeatTimeout: '5s',
+      retry: { initialInterval: '200ms', maximumInterval: '10s', maximumAttempts: 10 },
+    });
+    this.key = input.key;
+    this.spec = input.spec;
+    this.ledger = input.ledger ?? legacyLedger(input);
+    this.lastUsedAt = input.lastUsedAt ?? input.createdAt;
+    this.deleting = input.phase === 'delete';
+    this.meteredUntil = input.meteredUntil ?? Date.now();
+    this.metering = input.phase === 'running';
   }
 
-  type Measured = Awaited<ReturnType<SandboxNodeActivities['measureSandbox']>>;
+  private state(): SandboxState {
+    return sandboxState(this.ledger);
+  }
+
+  listen(): void {
+    setHandler(deleteSignal, () => {
+      this.deleting = true;
+    });
+    setHandler(touchSignal, (at) => {
+      this.lastUsedAt = Math.max(this.lastUsedAt, at);
+      if (this.state() === 'STANDBY') this.askNode = true;
+      this.woken = true;
+    });
+    setHandler(resumedSignal, (at, generation) => {
+      this.lastUsedAt = Math.max(this.lastUsedAt, at);
+      if (generation === undefined || generation === null) this.askNode = true;
+      else this.ledger = noteThaw(this.ledger, { generation, at });
+      this.woken = true;
+    });
+    setHandler(specSignal, (next) => {
+      this.spec = next;
+      this.woken = true;
+    });
+    setHandler(stateQuery, () => ({ state: this.state(), lastUsedAt: this.lastUsedAt }));
+  }
+
+  /** Starts the sandbox (also marks it DEPLOYED, see the activity); false when it failed and was then deleted. */
+  async start(): Promise<boolean> {
+    let started: { startedAt: number };
+    try {
+      started = await this.node.startSandbox(this.key, this.spec);
+    } catch (err) {
+      await this.control.markSandboxFailed(this.key, `failed to start: ${(err as Error).message}`);
+      await condition(() => this.deleting);
+      return false;
+    }
+    this.meteredUntil = started.startedAt;
+    this.metering = true;
+    return true;
+  }
+
+  /** Keeps the books and freezes when idle, until the sandbox is deleted or expires; answers why it goes. */
+  async watchUntilGone(): Promise<string> {
+    let persistedState: SandboxState | undefined = this.input.phase === 'running' ? this.state() : 'RUNNING';
+    while (!this.deleting) {
+      const expiry = nextExpiry({
+        ttl: this.spec.runtime?.ttl,
+        policies: this.spec.lifecycle?.expirationPolicies ?? [],
+        createdAt: this.input.createdAt,
+        lastUsedAt: this.lastUsedAt,
+      });
+      const { ledger, askNode, meteredUntil, lastUsedAt } = this;
+      const next = nextSandboxStep({ ledger, askNode, meteredUntil, persistedState, lastUsedAt, idleTimeoutMs: this.input.idleTimeoutMs, expiry }, Date.now());
+      if (next.do === 'observe-node') await this.observeNode();
+      else if (next.do === 'meter') await this.meter(next.until);
+      else if (next.do === 'meter-to-node-word') await this.meter(await this.observeNode());
+      else if (next.do === 'persist-state') {
+        persistedState = next.state;
+        await this.control.setSandboxState(this.key, persistedState, this.lastUsedAt);
+      } else if (next.do === 'expire') return next.reason;
+      else await this.waitThenFreezeWhenIdle(next);
+    }
+    return 'deleted by request';
+  }
+
+  /** Waits for a signal or the next deadline; a RUNNING sandbox idle by then is frozen (if the node agrees). */
+  private async waitThenFreezeWhenIdle({ ms, freezeWhenIdle }: { ms: number; freezeWhenIdle: boolean }): Promise<void> {
+    if (workflowInfo().historyLength > MAX_HISTORY_EVENTS) {
+      const { spec, lastUsedAt, meteredUntil, ledger } = this;
+      await continueAsNew<typeof sandboxLifecycle>({ ...this.input, spec, phase: 'running', state: this.state(), lastUsedAt, meteredUntil, ledger });
+    }
+    this.woken = false;
+    if (await condition(() => this.deleting || this.woken, ms)) return;
+    if (!freezeWhenIdle || !idlePeriodOver(this.lastUsedAt, this.input.idleTimeoutMs, Date.now())) return;
+    // The node checks the sandbox itself: a request in flight or a foreground command keeps it up.
+    const standby = await this.node.enterStandby(this.key, this.input.idleTimeoutMs, knownGeneration(this.ledger));
+    this.lastUsedAt = Math.max(this.lastUsedAt, standby.lastUsedAt);
+    // A `resumed` heard meanwhile carries a later generation and keeps the state RUNNING.
+    this.ledger = noteObserved(this.ledger, standby.freeze);
+  }
 
   /**
    * Records usage from meteredUntil to `until`, split where the node froze or thawed; ids follow
    * the period, so retries count once. `measured` is given when the sandbox is about to go.
    */
-  async function meter(until: number, measured?: Measured): Promise<void> {
-    if (until <= meteredUntil) return;
-    const now = measured ?? (await node.measureSandbox(key, spec.runtime?.image ?? DEFAULT_SANDBOX_IMAGE));
-    for (const period of usagePeriods(ledger, meteredUntil, until)) {
-      await control.recordSandboxUsage({
+  private async meter(until: number, measured?: Measured): Promise<void> {
+    if (until <= this.meteredUntil) return;
+    const { key, spec } = this;
+    const now = measured ?? (await this.node.measureSandbox(key, spec.runtime?.image ?? DEFAULT_SANDBOX_IMAGE));
+    for (const period of usagePeriods(this.ledger, this.meteredUntil, until)) {
+      await this.control.recordSandboxUsage({
         key,
         ...period,
         memoryMb: spec.runtime?.memory ?? DEFAULT_SANDBOX_MEMORY_MB,
@@ -145,87 +207,30 @@ export async function sandboxLifecycle(input: SandboxLifecycleInput): Promise<vo
         diskBytes: now.imageBytes,
       });
     }
-    meteredUntil = until;
+    this.meteredUntil = until;
   }
 
   /**
    * Asks the node how the sandbox stands. A frozen sandbox is only known to stay frozen up to
    * the moment the node said so: a thaw later than that is still to be heard of.
    */
-  async function observeNode(): Promise<number> {
-    askNode = false;
-    const seen = await node.freezeState(key);
-    ledger = noteObserved(ledger, seen);
+  private async observeNode(): Promise<number> {
+    this.askNode = false;
+    const seen = await this.node.freezeState(this.key);
+    this.ledger = noteObserved(this.ledger, seen);
     return seen.observedAt;
   }
 
-  let persistedState: SandboxState | undefined = input.phase === 'running' ? state() : 'RUNNING';
-  while (!deleting) {
-    // Book-keeping first, one step a pass: signals handled during any await are seen by the next
-    // pass, so nothing learnt during a step is left unrecorded when the loop goes on to wait or
-    // to freeze (a new freeze replaces the ledger's last one, which must be metered by then).
-    if (askNode) {
-      await observeNode();
-      continue;
-    }
-    if (lastChangeAt(ledger) > meteredUntil) {
-      // Every change is recorded as soon as it is known, so a period never spans two.
-      await meter(lastChangeAt(ledger));
-      continue;
-    }
-    if (Date.now() - meteredUntil >= METER_INTERVAL_MS) {
-      // Running is certain up to now (only this workflow freezes it); standby only up to the node's word.
-      await meter(state() === 'RUNNING' ? Date.now() : await observeNode());
-      continue;
-    }
-    if (persistedState !== state()) {
-      persistedState = state();
-      await control.setSandboxState(key, persistedState, lastUsedAt);
-      continue;
-    }
-    const expiry = nextExpiry({
-      ttl: spec.runtime?.ttl,
-      policies: spec.lifecycle?.expirationPolicies ?? [],
-      createdAt: input.createdAt,
-      lastUsedAt,
-    });
-    const now = Date.now();
-    if (expiry && expiry.at <= now) {
-      reason = `expired: ${expiry.reason}`;
-      break;
-    }
-    if (workflowInfo().historyLength > MAX_HISTORY_EVENTS) {
-      await continueAsNew<typeof sandboxLifecycle>({ ...input, spec, phase: 'running', state: state(), lastUsedAt, meteredUntil, ledger });
-    }
-    const untilMeter = meteredUntil + METER_INTERVAL_MS - now;
-    const untilExpiry = Math.min(expiry ? expiry.at - now : Infinity, untilMeter);
-    woken = false;
-    if (state() === 'RUNNING') {
-      const idleAt = lastUsedAt + input.idleTimeoutMs;
-      const wait = Math.max(MIN_WAIT_MS, Math.min(idleAt - now, untilExpiry));
-      if (await condition(() => deleting || woken, wait)) continue;
-      if (Date.now() < lastUsedAt + input.idleTimeoutMs) continue;
-      // The node checks the sandbox itself: a request in flight or a foreground command keeps it up.
-      const standby = await node.enterStandby(key, input.idleTimeoutMs, knownGeneration(ledger));
-      lastUsedAt = Math.max(lastUsedAt, standby.lastUsedAt);
-      // A `resumed` heard meanwhile carries a later generation and keeps the state RUNNING.
-      ledger = noteObserved(ledger, standby.freeze);
-    } else {
-      // Only a resume (or the node's word) makes it RUNNING; a touch or spec change re-checks the rest.
-      await condition(() => deleting || woken, Math.max(MIN_WAIT_MS, untilExpiry));
-    }
-  }
-  return cleanUp(reason);
-
-  async function cleanUp(why: string): Promise<void> {
+  async cleanUp(why: string): Promise<void> {
+    const { key, control } = this;
     await control.markSandboxDeleting(key, why);
     // What it holds is measured while it still exists; usage ends where the node removed it.
-    const measured = metering ? await node.measureSandbox(key, spec.runtime?.image ?? DEFAULT_SANDBOX_IMAGE) : undefined;
-    const stopped = await node.stopSandbox(key);
+    const measured = this.metering ? await this.node.measureSandbox(key, this.spec.runtime?.image ?? DEFAULT_SANDBOX_IMAGE) : undefined;
+    const stopped = await this.node.stopSandbox(key);
     if (!measured) return control.deleteSandboxRecord(key);
-    if (stopped.freeze) ledger = noteObserved(ledger, stopped.freeze);
-    if (lastChangeAt(ledger) > meteredUntil) await meter(lastChangeAt(ledger), measured);
-    await meter(stopped.stoppedAt, measured);
+    if (stopped.freeze) this.ledger = noteObserved(this.ledger, stopped.freeze);
+    if (lastChangeAt(this.ledger) > this.meteredUntil) await this.meter(lastChangeAt(this.ledger), measured);
+    await this.meter(stopped.stoppedAt, measured);
     await control.deleteSandboxRecord(key, stopped.stoppedAt);
   }
 }

@@ -1,7 +1,9 @@
-import { condition, continueAsNew, defineSignal, proxyActivities, upsertSearchAttributes, setHandler, workflowInfo } from '@temporalio/workflow';
+import { condition, continueAsNew, defineSignal, patched, proxyActivities, upsertSearchAttributes, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { VolumeControlActivities } from '../activities/volume-control';
 import type { VolumeNodeActivities } from '../activities/volume-node';
 import type { VolumeKey } from '../domain/volume/volume';
+import { requestedSize, storageGrownEvent, storageReadyEvent } from '../domain/volume/lifecycle';
+import { meterDue, nextMeterAt } from '../domain/billing/meter-schedule';
 
 export interface VolumeLifecycleInput {
   key: VolumeKey;
@@ -17,93 +19,122 @@ export const deleteVolumeSignal = defineSignal('delete');
 /** The user grew the volume (the route refuses shrinking). */
 export const resizeVolumeSignal = defineSignal<[number]>('resize');
 
-/** Storage is recorded at every size change and at least this often. */
-const METER_INTERVAL_MS = 60_000;
 const MAX_HISTORY_EVENTS = 5_000;
+/**
+ * A resize heard while the node grows the storage is grown by the next pass, instead of being
+ * taken as done (the storage stayed at the size asked before, metered at the later one). Runs
+ * that grew before this fix replay as they ran.
+ */
+const GROW_TO_EACH_SIZE_ASKED_PATCH = 'grow-to-each-size-asked';
 
 /**
  * One volume's life: create its storage on the node, meter its size while it exists, grow it when
- * asked, and delete its storage (unmounting it) when the volume is deleted.
+ * asked, and delete its storage (unmounting it) when the volume is deleted. Storage is recorded
+ * at every size change and at least once a metering interval (domain/billing/meter-schedule.ts).
  */
 export async function volumeLifecycle(input: VolumeLifecycleInput): Promise<void> {
-  const control = proxyActivities<VolumeControlActivities>({
+  const run = new VolumeRun(input);
+  run.listen();
+  const { key } = input;
+  upsertSearchAttributes({ HangarWorkspace: [key.workspace], HangarResourceKind: ['volume'], HangarResourceName: [key.name] });
+  // A volume whose storage could not be created stays visible (with its reason) until deleted.
+  if (input.phase === 'create' && !(await run.createStorage())) return run.cleanUp();
+  await run.meterUntilDeleted();
+  return run.cleanUp();
+}
+
+/**
+ * One run of the volume lifecycle workflow: what it knows (carried over by continue-as-new) and
+ * its steps. Every step issues its commands (activities, timers) in the order the workflow
+ * always has: histories of runs started on earlier code replay on this one.
+ */
+class VolumeRun {
+  private readonly control = proxyActivities<VolumeControlActivities>({
     startToCloseTimeout: '30s',
     retry: { initialInterval: '200ms', maximumInterval: '10s' },
   });
-  const node = proxyActivities<VolumeNodeActivities>({
-    taskQueue: input.nodeQueue,
-    startToCloseTimeout: '120s',
-    retry: { initialInterval: '200ms', maximumInterval: '10s', maximumAttempts: 20 },
-  });
-  const { key } = input;
-  let sizeMb = input.sizeMb;
-  let requestedSizeMb = sizeMb;
-  let deleting = input.phase === 'delete';
-  let metering = input.phase === 'running';
-  let meteredUntil = input.meteredUntil ?? Date.now();
+  private readonly node: ReturnType<typeof proxyActivities<VolumeNodeActivities>>;
+  private readonly key: VolumeKey;
+  private sizeMb: number;
+  private requestedSizeMb: number;
+  private deleting: boolean;
+  private metering: boolean;
+  private meteredUntil: number;
 
-  setHandler(deleteVolumeSignal, () => {
-    deleting = true;
-  });
-  setHandler(resizeVolumeSignal, (next) => {
-    requestedSizeMb = Math.max(requestedSizeMb, next);
-  });
-  upsertSearchAttributes({ HangarWorkspace: [key.workspace], HangarResourceKind: ['volume'], HangarResourceName: [key.name] });
-
-  async function meter(until: number): Promise<void> {
-    if (!metering || until <= meteredUntil) return;
-    await control.recordVolumeUsage({ key, from: meteredUntil, to: until, sizeMb });
-    meteredUntil = until;
+  constructor(private readonly input: VolumeLifecycleInput) {
+    this.node = proxyActivities<VolumeNodeActivities>({
+      taskQueue: input.nodeQueue,
+      startToCloseTimeout: '120s',
+      retry: { initialInterval: '200ms', maximumInterval: '10s', maximumAttempts: 20 },
+    });
+    this.key = input.key;
+    this.sizeMb = input.sizeMb;
+    this.requestedSizeMb = input.sizeMb;
+    this.deleting = input.phase === 'delete';
+    this.metering = input.phase === 'running';
+    this.meteredUntil = input.meteredUntil ?? Date.now();
   }
 
-  let deployedAt: number | undefined;
-  if (input.phase === 'create') {
+  listen(): void {
+    setHandler(deleteVolumeSignal, () => {
+      this.deleting = true;
+    });
+    setHandler(resizeVolumeSignal, (next) => {
+      this.requestedSizeMb = requestedSize(this.requestedSizeMb, next);
+    });
+  }
+
+  /** Creates the storage and marks the volume DEPLOYED; false when that failed and the volume was then deleted. */
+  async createStorage(): Promise<boolean> {
+    const { key, sizeMb } = this;
+    let deployedAt: number | undefined;
     try {
-      const storage = await node.createVolumeStorage(key, sizeMb);
+      const storage = await this.node.createVolumeStorage(key, sizeMb);
       // Metering starts when the volume was deployed, as the activity saw it (its state history says the same).
-      deployedAt = await control.markVolumeDeployed(
-        key,
-        storage.kind === 'loop'
-          ? { type: 'Normal', message: `storage ready: an ext4 image of ${sizeMb} MB` }
-          : { type: 'Warning', message: `storage ready as a plain folder, size not enforced: ${storage.reason}` },
-        { sizeMb },
-      );
+      deployedAt = await this.control.markVolumeDeployed(key, storageReadyEvent(storage, sizeMb), { sizeMb });
     } catch (err) {
-      await control.markVolumeFailed(key, `failed to create storage: ${(err as Error).message}`);
-      await condition(() => deleting);
-      return cleanUp();
+      await this.control.markVolumeFailed(key, `failed to create storage: ${(err as Error).message}`);
+      await condition(() => this.deleting);
+      return false;
     }
-    meteredUntil = deployedAt ?? Date.now();
-    metering = true;
+    this.meteredUntil = deployedAt ?? Date.now();
+    this.metering = true;
+    return true;
   }
 
-  while (!deleting) {
-    if (requestedSizeMb > sizeMb) {
-      const grownAt = Date.now();
-      await meter(grownAt);
-      const grown = await node.growVolumeStorage(key, requestedSizeMb);
-      sizeMb = requestedSizeMb;
-      await control.markVolumeDeployed(
-        key,
-        grown.pending
-          ? { type: 'Warning', message: `grown to ${sizeMb} MB; the file system follows when next mounted (online resize refused: ${grown.pending})` }
-          : { type: 'Normal', message: `grown to ${sizeMb} MB` },
-        { sizeMb, since: grownAt },
-      );
+  /** Grows the volume when asked and meters it, until it is deleted. */
+  async meterUntilDeleted(): Promise<void> {
+    while (!this.deleting) {
+      if (this.requestedSizeMb > this.sizeMb) await this.grow();
+      if (meterDue(this.meteredUntil, Date.now())) await this.meter(Date.now());
+      if (workflowInfo().historyLength > MAX_HISTORY_EVENTS) {
+        await continueAsNew<typeof volumeLifecycle>({ ...this.input, sizeMb: this.sizeMb, phase: 'running', meteredUntil: this.meteredUntil });
+      }
+      const wait = Math.max(1, nextMeterAt(this.meteredUntil) - Date.now());
+      await condition(() => this.deleting || this.requestedSizeMb > this.sizeMb, wait);
     }
-    if (Date.now() - meteredUntil >= METER_INTERVAL_MS) await meter(Date.now());
-    if (workflowInfo().historyLength > MAX_HISTORY_EVENTS) {
-      await continueAsNew<typeof volumeLifecycle>({ ...input, sizeMb, phase: 'running', meteredUntil });
-    }
-    const wait = Math.max(1, meteredUntil + METER_INTERVAL_MS - Date.now());
-    await condition(() => deleting || requestedSizeMb > sizeMb, wait);
   }
-  return cleanUp();
 
-  async function cleanUp(): Promise<void> {
-    const deletedAt = await control.markVolumeDeleting(key, 'deleted by request');
-    await meter(deletedAt ?? Date.now());
-    await node.deleteVolumeStorage(key);
-    await control.deleteVolumeRecord(key);
+  /** The old size is metered up to the growth, the new one from there. */
+  private async grow(): Promise<void> {
+    const grownAt = Date.now();
+    await this.meter(grownAt);
+    const target = this.requestedSizeMb;
+    const grown = await this.node.growVolumeStorage(this.key, target);
+    this.sizeMb = patched(GROW_TO_EACH_SIZE_ASKED_PATCH) ? target : this.requestedSizeMb;
+    await this.control.markVolumeDeployed(this.key, storageGrownEvent(this.sizeMb, grown.pending), { sizeMb: this.sizeMb, since: grownAt });
+  }
+
+  private async meter(until: number): Promise<void> {
+    if (!this.metering || until <= this.meteredUntil) return;
+    await this.control.recordVolumeUsage({ key: this.key, from: this.meteredUntil, to: until, sizeMb: this.sizeMb });
+    this.meteredUntil = until;
+  }
+
+  async cleanUp(): Promise<void> {
+    const deletedAt = await this.control.markVolumeDeleting(this.key, 'deleted by request');
+    await this.meter(deletedAt ?? Date.now());
+    await this.node.deleteVolumeStorage(this.key);
+    await this.control.deleteVolumeRecord(this.key);
   }
 }

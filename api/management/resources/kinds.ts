@@ -1,27 +1,17 @@
 import type { Pool } from 'pg';
 import { Type, type TSchema } from 'typebox';
-import type { HangarConfig } from '../../../domain/config';
-import type { ResourceStatus } from '../../../domain/resource';
-import { boundConnections } from '../../../domain/integrations/function-binding';
 import { MAX_CONCURRENT_TASKS, MAX_TASK_RETRIES, MAX_TASK_TIMEOUT_SECONDS } from '../../../domain/jobs/execution';
-import { isProviderModel } from '../../../domain/workloads/provider-model';
+import { WORKLOAD_KIND_TRAITS, type WorkloadKindTraits } from '../../../domain/workloads/kinds';
 import { MAX_READINESS_SECONDS } from '../../../domain/workloads/workload';
 import { ResourceName } from '../common-schemas';
 import { validateFunctionSpec, validateModelSpec } from '../../../control-plane/connection-bindings';
 
 /**
- * What differs between workload kinds that share the resource envelope: their path, the shape of
- * their spec, their first status and where their endpoint lives.
+ * A workload kind as the API serves it: its traits (domain/workloads/kinds.ts, shared with the
+ * provisioning saga), the shape of its spec, and its checks beyond the schema.
  */
-export interface ResourceKind {
-  /** Plural, as in /v0/{path}; also the `kind` column. */
-  path: string;
-  singular: string;
+export interface ResourceKind extends WorkloadKindTraits {
   spec: TSchema;
-  initialStatus: ResourceStatus;
-  /** The first event's message: what the new resource waits for. */
-  initialMessage(spec: Record<string, unknown>): string;
-  url(config: HangarConfig, workspace: string, name: string): string;
   /**
    * Checks a spec beyond its schema before create and update (references to other resources,
    * rules across fields); throws an ApiError. Takes services, not the Fastify app, so that
@@ -101,41 +91,9 @@ const ModelSpec = Type.Object(
   { additionalProperties: true },
 );
 
-const awaitingCode = () => 'created; waiting for a code bundle to deploy';
-
 export const RESOURCE_KINDS: ResourceKind[] = [
-  {
-    path: 'agents',
-    singular: 'agent',
-    spec: WorkloadSpec,
-    initialStatus: 'UPLOADING',
-    initialMessage: awaitingCode,
-    url: (config, workspace, name) => `${config.runUrl}/${workspace}/agents/${name}`,
-  },
-  {
-    path: 'models',
-    singular: 'model',
-    spec: ModelSpec,
-    initialStatus: 'UPLOADING',
-    initialMessage: (spec) => (isProviderModel(spec) ? 'created; deploying the provider model' : awaitingCode()),
-    url: (config, workspace, name) => `${config.runUrl}/${workspace}/models/${name}`,
-    validate: validateModelSpec,
-  },
-  {
-    path: 'functions',
-    singular: 'function',
-    spec: FunctionSpec,
-    initialStatus: 'UPLOADING',
-    initialMessage: (spec) => (boundConnections(spec).length > 0 ? "created; deploying the integration's MCP server" : awaitingCode()),
-    url: (config, workspace, name) => `${config.runUrl}/${workspace}/functions/${name}/mcp`,
-    validate: validateFunctionSpec,
-  },
-  {
-    path: 'jobs',
-    singular: 'job',
-    spec: JobSpec,
-    initialStatus: 'UPLOADING',
-    initialMessage: awaitingCode,
-    url: (config, workspace, name) => `${config.baseUrl}/${workspace}/jobs/${name}`,
-  },
+  { ...WORKLOAD_KIND_TRAITS.agents, spec: WorkloadSpec },
+  { ...WORKLOAD_KIND_TRAITS.models, spec: ModelSpec, validate: validateModelSpec },
+  { ...WORKLOAD_KIND_TRAITS.functions, spec: FunctionSpec, validate: validateFunctionSpec },
+  { ...WORKLOAD_KIND_TRAITS.jobs, spec: JobSpec },
 ];
