@@ -1,7 +1,7 @@
 /**
  * Walks a route's JSON schema (TypeBox schemas are JSON schema) to build, for each field, a body
  * that is valid but for a value of a wrong JSON type in that field. Used by the schema sweep
- * (test/integration/body-types.test.ts), which sends every such body to the real app.
+ * (test/integration/api/body-types.test.ts), which sends every such body to the real app.
  */
 
 export interface JsonSchema {

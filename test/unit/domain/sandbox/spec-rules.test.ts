@@ -1,0 +1,56 @@
+import fc from 'fast-check';
+import type { SandboxSpec } from '../../../../domain/sandbox/sandbox';
+import { sandboxSpecChangeProblem, sandboxSpecProblem } from '../../../../domain/sandbox/spec-rules';
+
+const running: SandboxSpec = {
+  runtime: { image: 'base', memory: 512, envs: [{ name: 'A', value: '1' }], ports: [{ target: 8080 }], ttl: '1h' },
+  lifecycle: { expirationPolicies: [{ type: 'ttl-idle', value: '30m', action: 'delete' }] },
+  volumes: [{ name: 'data', mountPath: '/data' }],
+};
+
+describe('sandbox spec rules', () => {
+  test('a valid spec has no problem; a bad expiration policy is named by its index and field', () => {
+    expect(sandboxSpecProblem(running)).toBeUndefined();
+    expect(sandboxSpecProblem({})).toBeUndefined();
+    const bad: SandboxSpec = {
+      lifecycle: {
+        expirationPolicies: [
+          { type: 'ttl-idle', value: '30m', action: 'delete' },
+          { type: 'date', value: 'soon', action: 'delete' },
+        ],
+      },
+    };
+    expect(sandboxSpecProblem(bad)).toContain('body.spec.lifecycle.expirationPolicies[1].value');
+  });
+
+  test('ttl, expiration policies and a spec sent back unchanged may change on a running sandbox', () => {
+    expect(sandboxSpecChangeProblem(running, running)).toBeUndefined();
+    expect(sandboxSpecChangeProblem(running, JSON.parse(JSON.stringify(running)))).toBeUndefined();
+    const relaxed: SandboxSpec = { ...running, runtime: { ...running.runtime, ttl: '2d' }, lifecycle: { expirationPolicies: [] } };
+    expect(sandboxSpecChangeProblem(running, relaxed)).toBeUndefined();
+  });
+
+  test('any change of image, memory, envs or ports is refused, naming the field', () => {
+    const changes = fc.oneof(
+      fc.record({ field: fc.constant('image' as const), value: fc.string({ minLength: 1, maxLength: 8 }).filter((v) => v !== 'base') }),
+      fc.record({ field: fc.constant('memory' as const), value: fc.integer({ min: 64, max: 4096 }).filter((v) => v !== 512) }),
+      fc.record({ field: fc.constant('envs' as const), value: fc.array(fc.record({ name: fc.constantFrom('A', 'B'), value: fc.constantFrom('1', '2') }), { maxLength: 3 }) }),
+      fc.record({ field: fc.constant('ports' as const), value: fc.array(fc.record({ target: fc.integer({ min: 1, max: 65_535 }) }), { maxLength: 3 }) }),
+    );
+    fc.assert(
+      fc.property(changes, ({ field, value }) => {
+        const next: SandboxSpec = { ...running, runtime: { ...running.runtime, [field]: value } };
+        const same = JSON.stringify(running.runtime?.[field]) === JSON.stringify(value);
+        const problem = sandboxSpecChangeProblem(running, next);
+        if (same) expect(problem).toBeUndefined();
+        else expect(problem).toBe(`body.spec.runtime.${field} cannot change on a running sandbox; create a new sandbox instead`);
+      }),
+    );
+  });
+
+  test('volumes cannot change, nor be dropped', () => {
+    const moved: SandboxSpec = { ...running, volumes: [{ name: 'data', mountPath: '/mnt' }] };
+    expect(sandboxSpecChangeProblem(running, moved)).toBe('body.spec.volumes cannot change on a running sandbox; create a new sandbox instead');
+    expect(sandboxSpecChangeProblem(running, { ...running, volumes: undefined })).toMatch(/^body\.spec\.volumes cannot change/);
+  });
+});

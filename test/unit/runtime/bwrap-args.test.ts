@@ -1,0 +1,82 @@
+import { bwrapArguments, volumeMountError, type LaunchPlan } from '../../../runtime/bwrap-args';
+
+const plan: LaunchPlan = {
+  sandboxId: 'sb-1',
+  uid: 1000,
+  gid: 1000,
+  image: { name: 'base', etcDir: '/data/images/base/etc-1', mounts: [{ kind: 'ro-bind', path: '/usr' }, { kind: 'symlink', path: '/bin', target: 'usr/bin' }] },
+  etcFiles: [{ name: 'hosts', hostPath: '/data/sb-1/etc/hosts' }],
+  agentConfigHostPath: '/data/sb-1/etc/agent.json',
+  writable: [
+    { hostPath: '/data/sb-1/fs/home', sandboxPath: '/home/user', shared: false },
+    { hostPath: '/data/sb-1/fs/var-tmp', sandboxPath: '/var/tmp', shared: true },
+  ],
+  runDir: '/data/sb-1/run',
+  apiDir: '/data/sb-1/api',
+  platformDir: '/data/sb-1/platform',
+  codeDir: '/data/sb-1/code',
+  volumes: [{ hostPath: '/vols/v1', mountPath: '/mnt/data/v1', readOnly: true }],
+  agent: { nodeBinary: '/usr/bin/node', agentDir: '/repo/dist/sandbox-agent', nodeModulesDir: '/repo/node_modules', nodeFlags: [] },
+  agentEnv: { PATH: '/usr/bin', HANGAR_AGENT_CONFIG: '/etc/hangar/agent.json' },
+};
+
+const args = bwrapArguments(plan);
+const indexOfPair = (flag: string, value: string) => args.findIndex((a, i) => a === flag && args[i + 1] === value);
+
+test('new namespaces, a fresh environment, no capabilities left for the user, and no --die-with-parent', () => {
+  for (const flag of ['--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-net', '--new-session', '--clearenv']) expect(args).toContain(flag);
+  expect(args).not.toContain('--die-with-parent');
+  expect(args).not.toContain('--share-net');
+  expect(indexOfPair('--hostname', 'sb-1')).toBeGreaterThan(-1);
+  expect(indexOfPair('--cap-drop', 'ALL')).toBeGreaterThan(-1);
+  const command = args.slice(args.indexOf('--') + 1);
+  expect(command.slice(0, 5)).toEqual(['/usr/bin/setpriv', '--reuid', '1000', '--regid', '1000']);
+  expect(command).toEqual(expect.arrayContaining(['--bounding-set', '-all', '--clear-groups']));
+  expect(command.slice(-2)).toEqual(['/opt/hangar/bin/node', '/opt/hangar/agent/main.js']);
+});
+
+test('the image read-only, writable folders and volumes bound, missing parents created traversable', () => {
+  expect(indexOfPair('--ro-bind', '/usr')).toBeGreaterThan(-1);
+  expect(indexOfPair('--symlink', 'usr/bin')).toBeGreaterThan(-1);
+  expect(indexOfPair('--ro-bind', '/data/images/base/etc-1')).toBeGreaterThan(-1);
+  expect(indexOfPair('--bind', '/data/sb-1/fs/home')).toBeGreaterThan(-1);
+  expect(indexOfPair('--ro-bind', '/vols/v1')).toBeGreaterThan(-1);
+  expect(args[indexOfPair('--bind', '/data/sb-1/platform') + 2]).toBe('/run/hangar-platform');
+  for (const parent of ['/home', '/var', '/mnt', '/mnt/data', '/opt', '/opt/hangar', '/run']) {
+    const at = indexOfPair('--dir', parent);
+    expect(at).toBeGreaterThan(-1);
+    expect(args.slice(at - 2, at)).toEqual(['--perms', '0755']);
+  }
+  // Parents come before what is mounted inside them.
+  expect(indexOfPair('--dir', '/mnt/data')).toBeLessThan(indexOfPair('--ro-bind', '/vols/v1'));
+  // The sandbox's code folder read-only at /app, before volumes (one mounted at /app goes over it).
+  expect(args.slice(indexOfPair('--ro-bind', '/data/sb-1/code'), indexOfPair('--ro-bind', '/data/sb-1/code') + 3)).toEqual(['--ro-bind', '/data/sb-1/code', '/app']);
+  expect(indexOfPair('--ro-bind', '/data/sb-1/code')).toBeLessThan(indexOfPair('--ro-bind', '/vols/v1'));
+  // Per-sandbox /etc files go over the image's /etc, after it.
+  expect(indexOfPair('--ro-bind', '/data/sb-1/etc/hosts')).toBeGreaterThan(indexOfPair('--ro-bind', '/data/images/base/etc-1'));
+});
+
+test('only the agent environment is set', () => {
+  const setenv = args.flatMap((a, i) => (a === '--setenv' ? [args[i + 1]] : []));
+  expect(setenv.sort()).toEqual(['HANGAR_AGENT_CONFIG', 'PATH']);
+});
+
+test.each([
+  ['/data', undefined],
+  ['/workspace/models', undefined],
+  ['relative/path', /absolute/],
+  ['/data/../etc', /must not contain/],
+  ['/data//x', /normalized/],
+  ['/data/', /normalized/],
+  ['/', /normalized/],
+  ['/etc/app', /reserved path \/etc/],
+  ['/proc', /reserved/],
+  ['/run', /reserved path \/run\/hangar/],
+  ['/opt/hangar/x', /reserved/],
+  ['/run/hangar-platform', /reserved/],
+  ['/usr/local/data', /reserved/],
+])('volume mount path %j', (mountPath, problem) => {
+  const error = volumeMountError(mountPath);
+  if (problem === undefined) expect(error).toBeUndefined();
+  else expect(error).toMatch(problem);
+});

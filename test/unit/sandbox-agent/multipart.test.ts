@@ -1,0 +1,72 @@
+import fc from 'fast-check';
+import { Readable } from 'node:stream';
+import { HttpError } from '../../../sandbox-agent/http';
+import { multipartBoundary, parseMultipart } from '../../../sandbox-agent/multipart';
+
+const boundary = '----hangar7MA4YWxk';
+
+function body(file: Buffer, fields: Record<string, string> = {}): Buffer {
+  return Buffer.concat([
+    ...Object.entries(fields).map(([name, value]) => Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`)),
+    Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="x.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`),
+    file,
+    Buffer.from(`\r\n--${boundary}--\r\n`),
+  ]);
+}
+
+async function parse(chunks: Buffer[]) {
+  const received: Buffer[] = [];
+  const result = await parseMultipart(Readable.from(chunks), boundary, 'file', async (data) => {
+    for await (const chunk of data) received.push(chunk as Buffer);
+  });
+  return { ...result, file: Buffer.concat(received) };
+}
+
+function split(buffer: Buffer, cuts: number[]): Buffer[] {
+  const points = [...new Set(cuts.map((c) => c % (buffer.length + 1)))].sort((a, b) => a - b);
+  const chunks: Buffer[] = [];
+  let from = 0;
+  for (const point of points) {
+    chunks.push(buffer.subarray(from, point));
+    from = point;
+  }
+  chunks.push(buffer.subarray(from));
+  return chunks.filter((c) => c.length > 0);
+}
+
+test('the file arrives byte for byte however the body is cut into chunks', async () => {
+  await fc.assert(
+    fc.asyncProperty(
+      fc.uint8Array({ maxLength: 2000 }),
+      fc.array(fc.nat(), { maxLength: 12 }),
+      // Content that looks like the boundary without being a delimiter.
+      fc.constantFrom('', `--${boundary}`, `\r\n--${boundary.slice(0, -1)}`, '\r\n\r\n', `\r\n-${boundary}`),
+      async (bytes, cuts, lookalike) => {
+        const file = Buffer.concat([Buffer.from(bytes), Buffer.from(lookalike), Buffer.from(bytes)]);
+        // A lookalike the random bytes complete into the real delimiter is no valid encoding of
+        // the file: a sender picks a boundary its content does not hold.
+        fc.pre(!file.includes(`\r\n--${boundary}`));
+        const result = await parse(split(body(file, { permissions: '0600' }), cuts));
+        return result.file.equals(file) && result.fields.get('permissions') === '0600' && result.sawFile;
+      },
+    ),
+    { numRuns: 200 },
+  );
+});
+
+test('a body without its closing boundary is refused', async () => {
+  const whole = body(Buffer.from('data'));
+  await expect(parse([whole.subarray(0, whole.length - 10)])).rejects.toThrow(/ended before its closing boundary/);
+});
+
+test('a part without a form-data name is refused', async () => {
+  const bad = Buffer.from(`--${boundary}\r\nContent-Type: text/plain\r\n\r\nx\r\n--${boundary}--\r\n`);
+  await expect(parse([bad])).rejects.toBeInstanceOf(HttpError);
+});
+
+test('the boundary comes from the content type', () => {
+  expect(multipartBoundary('multipart/form-data; boundary=abc')).toBe('abc');
+  expect(multipartBoundary('multipart/form-data; boundary="a b"')).toBe('a b');
+  expect(multipartBoundary('application/json')).toBeUndefined();
+  expect(() => multipartBoundary('multipart/form-data')).toThrow(/boundary/);
+});
