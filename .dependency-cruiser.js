@@ -42,9 +42,9 @@ module.exports = {
     {
       name: 'domain-has-no-io',
       severity: 'error',
-      comment: 'domain/ (floor 1) does no I/O: no database, Temporal, HTTP server or child process. Put the I/O in store/, runtime/ or an activity.',
+      comment: 'domain/ (floor 1) does no I/O: no files, database, Temporal, HTTP or child process. Put the I/O in store/, runtime/ or an activity.',
       from: { path: '^domain/' },
-      to: { path: '(^|/)node_modules/(pg|@clickhouse|@temporalio|fastify|@fastify)/|^(child_process|http|https|net)$' },
+      to: { path: '(^|/)node_modules/(pg|@clickhouse|@temporalio|fastify|@fastify)/|^(node:)?(fs|fs/promises|child_process|http|https|dgram)$' },
     },
     {
       name: 'store-only-reaches-down',
@@ -141,7 +141,8 @@ module.exports = {
   options: {
     doNotFollow: { path: 'node_modules' },
     exclude: { path: '(^|/)(node_modules|dist|\\.data[^/]*|\\.tools)/' },
-    includeOnly: '^(domain|store|runtime|sandbox-agent|control-plane|integrations|activities|workflows|api|workers|cli|scripts|bench|test|examples)/|node_modules',
+    // Product folders, packages, and the Node built-ins the rules name (which are no files).
+    includeOnly: '^(domain|store|runtime|sandbox-agent|control-plane|integrations|activities|workflows|api|workers|cli|scripts|bench|test|examples)/|node_modules|^(node:)?(fs|fs/promises|child_process|http|https|net|dgram|crypto|os|path)$',
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
     enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['require', 'node', 'default'], mainFields: ['main', 'types'] },

@@ -8,7 +8,7 @@ import { CallbackSecretStore } from '../store/callback-secrets';
 import { ASYNC_RESULT_BODY_LIMIT, type AgentRequestKey, type AgentRequestStatus } from '../domain/agents/async-requests';
 import { signCallback } from '../domain/callback-signature';
 import type { HangarConfig } from '../domain/config';
-import { loadMasterKey } from '../domain/master-key';
+import { loadMasterKey } from '../store/master-key';
 import { SecretBox } from '../domain/secret-box';
 import { deploymentWorkflowId, type WorkloadScaleState } from '../domain/workloads/workload';
 import { postCallback } from './callback';

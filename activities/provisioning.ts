@@ -11,7 +11,7 @@ import { findIntegration, isProvisionable, type ProvisionableIntegration } from 
 import { MCP_FUNCTION_TYPE, boundConnections } from '../domain/integrations/function-binding';
 import { provisioningWorkflowId, tenantResourceName, type ProvisioningResult } from '../domain/integrations/provisioning';
 import { WORKLOAD_KIND_TRAITS } from '../domain/workloads/kinds';
-import { loadMasterKey } from '../domain/master-key';
+import { loadMasterKey } from '../store/master-key';
 import { SecretBox } from '../domain/secret-box';
 import { requestToken, TokenEndpointError } from '../integrations/oauth/token-client';
 import type { ActivityDeps } from './support/activity-deps';

@@ -7,7 +7,7 @@ import { survivingConnectionLoss } from '../store/postgres-pool';
 import type { HangarConfig } from '../domain/config';
 import { findIntegration } from '../domain/integrations/catalog';
 import { boundConnections } from '../domain/integrations/function-binding';
-import { loadMasterKey } from '../domain/master-key';
+import { loadMasterKey } from '../store/master-key';
 import { SecretBox } from '../domain/secret-box';
 import { originsOf } from './platform-services/egress';
 import type { WorkloadKey, WorkloadSpec } from '../domain/workloads/workload';

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { loadMasterKey } from '../../domain/master-key';
+import { loadMasterKey } from '../../store/master-key';
 import { SecretBox } from '../../domain/secret-box';
 import { Authenticator } from '../auth/authenticator';
 import { TokenService } from '../auth/tokens';

@@ -6,7 +6,7 @@ import { principalForApiKey } from '../../api/auth/principals';
 import { TokenService } from '../../api/auth/tokens';
 import { createPool } from '../../store/postgres-pool';
 import type { HangarConfig } from '../../domain/config';
-import { loadMasterKey } from '../../domain/master-key';
+import { loadMasterKey } from '../../store/master-key';
 import { SecretBox } from '../../domain/secret-box';
 import { prepare } from '../../scripts/prepare';
 import type { Stack } from '../../scripts/stack';

@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { Pool } from 'pg';
 import { readUpTo } from '../http-proxy';
 import type { HangarConfig } from '../../domain/config';
-import { loadMasterKey } from '../../domain/master-key';
+import { loadMasterKey } from '../../store/master-key';
 import { isPlatformToken, workloadPlatformToken } from '../../domain/workloads/platform-credential';
 import type { WorkloadKind } from '../../domain/workloads/workload';
 import { sandboxLayout, sandboxesDir } from '../layout';

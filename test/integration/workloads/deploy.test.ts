@@ -10,7 +10,7 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { buildRunApp } from '../../../api/gateway/run-app';
 import { deployFolder, packFolder, type DeployTarget } from '../../../cli/deploy';
-import { loadMasterKey } from '../../../domain/master-key';
+import { loadMasterKey } from '../../../store/master-key';
 import { workloadPlatformToken } from '../../../domain/workloads/platform-credential';
 import { deploymentWorkflowId, revisionSandboxId } from '../../../domain/workloads/workload';
 import { sandboxLayout } from '../../../runtime/layout';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { HangarConfig } from './config';
+import type { HangarConfig } from '../domain/config';
 
 /**
  * The master key comes from configuration (HANGAR_MASTER_KEY, base64 of 32 bytes) or, on a
