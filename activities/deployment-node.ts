@@ -25,7 +25,8 @@ import {
 import { PLATFORM_SOCKET_ENV, PLATFORM_TOKEN_ENV } from '../domain/workloads/platform-credential';
 import type { PlatformServices } from '../runtime/platform-services/platform-services';
 import { SANDBOX_PLATFORM_SOCKET, sandboxLayout } from '../runtime/layout';
-import { DEFAULT_PORT_WAIT_SECONDS, type ProcessRecord, type ProcessRequest } from '../sandbox-agent/contract/process';
+import { DEFAULT_PORT_WAIT_SECONDS } from '../sandbox-agent/contract/limits';
+import type { ProcessRecord, ProcessRequest } from '../sandbox-agent/contract/process';
 import { SandboxSpecError } from '../runtime/sandbox-runtime';
 import { ResourceStore } from '../store/resources';
 import type { BuiltinWorkloads } from '../runtime/builtin-workloads';

@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream/promises';
-import { TREE_DEFAULT_DEPTH, TREE_DEFAULT_ENTRIES, TREE_MAX_DEPTH, TREE_MAX_ENTRIES } from './contract/filesystem';
+import { TREE_DEFAULT_DEPTH, TREE_DEFAULT_ENTRIES, TREE_MAX_DEPTH, TREE_MAX_ENTRIES } from './contract/limits';
 import { parsePermissions, type SandboxFiles } from './filesystem';
 import { badRequest, field, queryFlag, queryInt, readJsonObject, sendJson } from './http';
 import { multipartBoundary, parseMultipart } from './multipart';

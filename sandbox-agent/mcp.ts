@@ -7,7 +7,7 @@ import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { AGENT_VERSION } from './contract/agent-config';
 import type { SandboxFiles } from './filesystem';
-import { TREE_DEFAULT_DEPTH, TREE_DEFAULT_ENTRIES, TREE_MAX_DEPTH } from './contract/filesystem';
+import { TREE_DEFAULT_DEPTH, TREE_DEFAULT_ENTRIES, TREE_MAX_DEPTH } from './contract/limits';
 import { HttpError, readJsonObject, sendJson } from './http';
 import { parseProcessRequest, type ProcessManager } from './process-manager';
 

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { DEFAULT_PORT_WAIT_SECONDS, type ProcessLogs } from './contract/process';
+import { DEFAULT_PORT_WAIT_SECONDS } from './contract/limits';
+import type { ProcessLogs } from './contract/process';
 import { decodeSegment, readJsonObject, sendJson } from './http';
 import { LineFramer } from './output-log';
 import { parseProcessRequest, type ManagedProcess, type ProcessManager } from './process-manager';

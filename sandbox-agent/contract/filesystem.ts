@@ -2,11 +2,6 @@ import { schemaOf } from './schema';
 
 /** The filesystem API (`/filesystem/{path}`, `/filesystem/tree/{path}`): its answers and bodies. */
 
-export const TREE_DEFAULT_DEPTH = 8;
-export const TREE_MAX_DEPTH = 64;
-export const TREE_DEFAULT_ENTRIES = 10_000;
-export const TREE_MAX_ENTRIES = 100_000;
-
 export interface FileInfo {
   path: string;
   name: string;

@@ -1,3 +1,4 @@
+import { DEFAULT_PORT_WAIT_SECONDS, MAX_PROCESS_TIMEOUT_SECONDS } from './limits';
 import { schemaOf } from './schema';
 
 /** The processes API (`/process...`): what a caller sends and what the agent answers. */
@@ -6,10 +7,6 @@ export type ProcessStatus = 'running' | 'completed' | 'failed' | 'killed' | 'sto
 
 export const PROCESS_STATUSES: readonly ProcessStatus[] = ['running', 'completed', 'failed', 'killed', 'stopped'];
 
-/** How long POST /process waits for `waitForPorts` when no timeout was given. */
-export const DEFAULT_PORT_WAIT_SECONDS = 60;
-/** The longest `timeout` a process may be given. */
-export const MAX_PROCESS_TIMEOUT_SECONDS = 7 * 24 * 3600;
 
 /** The body of POST /process. */
 export interface ProcessRequest {

@@ -1,0 +1,13 @@
+// The agent's limits and defaults, apart from the schemas in filesystem.ts and process.ts: the
+// agent itself loads only this module of them, which keeps each idle sandbox's memory down.
+
+/** GET /filesystem/tree/{path}: how deep and how many entries, by default and at most. */
+export const TREE_DEFAULT_DEPTH = 8;
+export const TREE_MAX_DEPTH = 64;
+export const TREE_DEFAULT_ENTRIES = 10_000;
+export const TREE_MAX_ENTRIES = 100_000;
+
+/** How long POST /process waits for `waitForPorts` when no timeout was given. */
+export const DEFAULT_PORT_WAIT_SECONDS = 60;
+/** The longest `timeout` a process may be given. */
+export const MAX_PROCESS_TIMEOUT_SECONDS = 7 * 24 * 3600;
