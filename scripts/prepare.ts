@@ -1,5 +1,5 @@
 import { Pool } from 'pg';
-import { bootstrap, type BootstrapCredentials } from '../api/bootstrap';
+import { bootstrap, type BootstrapCredentials } from '../store/bootstrap';
 import { loadConfig, type HangarConfig } from '../domain/config';
 import { startStack, type Stack, type StackOptions } from './stack';
 import { applySchemas } from './stack/schema';

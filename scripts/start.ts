@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { credentialsPath, type BootstrapCredentials } from '../api/bootstrap';
+import { credentialsPath, type BootstrapCredentials } from '../store/bootstrap';
 import { loadConfig, type HangarConfig } from '../domain/config';
 import { apiHealthy, platformEnv, PLATFORM_PROCESSES } from './platform-processes';
 import { prepare } from './prepare';

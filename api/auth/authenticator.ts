@@ -3,7 +3,7 @@ import type { Pool } from 'pg';
 import { looksLikeApiKey } from '../../domain/credentials';
 import type { Principal } from '../../domain/principal';
 import { unauthorized } from '../../domain/errors';
-import { principalForApiKey, principalForToken } from './principals';
+import { principalForApiKey, principalForToken } from '../../store/principals';
 import type { TokenService } from './tokens';
 
 const BEARER = /^Bearer[ ]+([^\s]+)\s*$/i;

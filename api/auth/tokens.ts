@@ -2,6 +2,7 @@ import { SignJWT, exportJWK, generateKeyPair, importJWK, jwtVerify, type JWK, ty
 import type { Pool } from 'pg';
 import { newId } from '../../domain/ids';
 import type { SecretBox } from '../../domain/secret-box';
+import { SigningKeyStore } from '../../store/signing-keys';
 
 const ALG = 'ES256';
 export const TOKEN_AUDIENCE = 'hangar-api';
@@ -33,14 +34,17 @@ export class TokenService {
   private signing?: { kid: string; key: VerifyKey };
   private lastReload = 0;
   private reloading?: Promise<void>;
+  private readonly store: SigningKeyStore;
 
   constructor(
-    private readonly pg: Pool,
+    pg: Pool,
     private readonly box: SecretBox,
     readonly issuer: string,
     readonly ttlSeconds: number,
     readonly audience: string = TOKEN_AUDIENCE,
-  ) {}
+  ) {
+    this.store = new SigningKeyStore(pg);
+  }
 
   async issue(claims: { sub: string; clientId: string; accountId: string }): Promise<{ token: string; expiresIn: number }> {
     const signing = await this.signingKey();
@@ -108,10 +112,7 @@ export class TokenService {
   }
 
   private async newestKeyRow(): Promise<{ kid: string; sealed_private: string } | undefined> {
-    const result = await this.pg.query<{ kid: string; sealed_private: string }>(
-      'SELECT kid, sealed_private FROM signing_keys WHERE retired_at IS NULL ORDER BY created_at DESC, kid DESC LIMIT 1',
-    );
-    return result.rows[0];
+    return this.store.newest();
   }
 
   private async createKey(): Promise<string> {
@@ -120,12 +121,7 @@ export class TokenService {
     const publicJwk = { ...(await exportJWK(publicKey)), kid, alg: ALG, use: 'sig' };
     const sealed = this.box.seal(JSON.stringify(await exportJWK(privateKey)), kid);
     // Two nodes starting together may both create a key; the newest wins and both stay valid.
-    await this.pg.query('INSERT INTO signing_keys (kid, alg, public_jwk, sealed_private) VALUES ($1, $2, $3, $4)', [
-      kid,
-      ALG,
-      publicJwk,
-      sealed,
-    ]);
+    await this.store.insert(kid, ALG, publicJwk, sealed);
     return kid;
   }
 
@@ -139,11 +135,7 @@ export class TokenService {
 
   private async loadKeys(): Promise<void> {
     this.lastReload = Date.now();
-    const rows = (
-      await this.pg.query<{ kid: string; public_jwk: JWK; retired_at: Date | null }>(
-        'SELECT kid, public_jwk, retired_at FROM signing_keys',
-      )
-    ).rows;
+    const rows = await this.store.all();
     const next = new Map<string, KeyRecord>();
     for (const row of rows) {
       const existing = this.keys.get(row.kid);

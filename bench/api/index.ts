@@ -2,7 +2,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { principalForApiKey } from '../../api/auth/principals';
+import { principalForApiKey } from '../../store/principals';
 import { TokenService } from '../../api/auth/tokens';
 import { createPool } from '../../store/postgres-pool';
 import type { HangarConfig } from '../../domain/config';

@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import { principalForApiKey, principalForToken } from '../../api/auth/principals';
+import { principalForApiKey, principalForToken } from '../../store/principals';
 import type { TokenService } from '../../api/auth/tokens';
 import { ResourceStore } from '../../store/resources';
 import type { HttpClient } from '../common/http';

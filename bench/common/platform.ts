@@ -5,7 +5,7 @@ import type { Pool } from 'pg';
 import { createActivities } from '../../activities/control-activities';
 import { createNodeActivities } from '../../activities/node-activities';
 import { buildApp } from '../../api/app';
-import type { BootstrapCredentials } from '../../api/bootstrap';
+import type { BootstrapCredentials } from '../../store/bootstrap';
 import { createClickHouse } from '../../store/clickhouse-client';
 import { createPool } from '../../store/postgres-pool';
 import path from 'node:path';

@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { bootstrap } from '../../../api/bootstrap';
+import { bootstrap } from '../../../store/bootstrap';
 import { startTestApp, type TestApp } from '../../helpers/platform';
 
 let t: TestApp;

@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { Pool } from 'pg';
 import type { HangarConfig } from '../domain/config';
 import { newId } from '../domain/ids';
-import { createApiKey, createServiceAccount } from '../store/service-accounts';
+import { createApiKey, createServiceAccount } from './service-accounts';
 
 export interface BootstrapCredentials {
   baseUrl: string;

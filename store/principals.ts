@@ -1,6 +1,6 @@
 import type { Pool } from 'pg';
-import { digest } from '../../domain/credentials';
-import type { Principal, WorkspaceGrant } from '../../domain/principal';
+import { digest } from '../domain/credentials';
+import type { Principal, WorkspaceGrant } from '../domain/principal';
 
 interface PrincipalRow {
   id: string;
