@@ -45,6 +45,8 @@ export interface HangarConfig {
   workloadIdleSeconds: number;
   /** Longest a gateway request holds while its workload starts again from zero, in seconds. */
   workloadWakeTimeoutSeconds: number;
+  /** Longest a sandbox gateway request holds while its sandbox is still starting (DEPLOYING), in seconds. */
+  sandboxStartWaitSeconds: number;
   /** Lifetime of issued access tokens, in seconds. */
   tokenTtlSeconds: number;
   /** How long callbacks (async agent results, detected ports) are retried before being given up. */
@@ -125,6 +127,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HangarConfig {
     sandboxWarmPool: intFrom(env, 'HANGAR_SANDBOX_WARM_POOL', 2),
     workloadIdleSeconds: intFrom(env, 'HANGAR_WORKLOAD_IDLE_SECONDS', 300),
     workloadWakeTimeoutSeconds: intFrom(env, 'HANGAR_WORKLOAD_WAKE_TIMEOUT_SECONDS', 30),
+    sandboxStartWaitSeconds: intFrom(env, 'HANGAR_SANDBOX_START_WAIT_SECONDS', 60),
     tokenTtlSeconds: intFrom(env, 'HANGAR_TOKEN_TTL_SECONDS', 3600),
     callbackGiveUpSeconds: intFrom(env, 'HANGAR_CALLBACK_GIVE_UP_SECONDS', 3600),
     bodyLimitBytes: intFrom(env, 'HANGAR_BODY_LIMIT_BYTES', 10 * 1024 * 1024),

@@ -74,18 +74,33 @@ const BASE: ImageDefinition = {
 
 const IMAGES = new Map<string, ImageDefinition>([[BASE.name, BASE]]);
 
-// Usual spellings of the default image from container habits.
-const ALIASES = new Map<string, string>([
-  ['base:latest', 'base'],
-  ['hangar/base', 'base'],
-  ['hangar/base:latest', 'base'],
-]);
+/** Other names of the built-in images: the reference service (and its SDK's default) calls the default one `base-image`. */
+const ALIASES = new Map<string, string>([['base-image', 'base']]);
+
+/**
+ * The image name in a reference written with container habits, `[namespace/]name[:tag]`
+ * (`blaxel/base-image:latest`, `hangar/base`). The images here are built from the host, one
+ * version each and shared by every workspace: namespace, tag and digest name nothing more.
+ */
+export function imageName(reference: string): string {
+  const lastPart = reference.slice(reference.lastIndexOf('/') + 1);
+  const name = lastPart.split(/[:@]/, 1)[0];
+  return ALIASES.get(name) ?? name;
+}
 
 export const DEFAULT_IMAGE = BASE.name;
 
-export function imageDefinition(name: string): ImageDefinition {
-  const image = IMAGES.get(ALIASES.get(name) ?? name);
-  if (!image) throw new SandboxSpecError(`image '${name}' does not exist; available: ${[...IMAGES.keys()].join(', ')}`);
+export function imageExists(reference: string): boolean {
+  return IMAGES.has(imageName(reference));
+}
+
+export function availableImages(): string[] {
+  return [...IMAGES.keys()];
+}
+
+export function imageDefinition(reference: string): ImageDefinition {
+  const image = IMAGES.get(imageName(reference));
+  if (!image) throw new SandboxSpecError(`image '${reference}' does not exist; available: ${availableImages().join(', ')}`);
   return image;
 }
 

@@ -156,6 +156,7 @@ class SandboxRun {
     while (!this.deleting) {
       const expiry = nextExpiry({
         ttl: this.spec.runtime?.ttl,
+        expires: this.spec.runtime?.expires,
         policies: this.spec.lifecycle?.expirationPolicies ?? [],
         createdAt: this.input.createdAt,
         lastUsedAt: this.lastUsedAt,

@@ -57,6 +57,8 @@ export interface DomainRoute {
 export interface SandboxRoute {
   resourceId: string;
   status: ResourceStatus;
+  /** The message of its latest event: why it FAILED, for one that did. */
+  reason?: string;
 }
 
 /** A route is trusted this long without news; deployments also invalidate it at once (LISTEN). */
@@ -203,12 +205,12 @@ export class RouteCache {
     return this.cached(
       `sandboxes:${workspaceId}:${name}`,
       async () => {
-        const { rows } = await this.pg.query<{ id: string; status: ResourceStatus }>({
+        const { rows } = await this.pg.query<{ id: string; status: ResourceStatus; reason: string | null }>({
           name: 'sandbox-route',
-          text: "SELECT id, status FROM resources WHERE workspace_id = $1 AND kind = 'sandboxes' AND name = $2",
+          text: "SELECT id, status, events -> -1 ->> 'message' AS reason FROM resources WHERE workspace_id = $1 AND kind = 'sandboxes' AND name = $2",
           values: [workspaceId, name],
         });
-        return rows[0] && { resourceId: rows[0].id, status: rows[0].status };
+        return rows[0] && { resourceId: rows[0].id, status: rows[0].status, reason: rows[0].reason ?? undefined };
       },
       (route) => route?.status === 'DEPLOYED',
     );

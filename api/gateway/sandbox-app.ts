@@ -6,11 +6,12 @@ import { sandboxAddressMatcher, type SandboxAddressMatcher } from '../../domain/
 import { sandboxWorkflowId } from '../../domain/sandbox/sandbox';
 import { reachesInternalRoute } from '../../sandbox-agent/contract/routes';
 import type { FreezeState } from '../../runtime/sandbox-runtime';
-import { ApiError, forbidden, notFound } from '../../domain/errors';
+import { forbidden, notFound } from '../../domain/errors';
 import type { AppOptions } from '../fastify';
 import { PrincipalCache } from './principal-cache';
 import { proxyRequest } from '../../runtime/http-proxy';
 import { RouteCache } from './route-cache';
+import { readySandbox } from './sandbox-readiness';
 import { buildGatewayBase, proxiedRouteLogLevel } from './gateway-base';
 import { WorkflowTouches } from '../../store/workflow-touches';
 import { sandboxOpenApiDocument } from './sandbox-openapi';
@@ -33,9 +34,11 @@ interface SandboxGateway {
   agents: SandboxAgents;
   principals: PrincipalCache;
   touches: WorkflowTouches;
+  /** Longest a request holds for a sandbox still starting. */
+  startWaitSeconds: number;
 }
 
-/** The sandbox a request is addressed to, once its caller may reach it; 404/403/503 otherwise. */
+/** The sandbox a request is addressed to, once its caller may reach it and it runs (held while it starts); 404/403/503/504 otherwise. */
 async function addressedSandbox(gateway: SandboxGateway, request: FastifyRequest, pathOnly: string) {
   const address = gateway.matcher.match(request.headers.host ?? '', pathOnly);
   if (!address?.values.workspace_id || !address.values.sandbox_id) throw notFound(`no sandbox at ${pathOnly}`);
@@ -49,10 +52,8 @@ async function addressedSandbox(gateway: SandboxGateway, request: FastifyRequest
   if (!grant) throw forbidden(`workspace '${workspace}' does not exist or you are not a member of it`);
   const route = await gateway.routes.sandbox(grant.id, name);
   if (!route) throw notFound(`sandbox '${name}' not found in workspace '${workspace}'`);
-  if (route.status !== 'DEPLOYED') {
-    throw new ApiError(503, 'sandbox_unavailable', `sandbox '${name}' is ${route.status}`);
-  }
-  return { resourceId: route.resourceId, workflowId: sandboxWorkflowId(workspace, name), rest: address.rest };
+  const ready = await readySandbox(gateway.routes, { workspaceId: grant.id, name, route }, gateway.startWaitSeconds);
+  return { resourceId: ready.resourceId, workflowId: sandboxWorkflowId(workspace, name), rest: address.rest };
 }
 
 /**
@@ -111,7 +112,8 @@ async function handleSandboxRequest(gateway: SandboxGateway, request: FastifyReq
 
 /**
  * The sandbox gateway: requests to `{sandbox_url}/...` are authenticated against the sandbox's
- * workspace, a sandbox in standby is thawed on the spot (the first call after resume succeeds),
+ * workspace, a request for a sandbox still starting is held until it runs (sandbox-readiness.ts),
+ * a sandbox in standby is thawed on the spot (the first call after resume succeeds),
  * and the request streams to the sandbox's own API over its Unix socket. Platform credentials
  * are not forwarded into the sandbox, and the API's internal routes (sandbox-agent/contract/routes.ts)
  * answer 404. The sandbox API's OpenAPI document, generated from the agent's contract, is at
@@ -131,6 +133,7 @@ export async function buildSandboxGatewayApp(
     node,
     routes,
     matcher: sandboxAddressMatcher(config.sandboxUrlTemplate),
+    startWaitSeconds: config.sandboxStartWaitSeconds,
     agents: new SandboxAgents(),
     principals: new PrincipalCache((headers) => app.authenticator.authenticate(headers)),
     touches: new WorkflowTouches(

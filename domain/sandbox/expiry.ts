@@ -11,6 +11,8 @@ export interface ExpirationPolicy {
 export interface ExpiryInputs {
   /** spec.runtime.ttl: a maximum age such as "24h". */
   ttl?: string;
+  /** spec.runtime.expires: an absolute expiry (RFC 3339). */
+  expires?: string;
   policies: ExpirationPolicy[];
   createdAt: number;
   lastUsedAt: number;
@@ -32,10 +34,12 @@ export function expirationPolicyProblem(policy: ExpirationPolicy, field: string)
 }
 
 /** The earliest moment one of the sandbox's rules deletes it, or undefined when none applies. */
-export function nextExpiry({ ttl, policies, createdAt, lastUsedAt }: ExpiryInputs): Expiry | undefined {
+export function nextExpiry({ ttl, expires, policies, createdAt, lastUsedAt }: ExpiryInputs): Expiry | undefined {
   const candidates: Expiry[] = [];
   const ttlSeconds = ttl === undefined ? undefined : parseDurationSeconds(ttl);
   if (ttlSeconds !== undefined) candidates.push({ at: createdAt + ttlSeconds * 1000, reason: `ttl ${ttl} reached` });
+  const expiresAt = expires === undefined ? NaN : Date.parse(expires);
+  if (!Number.isNaN(expiresAt)) candidates.push({ at: expiresAt, reason: `expiry ${expires} reached` });
   for (const policy of policies) {
     if (policy.type === 'date') {
       const at = Date.parse(policy.value);

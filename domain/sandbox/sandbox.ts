@@ -16,12 +16,20 @@ export interface SandboxVolumeMount {
 
 /** spec of a sandbox resource, as stored and as the lifecycle workflow receives it. */
 export interface SandboxSpec {
+  /** Fills `{region}` in the sandbox URL template; the platform's region when unset. */
+  region?: string;
   runtime?: {
     image?: string;
     memory?: number;
     envs?: SandboxEnv[];
     ports?: { name?: string; target: number; protocol?: string }[];
     ttl?: string;
+    /** An absolute expiry (RFC 3339), enforced like ttl. */
+    expires?: string;
+    /** Stored and shown back as the reference defines it; standby here always keeps memory. */
+    snapshotEnabled?: boolean;
+    /** Sent by the reference SDK; accepted and ignored (one kind of sandbox here). */
+    generation?: string;
   };
   lifecycle?: { expirationPolicies?: ExpirationPolicy[] };
   volumes?: SandboxVolumeMount[];

@@ -4,8 +4,18 @@ import type { SandboxSpec } from './sandbox';
 /** Fields that shape the running sandbox; changing them means creating a new one. */
 const IMMUTABLE_RUNTIME_FIELDS = ['image', 'memory', 'envs', 'ports'] as const;
 
-/** What is wrong with a sandbox spec beyond its schema (its expiration policies), named by field; undefined when nothing is. */
-export function sandboxSpecProblem(spec: SandboxSpec): string | undefined {
+/**
+ * What is wrong with a sandbox spec beyond its schema (its expiration policies, an expiry not in
+ * the future), named by field; undefined when nothing is. `before`, on an update: an expiry kept
+ * as it was is not checked again (the SDK sends the whole sandbox back, and one past deletes it anyway).
+ */
+export function sandboxSpecProblem(spec: SandboxSpec, now: number, before?: SandboxSpec): string | undefined {
+  const expires = spec.runtime?.expires;
+  if (expires !== undefined && expires !== before?.runtime?.expires) {
+    const at = Date.parse(expires);
+    if (Number.isNaN(at)) return `body.spec.runtime.expires must be an RFC 3339 date, got '${expires}'`;
+    if (at <= now) return `body.spec.runtime.expires must be in the future, got ${expires}`;
+  }
   const policies = spec.lifecycle?.expirationPolicies ?? [];
   for (const [i, policy] of policies.entries()) {
     const problem = expirationPolicyProblem(policy, `body.spec.lifecycle.expirationPolicies[${i}]`);
@@ -16,8 +26,8 @@ export function sandboxSpecProblem(spec: SandboxSpec): string | undefined {
 
 /**
  * Why a running sandbox cannot take `next` in place of `before`: its image, memory, env, ports or
- * volumes changed, which only a new sandbox can have. Undefined when the change is allowed (labels,
- * ttl, expiration policies).
+ * region (its URL) or volumes changed, which only a new sandbox can have. Undefined when the change
+ * is allowed (labels, ttl, expires, snapshotEnabled, expiration policies).
  */
 export function sandboxSpecChangeProblem(before: SandboxSpec, next: SandboxSpec): string | undefined {
   const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
@@ -26,6 +36,7 @@ export function sandboxSpecChangeProblem(before: SandboxSpec, next: SandboxSpec)
       return `body.spec.runtime.${field} cannot change on a running sandbox; create a new sandbox instead`;
     }
   }
+  if (!same(before.region, next.region)) return 'body.spec.region cannot change on a running sandbox; create a new sandbox instead';
   if (!same(before.volumes, next.volumes)) return 'body.spec.volumes cannot change on a running sandbox; create a new sandbox instead';
   return undefined;
 }

@@ -22,11 +22,12 @@ function sandboxEnvelope(config: HangarConfig, row: ResourceRow) {
   const lastUsedAt = (row.state.lastUsedAt as string | undefined) ?? null;
   const expiry = nextExpiry({
     ttl: spec.runtime?.ttl,
+    expires: spec.runtime?.expires,
     policies: spec.lifecycle?.expirationPolicies ?? [],
     createdAt: row.created_at.getTime(),
     lastUsedAt: lastUsedAt ? Date.parse(lastUsedAt) : row.created_at.getTime(),
   });
-  const url = renderSandboxUrl(config.sandboxUrlTemplate, { sandbox_id: row.name, workspace_id: row.workspace, region: config.region });
+  const url = renderSandboxUrl(config.sandboxUrlTemplate, { sandbox_id: row.name, workspace_id: row.workspace, region: spec.region ?? config.region });
   return {
     ...toEnvelope(row, url),
     state: row.status === 'DEPLOYED' ? state : null,

@@ -5,6 +5,7 @@ import type { WorkspaceGrant } from '../../../domain/principal';
 import { sandboxWorkflowId, type SandboxKey, type SandboxSpec } from '../../../domain/sandbox/sandbox';
 import { sandboxSpecChangeProblem, sandboxSpecProblem } from '../../../domain/sandbox/spec-rules';
 import { volumeMountError } from '../../../runtime/bwrap-args';
+import { availableImages, imageExists } from '../../../runtime/image';
 import type { ResourceRow, ResourceStore } from '../../../store/resources';
 import type { SandboxLifecycleInput, sandboxLifecycle } from '../../../workflows/sandbox-lifecycle';
 import { assertNameUnchanged, createNamed, findNamed, updateNamed, type MetadataInput } from '../resources/named';
@@ -42,9 +43,12 @@ function withVolumeIds(input: SandboxLifecycleInput, volumeIds: string[]): Sandb
   return { ...input, spec: { ...input.spec, volumes: input.spec.volumes.map((volume, i) => ({ ...volume, volumeId: volumeIds[i] })) } };
 }
 
-function checkSpec(spec: SandboxSpec): void {
-  const problem = sandboxSpecProblem(spec);
+function checkSpec(spec: SandboxSpec, before?: SandboxSpec): void {
+  const problem = sandboxSpecProblem(spec, Date.now(), before);
   if (problem) throw badRequest(problem);
+  const image = spec.runtime?.image;
+  // Every node has the same built-in images: an unknown one is refused here, not left to fail the start.
+  if (image !== undefined && !imageExists(image)) throw badRequest(`body.spec.runtime.image: image '${image}' does not exist; available: ${availableImages().join(', ')}`);
 }
 
 /**
@@ -95,7 +99,7 @@ export async function updateSandbox(services: SandboxServices, workspace: Worksp
   const current = await findSandbox(services, workspace, name);
   const before = current.spec as SandboxSpec;
   const next = body.spec ?? before;
-  checkSpec(next);
+  checkSpec(next, before);
   const changeProblem = sandboxSpecChangeProblem(before, next);
   if (changeProblem) throw badRequest(changeProblem);
   const updated = await updateNamed(services.store, workspace, SANDBOXES, current, { metadata: body.metadata, spec: next as Record<string, unknown>, actor });

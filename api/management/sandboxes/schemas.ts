@@ -3,6 +3,11 @@ import { DURATION_PATTERN } from '../../../domain/duration';
 import { DisplayName, Labels, ResourceName } from '../common-schemas';
 import { envelopeSchema } from '../resources/envelope';
 
+/** A date-time as RFC 3339 writes it (what `Date.toISOString()` gives). */
+const RFC3339_PATTERN = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$';
+/** A region goes into a host name or path of the sandbox URL: a DNS label. */
+const REGION_PATTERN = '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$';
+
 const Env = Type.Object(
   {
     name: Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$', maxLength: 255 }),
@@ -41,6 +46,7 @@ const VolumeMount = Type.Object(
 
 export const SandboxSpecSchema = Type.Object(
   {
+    region: Type.Optional(Type.String({ pattern: REGION_PATTERN, description: 'Fills {region} in the sandbox URL template; the platform region by default.' })),
     runtime: Type.Optional(
       Type.Object(
         {
@@ -49,6 +55,9 @@ export const SandboxSpecSchema = Type.Object(
           envs: Type.Optional(Type.Array(Env, { maxItems: 200 })),
           ports: Type.Optional(Type.Array(Port, { maxItems: 50 })),
           ttl: Type.Optional(Type.String({ pattern: DURATION_PATTERN, description: 'Maximum age, e.g. "24h" (units s, m, h, d, w).' })),
+          expires: Type.Optional(Type.String({ pattern: RFC3339_PATTERN, description: 'Absolute expiry (RFC 3339, in the future); the sandbox is deleted then, like at its ttl.' })),
+          snapshotEnabled: Type.Optional(Type.Boolean({ description: 'Stored and shown back; standby here always keeps the memory.' })),
+          generation: Type.Optional(Type.String({ maxLength: 32, description: 'Sent by the reference SDK; accepted and ignored.' })),
         },
         { additionalProperties: false },
       ),

@@ -25,6 +25,13 @@ describe('sandbox expiry', () => {
     expect(at).toEqual({ at: Date.parse('2026-11-02T12:00:00Z'), reason: 'expiration date 2026-11-02T12:00:00Z reached' });
   });
 
+  test('spec.runtime.expires deletes at that instant, whichever of it and the ttl comes first', () => {
+    const expires = new Date(t0 + 3_600_000).toISOString();
+    expect(nextExpiry({ expires, policies: [], createdAt: t0, lastUsedAt: t0 })).toEqual({ at: t0 + 3_600_000, reason: `expiry ${expires} reached` });
+    expect(nextExpiry({ ttl: '2h', expires, policies: [], createdAt: t0, lastUsedAt: t0 })?.at).toBe(t0 + 3_600_000);
+    expect(nextExpiry({ ttl: '30m', expires, policies: [], createdAt: t0, lastUsedAt: t0 })).toEqual({ at: t0 + 1_800_000, reason: 'ttl 30m reached' });
+  });
+
   test('invalid values are explained with their field', () => {
     expect(expirationPolicyProblem({ type: 'date', value: 'soon', action: 'delete' }, 'p[0]')).toContain('p[0].value');
     expect(expirationPolicyProblem({ type: 'ttl-idle', value: '5 minutes', action: 'delete' }, 'p[1]')).toContain('p[1].value');

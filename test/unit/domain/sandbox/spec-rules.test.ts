@@ -8,10 +8,12 @@ const running: SandboxSpec = {
   volumes: [{ name: 'data', mountPath: '/data' }],
 };
 
+const NOW = Date.parse('2026-11-25T00:00:00Z');
+
 describe('sandbox spec rules', () => {
   test('a valid spec has no problem; a bad expiration policy is named by its index and field', () => {
-    expect(sandboxSpecProblem(running)).toBeUndefined();
-    expect(sandboxSpecProblem({})).toBeUndefined();
+    expect(sandboxSpecProblem(running, NOW)).toBeUndefined();
+    expect(sandboxSpecProblem({}, NOW)).toBeUndefined();
     const bad: SandboxSpec = {
       lifecycle: {
         expirationPolicies: [
@@ -20,7 +22,7 @@ describe('sandbox spec rules', () => {
         ],
       },
     };
-    expect(sandboxSpecProblem(bad)).toContain('body.spec.lifecycle.expirationPolicies[1].value');
+    expect(sandboxSpecProblem(bad, NOW)).toContain('body.spec.lifecycle.expirationPolicies[1].value');
   });
 
   test('ttl, expiration policies and a spec sent back unchanged may change on a running sandbox', () => {
@@ -52,5 +54,23 @@ describe('sandbox spec rules', () => {
     const moved: SandboxSpec = { ...running, volumes: [{ name: 'data', mountPath: '/mnt' }] };
     expect(sandboxSpecChangeProblem(running, moved)).toBe('body.spec.volumes cannot change on a running sandbox; create a new sandbox instead');
     expect(sandboxSpecChangeProblem(running, { ...running, volumes: undefined })).toMatch(/^body\.spec\.volumes cannot change/);
+  });
+
+  test('spec.runtime.expires must be a date in the future, named; one sent back unchanged is not checked again', () => {
+    const expiring = (expires: string): SandboxSpec => ({ runtime: { expires } });
+    expect(sandboxSpecProblem(expiring('2026-11-25T00:00:01Z'), NOW)).toBeUndefined();
+    expect(sandboxSpecProblem(expiring('2026-11-25T00:00:00Z'), NOW)).toBe('body.spec.runtime.expires must be in the future, got 2026-11-25T00:00:00Z');
+    expect(sandboxSpecProblem(expiring('2026-02-30T99:00:00Z'), NOW)).toMatch(/^body\.spec\.runtime\.expires must be an RFC 3339 date/);
+    const past = expiring('2026-11-24T00:00:00Z');
+    expect(sandboxSpecProblem(past, NOW, past)).toBeUndefined();
+    expect(sandboxSpecProblem(past, NOW, expiring('2026-11-26T00:00:00Z'))).toMatch(/^body\.spec\.runtime\.expires must be in the future/);
+  });
+
+  test('region, like the URL it makes, cannot change; expires and snapshotEnabled may', () => {
+    const placed: SandboxSpec = { ...running, region: 'eu-1' };
+    expect(sandboxSpecChangeProblem(placed, { ...placed, region: 'us-1' })).toBe('body.spec.region cannot change on a running sandbox; create a new sandbox instead');
+    expect(sandboxSpecChangeProblem(running, placed)).toMatch(/^body\.spec\.region cannot change/);
+    const later: SandboxSpec = { ...placed, runtime: { ...placed.runtime, expires: '2027-01-01T00:00:00Z', snapshotEnabled: true } };
+    expect(sandboxSpecChangeProblem(placed, later)).toBeUndefined();
   });
 });
