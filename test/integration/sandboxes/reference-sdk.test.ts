@@ -59,6 +59,12 @@ describe('SandboxInstance', () => {
     const page = await SandboxInstance.list();
     expect(page.data.map((s) => s.metadata.name)).toEqual([name]);
   });
+
+  test('updateMetadata changes the labels and display name, and get reads them back', async () => {
+    const updated = await SandboxInstance.updateMetadata(name, { labels: { team: 'sdk' }, displayName: 'SDK box' });
+    expect(updated.metadata).toMatchObject({ name, labels: { team: 'sdk' }, displayName: 'SDK box' });
+    expect((await SandboxInstance.get(name)).metadata).toMatchObject({ labels: { team: 'sdk' }, displayName: 'SDK box' });
+  });
 });
 
 describe('fs', () => {
@@ -88,6 +94,7 @@ describe('process', () => {
     expect(await sandbox.process.get('greet')).toMatchObject({ name: 'greet', exitCode: 3, command: 'echo out-line; echo err-line >&2; exit 3' });
     expect(await sandbox.process.logs('greet', 'stdout')).toBe('out-line\n');
     expect(await sandbox.process.logs('greet', 'stderr')).toBe('err-line\n');
+    expect((await sandbox.process.list()).map((p) => [p.name, p.exitCode])).toEqual([['greet', 3]]);
   });
 
   test('kill ends a running process', async () => {
