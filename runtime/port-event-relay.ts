@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import { parsePortEvent, type PortEvent } from '../sandbox-agent/contract/port-events';
+import { writeFileAtomically } from './atomic-file';
 import { sandboxLayout, sandboxesDir } from './layout';
 
 /**
@@ -188,7 +189,5 @@ async function readCursor(file: string): Promise<number> {
 }
 
 async function writeCursor(file: string, offset: number): Promise<void> {
-  const temporary = `${file}.tmp`;
-  await fsp.writeFile(temporary, String(offset));
-  await fsp.rename(temporary, file);
+  await writeFileAtomically(file, String(offset));
 }

@@ -1,5 +1,6 @@
 import fsp from 'node:fs/promises';
 import path from 'node:path';
+import { writeFileAtomically } from './atomic-file';
 import { assertSandboxId } from './layout';
 import type { SandboxRemoval } from './sandbox-runtime';
 
@@ -32,9 +33,7 @@ export class RemovalLog {
   async write(id: string, removal: SandboxRemoval): Promise<void> {
     const file = this.file(id);
     await fsp.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
-    const temporary = `${file}.${process.pid}.tmp`;
-    await fsp.writeFile(temporary, JSON.stringify(removal), { mode: 0o600 });
-    await fsp.rename(temporary, file);
+    await writeFileAtomically(file, JSON.stringify(removal), 0o600);
     await this.prune(removal.stoppedAt);
   }
 

@@ -1,5 +1,6 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { writeFileAtomically } from './atomic-file';
 import { sandboxesDir, sandboxLayout } from './layout';
 import type { FreezeState, RuntimeSandboxSpec } from './sandbox-runtime';
 
@@ -39,11 +40,8 @@ export class StateStore {
 
   /** Atomic: a reader sees the old record or the new one, never half of one. */
   async write(record: SandboxRecord): Promise<void> {
-    const file = sandboxLayout(this.dataDir, record.spec.id).stateFile;
-    const temporary = `${file}.${process.pid}.tmp`;
     // Holds environment values the user may consider secret: root only.
-    await fs.writeFile(temporary, JSON.stringify(record), { mode: 0o600 });
-    await fs.rename(temporary, file);
+    await writeFileAtomically(sandboxLayout(this.dataDir, record.spec.id).stateFile, JSON.stringify(record), 0o600);
   }
 
   async ids(): Promise<string[]> {
