@@ -38,8 +38,7 @@ export function filesystemRoutes(files: SandboxFiles) {
     const contentType = req.headers['content-type'];
     const boundary = multipartBoundary(contentType);
     if (boundary) {
-      const { fields, sawFile } = await parseMultipart(req, boundary, 'file', (data) => files.writeFile(path, data));
-      if (!sawFile) throw badRequest("the multipart body has no 'file' part");
+      const { fields } = await parseMultipart(req, boundary, { fileField: 'file', onFile: (data) => files.writeFile(path, data) });
       const permissions = parsePermissions(fields.get('permissions'));
       if (permissions !== undefined) await files.setPermissions(path, permissions);
       return sendJson(res, 200, { path, message: 'File uploaded' });
