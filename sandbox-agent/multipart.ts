@@ -51,7 +51,9 @@ export function parseMultipart(body: Readable, boundary: string, options: Multip
     try {
       parser = busboy({
         headers: { 'content-type': `multipart/form-data; boundary="${boundary}"` },
-        limits: { fileSize: options.maxFileBytes ?? Infinity, fieldSize: MAX_TEXT_FIELD_BYTES, parts: MAX_PARTS },
+        // busboy says 'limit' on reaching its bound, not on passing it: one byte more tells a
+        // file of exactly the maximum from a bigger one.
+        limits: { fileSize: (options.maxFileBytes ?? Infinity) + 1, fieldSize: MAX_TEXT_FIELD_BYTES, parts: MAX_PARTS },
       });
     } catch (err) {
       return reject(badRequest(`the multipart body cannot be read: ${(err as Error).message}`));

@@ -4,9 +4,12 @@ import { AGENT_VERSION, type AgentConfig } from './contract/agent-config';
 import { matchRoute, publicEndpoints, type AgentOperation } from './contract/routes';
 import type { AgentActivity, AgentHealth, AgentIndex, AgentReload } from './contract/service';
 import { SandboxFiles } from './filesystem';
+import { fileTreeRoutes } from './file-tree-routes';
 import { filesystemRoutes } from './filesystem-routes';
 import { PathPolicy } from './fs-paths';
 import { HttpError, sendError, sendJson } from './http';
+import { multipartUploadRoutes } from './multipart-upload-routes';
+import { openMultipartUploads } from './multipart-uploads';
 import { networkRoutes } from './network-routes';
 import { PortForwards } from './port-forward';
 import { PortMonitor } from './port-monitor';
@@ -19,6 +22,7 @@ function buildApi(config: AgentConfig) {
   const files = new SandboxFiles(new PathPolicy(config.writableRoots, config.hiddenRoots), config.writableRoots);
   const processes = new ProcessManager({ env: config.processEnv, defaultWorkingDir: config.defaultWorkingDir });
   const monitor = new PortMonitor({ eventLog: config.eventLog, sandbox: config.sandboxName });
+  const uploads = openMultipartUploads(path.dirname(config.eventLog));
   let mcp: RouteHandler | undefined;
   // The MCP SDK loads on the first /mcp request: it would triple the agent's start time. A
   // require() rather than import(): the agent is CommonJS, and import() would go through Node's
@@ -27,10 +31,13 @@ function buildApi(config: AgentConfig) {
   const loadMcp = (): RouteHandler => (require('./mcp') as typeof import('./mcp')).createMcpHandler({ files, processes });
   return {
     config,
+    uploads,
     startedAt: new Date(),
     handlers: {
       ...filesystemRoutes(files),
       ...processRoutes(processes),
+      ...fileTreeRoutes(files),
+      ...multipartUploadRoutes(files, uploads),
       ...networkRoutes(monitor, new PortForwards(path.dirname(config.eventLog))),
       mcp: (req, res, context) => (mcp ??= loadMcp())(req, res, context),
     } satisfies Partial<RouteHandlers<AgentOperation>>,
@@ -72,6 +79,7 @@ export function createAgentServer(loadConfig: () => AgentConfig): http.Server {
     activity: async (_req, res) => sendJson(res, 200, { inflightRequests: traffic.inflight - 1, lastRequestAt: traffic.lastRequestAt.toISOString() } satisfies AgentActivity),
     reload: async (_req, res) => {
       if (traffic.used) throw new HttpError(409, 'the sandbox API is in use: only a fresh sandbox reloads its configuration');
+      api.uploads.stopSweeping();
       api = buildApi(loadConfig());
       handlers = { ...api.handlers, ...service };
       traffic.lastRequestAt = api.startedAt;

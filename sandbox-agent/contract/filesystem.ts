@@ -84,3 +84,13 @@ export const fileWriteSchema = schemaOf<FileWrite>({
 });
 
 export const pathMessageSchema = schemaOf<PathMessage>({ type: 'object', properties: { path: text(), message: text() } });
+
+/** PUT /filesystem/tree/{path}: files to write below the path, by relative path, as text. */
+export interface TreeRequest {
+  files: Record<string, string>;
+}
+
+export const treeRequestSchema = schemaOf<TreeRequest>({
+  type: 'object',
+  properties: { files: { type: 'object', additionalProperties: { type: 'string' }, description: 'Relative path -> text content; folders are created as needed.' } },
+});

@@ -11,3 +11,9 @@ export const TREE_MAX_ENTRIES = 100_000;
 export const DEFAULT_PORT_WAIT_SECONDS = 60;
 /** The longest `timeout` a process may be given. */
 export const MAX_PROCESS_TIMEOUT_SECONDS = 7 * 24 * 3600;
+
+/** Multipart upload: the largest part (the reference SDK's part size), and part numbers 1 to this. */
+export const MULTIPART_MAX_PART_BYTES = 5 * 1024 * 1024;
+export const MULTIPART_MAX_PART_NUMBER = 10_000;
+/** An upload that received nothing for this long is abandoned: its parts are deleted. */
+export const MULTIPART_IDLE_SECONDS = 24 * 3600;

@@ -41,6 +41,7 @@ export interface AgentRoute {
 const recursive: QueryParameter = { name: 'recursive', type: 'boolean', description: 'Delete a non-empty directory and everything in it.' };
 const download: QueryParameter = { name: 'download', type: 'boolean', description: 'Answer the bytes (as does Accept: application/octet-stream).' };
 const permissions: QueryParameter = { name: 'permissions', type: 'string', description: 'Octal mode of a file sent as raw bytes, for example 0644.' };
+const partNumber: QueryParameter = { name: 'partNumber', type: 'integer', description: 'The part\'s place in the file (1-10000).' };
 const treeBounds: readonly QueryParameter[] = [
   { name: 'depth', type: 'integer', description: 'Levels below the directory (1-64, default 8).' },
   { name: 'maxEntries', type: 'integer', description: 'Entries at most (1-100000, default 10000); a cut tree says truncated.' },
@@ -56,6 +57,17 @@ export const AGENT_ROUTES = [
   { method: 'POST', path: '/filesystem/{path}', access: 'public', operation: 'writeFileByPost', summary: 'Write a file or create a directory (as PUT)', body: 'FileWrite', query: [permissions], answer: 'PathMessage' },
   { method: 'DELETE', path: '/filesystem/{path}', access: 'public', operation: 'deleteFile', summary: 'Delete a file or a directory', query: [recursive], answer: 'PathMessage' },
   { method: 'GET', path: '/filesystem/tree/{path}', access: 'public', operation: 'fileTree', summary: 'A directory\'s tree, bounded by depth and entry count', query: treeBounds, answer: 'DirectoryTree' },
+  // Multipart upload and file trees (fs.write above 5 MB, fs.writeTree).
+  { method: 'PUT', path: '/filesystem/tree/{path}', access: 'public', operation: 'writeTree', summary: 'Write several text files below a directory (created as needed); answers the directory', body: 'TreeRequest', answer: 'Directory' },
+  { method: 'DELETE', path: '/filesystem/tree/{path}', access: 'public', operation: 'deleteTree', summary: 'Delete a directory (recursive=true: and everything in it)', query: [recursive], answer: 'PathMessage' },
+  { method: 'GET', path: '/filesystem-multipart', access: 'public', operation: 'listMultipartUploads', summary: 'The multipart uploads in progress', answer: 'MultipartListUploadsResponse' },
+  { method: 'HEAD', path: '/filesystem-multipart', access: 'public', operation: 'listMultipartUploadsHead', summary: 'The multipart uploads in progress, headers only', answer: 'MultipartListUploadsResponse' },
+  { method: 'POST', path: '/filesystem-multipart/initiate/{path}', access: 'public', operation: 'initiateMultipartUpload', summary: 'Start a multipart upload of a file', body: 'MultipartInitiateRequest', answer: 'MultipartInitiateResponse' },
+  { method: 'PUT', path: '/filesystem-multipart/{uploadId}/part', access: 'public', operation: 'uploadMultipartPart', summary: 'Upload one part (multipart/form-data, a `file` part of at most 5 MiB); sending a part number again replaces it', query: [partNumber], answer: 'MultipartUploadPartResponse' },
+  { method: 'POST', path: '/filesystem-multipart/{uploadId}/complete', access: 'public', operation: 'completeMultipartUpload', summary: 'Assemble the listed parts, in part-number order, into the file', body: 'MultipartCompleteRequest', answer: 'PathMessage' },
+  { method: 'DELETE', path: '/filesystem-multipart/{uploadId}/abort', access: 'public', operation: 'abortMultipartUpload', summary: 'Abandon an upload and delete its parts', answer: 'PathMessage' },
+  { method: 'GET', path: '/filesystem-multipart/{uploadId}/parts', access: 'public', operation: 'listMultipartParts', summary: 'The parts of an upload received so far', answer: 'MultipartListPartsResponse' },
+  { method: 'HEAD', path: '/filesystem-multipart/{uploadId}/parts', access: 'public', operation: 'listMultipartPartsHead', summary: 'The parts of an upload, headers only', answer: 'MultipartListPartsResponse' },
   { method: 'POST', path: '/process', access: 'public', operation: 'startProcess', summary: 'Start a command; optionally wait until it ends or listens', body: 'ProcessRequest', answer: 'Process' },
   { method: 'GET', path: '/process', access: 'public', operation: 'listProcesses', summary: 'The processes started through the API', answer: 'Process[]' },
   { method: 'GET', path: '/process/{process}', access: 'public', operation: 'getProcess', summary: 'One process, by pid or name', answer: 'Process' },

@@ -1,4 +1,5 @@
-import { directorySchema, directoryTreeSchema, fileContentSchema, fileInfoSchema, fileWriteSchema, pathMessageSchema } from './filesystem';
+import { directorySchema, directoryTreeSchema, fileContentSchema, fileInfoSchema, fileWriteSchema, pathMessageSchema, treeRequestSchema } from './filesystem';
+import * as multipartUpload from './multipart-upload';
 import { pidMessageSchema, portForwardRequestSchema, portForwardSchema, portMonitorRequestSchema, processPortsSchema } from './network';
 import { processLogsSchema, processRecordSchema, processRequestSchema } from './process';
 import type { AnySchema } from './schema';
@@ -28,6 +29,16 @@ export const AGENT_SCHEMAS = {
   PidMessage: pidMessageSchema,
   PortForwardRequest: portForwardRequestSchema,
   PortForward: portForwardSchema,
+  // Multipart upload and file trees.
+  TreeRequest: treeRequestSchema,
+  MultipartInitiateRequest: multipartUpload.multipartInitiateRequestSchema,
+  MultipartInitiateResponse: multipartUpload.multipartInitiateResponseSchema,
+  MultipartUploadPartResponse: multipartUpload.multipartUploadPartResponseSchema,
+  UploadedPart: multipartUpload.uploadedPartSchema,
+  MultipartCompleteRequest: multipartUpload.multipartCompleteRequestSchema,
+  MultipartListPartsResponse: multipartUpload.multipartListPartsResponseSchema,
+  MultipartUpload: multipartUpload.multipartUploadSchema,
+  MultipartListUploadsResponse: multipartUpload.multipartListUploadsResponseSchema,
 } satisfies Record<string, AnySchema>;
 
 export type SchemaName = keyof typeof AGENT_SCHEMAS;

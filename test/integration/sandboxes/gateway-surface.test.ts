@@ -45,7 +45,7 @@ interface Example {
 }
 
 /** The host's own call to the agent, over the sandbox's socket. */
-const host = (method: string, path: string, body?: unknown) => callSandbox(socketPath, method, path, body);
+const host = (method: string, path: string, body?: unknown, headers?: Record<string, string>) => callSandbox(socketPath, method, path, body, headers);
 
 /** A process that runs until the test ends (or a route stops it), by name and pid. */
 async function runningProcess(): Promise<{ name: string; pid: number }> {
@@ -59,6 +59,22 @@ async function existingFile(): Promise<string> {
   const path = `workspace/surface/${unique('f')}.txt`;
   expect((await host('PUT', `/filesystem/${path}`, { content: 'x' })).status).toBe(200);
   return path;
+}
+
+/** A multipart upload started through the host, by id. */
+async function initiatedUpload(): Promise<string> {
+  const started = await host('POST', `/filesystem-multipart/initiate/workspace/surface/${unique('big')}.bin`, {});
+  expect(started.status).toBe(200);
+  return started.json.uploadId;
+}
+
+/** One part's body, as multipart/form-data text. */
+function partBody(): { body: string; headers: Record<string, string> } {
+  const boundary = 'surfaceBoundary';
+  return {
+    body: `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="part"\r\n\r\npart\r\n--${boundary}--\r\n`,
+    headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+  };
 }
 
 const MCP_INITIALIZE = {
@@ -82,6 +98,26 @@ const EXAMPLES: Record<string, () => Promise<Example>> = {
   'POST /filesystem/{path}': async () => ({ path: `/filesystem/workspace/surface/${unique('post')}.txt`, body: { content: 'post' } }),
   'DELETE /filesystem/{path}': async () => ({ path: `/filesystem/${await existingFile()}` }),
   'GET /filesystem/tree/{path}': async () => ({ path: '/filesystem/tree/workspace' }),
+  // Multipart upload and file trees.
+  'PUT /filesystem/tree/{path}': async () => ({ path: `/filesystem/tree/workspace/surface/${unique('tree')}`, body: { files: { 'a.txt': 'a' } } }),
+  'DELETE /filesystem/tree/{path}': async () => {
+    const path = `workspace/surface/${unique('tree')}`;
+    expect((await host('PUT', `/filesystem/tree/${path}`, { files: { 'a.txt': 'a' } })).status).toBe(200);
+    return { path: `/filesystem/tree/${path}?recursive=true` };
+  },
+  'GET /filesystem-multipart': async () => ({ path: '/filesystem-multipart' }),
+  'HEAD /filesystem-multipart': async () => ({ path: '/filesystem-multipart' }),
+  'POST /filesystem-multipart/initiate/{path}': async () => ({ path: `/filesystem-multipart/initiate/workspace/surface/${unique('big')}.bin`, body: {} }),
+  'PUT /filesystem-multipart/{uploadId}/part': async () => ({ path: `/filesystem-multipart/${await initiatedUpload()}/part?partNumber=1`, ...partBody() }),
+  'POST /filesystem-multipart/{uploadId}/complete': async () => {
+    const uploadId = await initiatedUpload();
+    const { body, headers } = partBody();
+    const part = await host('PUT', `/filesystem-multipart/${uploadId}/part?partNumber=1`, body, headers);
+    return { path: `/filesystem-multipart/${uploadId}/complete`, body: { parts: [part.json] } };
+  },
+  'DELETE /filesystem-multipart/{uploadId}/abort': async () => ({ path: `/filesystem-multipart/${await initiatedUpload()}/abort` }),
+  'GET /filesystem-multipart/{uploadId}/parts': async () => ({ path: `/filesystem-multipart/${await initiatedUpload()}/parts` }),
+  'HEAD /filesystem-multipart/{uploadId}/parts': async () => ({ path: `/filesystem-multipart/${await initiatedUpload()}/parts` }),
   'POST /process': async () => ({ path: '/process', body: { command: 'true', waitForCompletion: true } }),
   'GET /process': async () => ({ path: '/process' }),
   'GET /process/{process}': async () => ({ path: `/process/${(await runningProcess()).name}` }),
@@ -118,10 +154,11 @@ function throughGateway(method: string, path: string, example: Omit<Example, 'pa
     headers: {
       host: sandboxHost,
       authorization: `Bearer ${tenant.admin.apiKey}`,
-      ...(example.body !== undefined ? { 'content-type': 'application/json' } : {}),
+      ...(example.body !== undefined && typeof example.body !== 'string' ? { 'content-type': 'application/json' } : {}),
       ...example.headers,
     },
-    payload: example.body !== undefined ? JSON.stringify(example.body) : undefined,
+    // A string body goes as it is (a multipart part), anything else as JSON.
+    payload: typeof example.body === 'string' ? example.body : example.body !== undefined ? JSON.stringify(example.body) : undefined,
   });
 }
 

@@ -75,3 +75,18 @@ test('the boundary comes from the content type', () => {
   expect(multipartBoundary('application/json')).toBeUndefined();
   expect(() => multipartBoundary('multipart/form-data')).toThrow(/boundary/);
 });
+
+test('a file of exactly the size limit passes; one byte more is a 413 naming the field', async () => {
+  const parseLimited = (file: Buffer) =>
+    parseMultipart(Readable.from([body(file)]), boundary, {
+      fileField: 'file',
+      maxFileBytes: 1000,
+      onFile: async (data) => {
+        for await (const _chunk of data) {
+          // drained
+        }
+      },
+    });
+  await expect(parseLimited(Buffer.alloc(1000, 1))).resolves.toBeDefined();
+  await expect(parseLimited(Buffer.alloc(1001, 1))).rejects.toMatchObject({ status: 413, message: "'file' is larger than 1000 bytes" });
+});

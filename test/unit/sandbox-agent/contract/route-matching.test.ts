@@ -28,7 +28,11 @@ test('each route of the table, its placeholders filled, is matched to itself', (
 test('the most literal pattern owns a path: /filesystem/tree/... is the tree, whatever the method', () => {
   expect(operationOf('GET', '/filesystem/tree/home/user')).toBe('fileTree');
   expect(operationOf('GET', '/filesystem/tree')).toBe('fileTree');
-  expect(operationOf('PUT', '/filesystem/tree/home/user')).toBe('method-not-allowed');
+  expect(operationOf('PUT', '/filesystem/tree/home/user')).toBe('writeTree');
+  expect(operationOf('DELETE', '/filesystem/tree/home/user')).toBe('deleteTree');
+  expect(operationOf('POST', '/filesystem/tree/home/user')).toBe('method-not-allowed');
+  expect(operationOf('POST', '/filesystem-multipart/initiate/home/user/big.bin')).toBe('initiateMultipartUpload');
+  expect(operationOf('PUT', '/filesystem-multipart/0b7f2a8e-1c3d-4e5f-8a9b-0c1d2e3f4a5b/part')).toBe('uploadMultipartPart');
   expect(operationOf('GET', '/filesystem/treehouse/a')).toBe('readFile');
   expect(operationOf('HEAD', '/filesystem/a')).toBe('readFileHead');
   expect(operationOf('POST', '/process/web/kill')).toBe('killProcess');
