@@ -23,8 +23,6 @@ export function multipartUploadRoutes(files: SandboxFiles, uploads: MultipartUpl
     const target = files.parse(context.params.path);
     const body = await readJsonObject(req, false);
     const permissions = parsePermissions(field.optionalString(body, 'permissions')) ?? 0o644;
-    // Refused now rather than after gigabytes of parts: the same check runs again on complete.
-    await files.resolveWritable(target);
     const { uploadId, path } = await uploads.initiate(target, permissions);
     sendJson(res, 200, { uploadId, path });
   }
@@ -52,7 +50,7 @@ export function multipartUploadRoutes(files: SandboxFiles, uploads: MultipartUpl
       if (typeof entry !== 'object' || entry === null) throw badRequest(`'parts[${i}]' must be an object {partNumber, etag}`);
       return entry as MultipartPartInfo;
     });
-    const path = await uploads.complete(uploadIdOf(context), listed, (target, data, permissions) => files.writeFile(target, data, permissions));
+    const path = await uploads.complete(uploadIdOf(context), listed);
     sendJson(res, 200, { path, message: 'Multipart upload completed' });
   }
 

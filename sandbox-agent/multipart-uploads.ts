@@ -4,16 +4,28 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { MULTIPART_IDLE_SECONDS, MULTIPART_MAX_PART_NUMBER } from './contract/limits';
+import { MULTIPART_IDLE_SECONDS, MULTIPART_MAX_PART_BYTES, MULTIPART_MAX_PART_NUMBER } from './contract/limits';
 import type { MultipartPartInfo, MultipartUpload, MultipartUploadPartResponse, UploadedPart } from './contract/multipart-upload';
 import { HttpError, badRequest } from './http';
 
-/** What an upload becomes, as told at its start. */
+/** What an upload becomes, as told at its start, and where its bytes wait. */
 interface UploadRecord {
   uploadId: string;
+  /** The sandbox path the upload becomes. */
   path: string;
   permissions: number;
   initiatedAt: string;
+  /** The real path of the file holding the parts' bytes (see MultipartUploads). */
+  dataFile: string;
+}
+
+/** What the store needs of the sandbox's files: their policy decides where an upload may go. */
+export interface UploadTargets {
+  /** The real path a write to `asked` reaches, if writes may go there. */
+  resolveWritable(asked: string): Promise<string>;
+  makeDirectory(asked: string): Promise<void>;
+  /** Writes a file from a stream (the target's own checks apply). */
+  writeFile(asked: string, data: Readable, permissions: number): Promise<void>;
 }
 
 export interface MultipartUploadsOptions {
@@ -23,32 +35,38 @@ export interface MultipartUploadsOptions {
   now?: () => number;
 }
 
-/** Writes the assembled file: the target's own checks (writable, no symlink swapped in) apply. */
-export type WriteAssembled = (target: string, data: Readable, permissions: number) => Promise<void>;
-
 const UPLOAD_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-/** A finished part's file: `<partNumber>.<etag>.part`, so its name alone describes it. */
-const PART_FILE = /^(\d+)\.([0-9a-f]{32})\.part$/;
+/** A received part's marker: `<partNumber>.<etag>.<size>.part`, so its name alone describes it. */
+const PART_MARKER = /^(\d+)\.([0-9a-f]{32})\.(\d+)\.part$/;
 const RECORD_FILE = 'upload.json';
+/** Each part has a slot this big in the data file: the largest part. */
+const SLOT_BYTES = MULTIPART_MAX_PART_BYTES;
 const COPY_CHUNK_BYTES = 1024 * 1024;
 
 /**
- * Multipart uploads in progress, kept in a folder of the sandbox that the filesystem API never
- * serves: one folder per upload, holding its record and one file per part received. The folder
- * is the whole state, so an upload survives a failed request and a restart of the agent alike.
+ * Multipart uploads in progress. Each upload has a folder in a place the filesystem API never
+ * serves (its record and one empty marker file per part received, named after the part's
+ * number, etag and size), and one data file beside its target (`.hangar-upload-<id>`, on the
+ * same mount, as the reference keeps its parts beside the target): part n is written at offset
+ * (n - 1) x 5 MiB. When every part but the last fills its slot, as the SDK sends them, complete
+ * truncates the data file to the file's size and renames it onto the target: no byte is copied
+ * again, whatever the size. Other part sizes are copied out slot by slot. Disk state is the whole
+ * state, so an upload survives a failed request and a restart of the agent alike.
  *
- * Parts stream to a temporary file while their MD5 is computed, then are renamed to their final
- * name (which carries the part number and etag): a part is either whole or absent, and sending a
- * part number again replaces it. Renames, `complete` and `abort` of one upload take turns, so
- * `complete` never reads a part being replaced and never races an abort.
+ * Markers, `complete` and `abort` of one upload take turns, so `complete` never reads a part
+ * being replaced and never races an abort. A part is whole or absent: its marker is removed
+ * before its slot is written again, and written once the slot holds all of it.
  */
 export class MultipartUploads {
   private readonly turns = new Map<string, Promise<unknown>>();
+  /** Parts being written now, as `<uploadId>/<partNumber>`: one writer per slot. */
+  private readonly writing = new Set<string>();
   private readonly now: () => number;
   private sweeper: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly dir: string,
+    private readonly targets: UploadTargets,
     private readonly options: MultipartUploadsOptions,
   ) {
     this.now = options.now ?? Date.now;
@@ -66,37 +84,36 @@ export class MultipartUploads {
     clearInterval(this.sweeper);
   }
 
+  /** Refused at once (403, 400) where the finished file could not be written. */
   async initiate(target: string, permissions: number): Promise<UploadRecord> {
-    const record: UploadRecord = { uploadId: randomUUID(), path: target, permissions, initiatedAt: new Date(this.now()).toISOString() };
-    const folder = this.folderOf(record.uploadId);
+    await this.targets.makeDirectory(path.posix.dirname(target));
+    const real = await this.targets.resolveWritable(target);
+    const uploadId = randomUUID();
+    const record: UploadRecord = { uploadId, path: target, permissions, initiatedAt: new Date(this.now()).toISOString(), dataFile: path.join(path.dirname(real), `.hangar-upload-${uploadId}`) };
+    const folder = this.folderOf(uploadId);
     await fsp.mkdir(folder, { recursive: true, mode: 0o700 });
     await fsp.writeFile(path.join(folder, RECORD_FILE), JSON.stringify(record), { mode: 0o600 });
+    await fsp.writeFile(record.dataFile, '', { flag: 'wx', mode: 0o600 });
     return record;
   }
 
-  /** Streams one part to disk; the same part number sent again replaces the earlier one. */
+  /** Streams one part into its slot; the same part number sent again replaces the earlier one. */
   async putPart(uploadId: string, partNumber: number, data: Readable): Promise<MultipartUploadPartResponse> {
     assertPartNumber(partNumber, "query parameter 'partNumber'");
     const folder = await this.existingFolder(uploadId);
-    const temporary = path.join(folder, `${partNumber}.${randomUUID()}.tmp`);
-    const md5 = createHash('md5');
-    let size = 0;
-    const measure = new Transform({
-      transform(chunk: Buffer, _encoding, done) {
-        md5.update(chunk);
-        size += chunk.length;
-        done(null, chunk);
-      },
-    });
+    const slot = `${uploadId}/${partNumber}`;
+    if (this.writing.has(slot)) throw new HttpError(409, `part ${partNumber} of upload '${uploadId}' is being uploaded by another request`);
+    this.writing.add(slot);
     try {
-      await pipeline(data, measure, createWriteStream(temporary, { flags: 'wx', mode: 0o600 }));
-      const etag = md5.digest('hex');
+      const record = await this.inTurn(uploadId, async () => {
+        await this.removeMarkers(folder, partNumber);
+        return this.record(folder);
+      });
+      const { etag, size } = await writeSlot(data, record.dataFile, (partNumber - 1) * SLOT_BYTES);
       await this.inTurn(uploadId, async () => {
         // An abort or complete in between removed the folder: the part has nowhere to go.
         await this.existingFolder(uploadId);
-        const earlier = (await this.partFiles(folder)).filter((part) => part.partNumber === partNumber);
-        await fsp.rename(temporary, path.join(folder, partFileName(partNumber, etag)));
-        await Promise.all(earlier.filter((part) => part.etag !== etag).map((part) => fsp.rm(path.join(folder, partFileName(part.partNumber, part.etag)), { force: true })));
+        await fsp.writeFile(path.join(folder, markerName({ partNumber, etag, size })), '');
       });
       return { partNumber, etag, size };
     } catch (err) {
@@ -104,12 +121,12 @@ export class MultipartUploads {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') await this.existingFolder(uploadId);
       throw err;
     } finally {
-      await fsp.rm(temporary, { force: true });
+      this.writing.delete(slot);
     }
   }
 
   async listParts(uploadId: string): Promise<UploadedPart[]> {
-    return this.partFiles(await this.existingFolder(uploadId));
+    return this.markers(await this.existingFolder(uploadId));
   }
 
   async list(): Promise<MultipartUpload[]> {
@@ -123,16 +140,18 @@ export class MultipartUploads {
 
   /**
    * Checks the listed parts against those received (each present, with the etag its upload
-   * answered), writes them in part-number order through `write`, then forgets the upload.
+   * answered), makes the file of them in part-number order, then forgets the upload.
    */
-  async complete(uploadId: string, listed: MultipartPartInfo[], write: WriteAssembled): Promise<string> {
+  async complete(uploadId: string, listed: MultipartPartInfo[]): Promise<string> {
     return this.inTurn(uploadId, async () => {
       const folder = await this.existingFolder(uploadId);
       const record = await this.record(folder);
-      const received = new Map((await this.partFiles(folder)).map((part) => [part.partNumber, part]));
+      const received = new Map((await this.markers(folder)).map((part) => [part.partNumber, part]));
       const order = checkListedParts(listed, received);
-      await write(record.path, Readable.from(concatenate(order.map((part) => path.join(folder, partFileName(part.partNumber, part.etag))))), record.permissions);
-      await fsp.rm(folder, { recursive: true, force: true });
+      if (!(await this.placeWhole(record, order))) {
+        await this.targets.writeFile(record.path, Readable.from(slots(record.dataFile, order)), record.permissions);
+      }
+      await this.forget(folder, record);
       return record.path;
     });
   }
@@ -141,14 +160,14 @@ export class MultipartUploads {
     return this.inTurn(uploadId, async () => {
       const folder = await this.existingFolder(uploadId);
       const record = await this.record(folder).catch(() => undefined);
-      await fsp.rm(folder, { recursive: true, force: true });
+      await this.forget(folder, record);
       return record?.path ?? '';
     });
   }
 
   /**
    * Deletes the uploads that received nothing for `idleMs` (a folder's mtime moves with every
-   * part started or finished in it); an upload busy completing or aborting is left alone.
+   * part received in it); an upload busy completing or aborting is left alone.
    */
   async sweep(): Promise<string[]> {
     const removed: string[] = [];
@@ -157,10 +176,36 @@ export class MultipartUploads {
       const folder = this.folderOf(uploadId);
       const stats = await fsp.stat(folder).catch(() => undefined);
       if (!stats || this.now() - stats.mtimeMs <= this.options.idleMs) continue;
-      await fsp.rm(folder, { recursive: true, force: true });
+      await this.forget(folder, await this.record(folder).catch(() => undefined));
       removed.push(uploadId);
     }
     return removed;
+  }
+
+  /**
+   * Parts 1..n, each but the last filling its slot: the data file is the finished file once cut
+   * to size, and is renamed onto the target. False when the parts are laid out otherwise, or the
+   * target is on another mount than the data file (then the bytes are copied).
+   */
+  private async placeWhole(record: UploadRecord, order: UploadedPart[]): Promise<boolean> {
+    const contiguous = order.every((part, i) => part.partNumber === i + 1 && (i === order.length - 1 || part.size === SLOT_BYTES));
+    if (!contiguous) return false;
+    const real = await this.targets.resolveWritable(record.path);
+    const last = order[order.length - 1];
+    await fsp.truncate(record.dataFile, (last.partNumber - 1) * SLOT_BYTES + last.size);
+    await fsp.chmod(record.dataFile, record.permissions);
+    try {
+      await fsp.rename(record.dataFile, real);
+      return true;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'EXDEV') return false;
+      throw err;
+    }
+  }
+
+  private async forget(folder: string, record: UploadRecord | undefined): Promise<void> {
+    if (record) await fsp.rm(record.dataFile, { force: true });
+    await fsp.rm(folder, { recursive: true, force: true });
   }
 
   private folderOf(uploadId: string): string {
@@ -183,7 +228,7 @@ export class MultipartUploads {
 
   private async describe(uploadId: string): Promise<MultipartUpload> {
     const folder = this.folderOf(uploadId);
-    const [record, parts] = await Promise.all([this.record(folder), this.partFiles(folder)]);
+    const [{ dataFile: _internal, ...record }, parts] = await Promise.all([this.record(folder), this.markers(folder)]);
     return { ...record, parts: Object.fromEntries(parts.map((part) => [String(part.partNumber), part])) };
   }
 
@@ -195,16 +240,21 @@ export class MultipartUploads {
     return names.filter((name) => UPLOAD_ID.test(name));
   }
 
-  /** The finished parts in a folder, by part number, read from their file names. */
-  private async partFiles(folder: string): Promise<UploadedPart[]> {
+  /** The parts received, by part number, read from their markers' names. */
+  private async markers(folder: string): Promise<UploadedPart[]> {
     const parts: UploadedPart[] = [];
     for (const name of await fsp.readdir(folder)) {
-      const match = PART_FILE.exec(name);
+      const match = PART_MARKER.exec(name);
       if (!match) continue;
       const stats = await fsp.stat(path.join(folder, name)).catch(() => undefined);
-      if (stats) parts.push({ partNumber: Number(match[1]), etag: match[2], size: stats.size, uploadedAt: stats.mtime.toISOString() });
+      if (stats) parts.push({ partNumber: Number(match[1]), etag: match[2], size: Number(match[3]), uploadedAt: stats.mtime.toISOString() });
     }
     return parts.sort((a, b) => a.partNumber - b.partNumber);
+  }
+
+  private async removeMarkers(folder: string, partNumber: number): Promise<void> {
+    const stale = (await this.markers(folder)).filter((part) => part.partNumber === partNumber);
+    await Promise.all(stale.map((part) => fsp.rm(path.join(folder, markerName(part)), { force: true })));
   }
 
   /** Runs `step` once every earlier step for the same upload has settled. */
@@ -221,7 +271,27 @@ export class MultipartUploads {
   }
 }
 
-const partFileName = (partNumber: number, etag: string) => `${partNumber}.${etag}.part`;
+const markerName = (part: { partNumber: number; etag: string; size: number }) => `${part.partNumber}.${part.etag}.${part.size}.part`;
+
+/**
+ * Writes a part's bytes at `offset` of the data file, computing its etag on the way: the first
+ * 128 bits of their SHA-256, in hex (an etag is opaque to clients; SHA-256 runs at several times
+ * MD5's speed on CPUs with SHA extensions, and hashing is most of an upload's CPU time).
+ */
+async function writeSlot(data: Readable, dataFile: string, offset: number): Promise<{ etag: string; size: number }> {
+  const hash = createHash('sha256');
+  let size = 0;
+  const measure = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      size += chunk.length;
+      if (size > SLOT_BYTES) return done(new HttpError(413, `a part is at most ${SLOT_BYTES} bytes`));
+      hash.update(chunk);
+      done(null, chunk);
+    },
+  });
+  await pipeline(data, measure, createWriteStream(dataFile, { flags: 'r+', start: offset }));
+  return { etag: hash.digest('hex').slice(0, 32), size };
+}
 
 function assertPartNumber(value: unknown, name: string): asserts value is number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MULTIPART_MAX_PART_NUMBER) {
@@ -254,19 +324,21 @@ function normalEtag(etag: unknown): string | undefined {
   return typeof etag === 'string' ? etag.replace(/^"(.*)"$/, '$1').toLowerCase() : undefined;
 }
 
-/** The bytes of the files one after the other, read in large chunks. */
-async function* concatenate(files: string[]): AsyncGenerator<Buffer> {
-  for (const file of files) {
-    for await (const chunk of createReadStream(file, { highWaterMark: COPY_CHUNK_BYTES })) yield chunk as Buffer;
+/** The parts' bytes from their slots, one after the other, read in large chunks. */
+async function* slots(dataFile: string, parts: UploadedPart[]): AsyncGenerator<Buffer> {
+  for (const part of parts) {
+    if (part.size === 0) continue;
+    const start = (part.partNumber - 1) * SLOT_BYTES;
+    for await (const chunk of createReadStream(dataFile, { start, end: start + part.size - 1, highWaterMark: COPY_CHUNK_BYTES })) yield chunk as Buffer;
   }
 }
 
 /**
- * The sandbox's uploads, below the agent's run folder (hidden from the filesystem API, on disk
- * beside the sandbox's files), swept for abandoned ones every hour.
+ * The sandbox's uploads: their records below the agent's run folder (hidden from the filesystem
+ * API), swept for abandoned ones every hour.
  */
-export function openMultipartUploads(runDir: string): MultipartUploads {
-  const uploads = new MultipartUploads(path.join(runDir, 'multipart-uploads'), { idleMs: MULTIPART_IDLE_SECONDS * 1000 });
+export function openMultipartUploads(runDir: string, targets: UploadTargets): MultipartUploads {
+  const uploads = new MultipartUploads(path.join(runDir, 'multipart-uploads'), targets, { idleMs: MULTIPART_IDLE_SECONDS * 1000 });
   uploads.startSweeping(Math.min(MULTIPART_IDLE_SECONDS * 1000, 3600_000));
   return uploads;
 }

@@ -22,7 +22,7 @@ function buildApi(config: AgentConfig) {
   const files = new SandboxFiles(new PathPolicy(config.writableRoots, config.hiddenRoots), config.writableRoots);
   const processes = new ProcessManager({ env: config.processEnv, defaultWorkingDir: config.defaultWorkingDir });
   const monitor = new PortMonitor({ eventLog: config.eventLog, sandbox: config.sandboxName });
-  const uploads = openMultipartUploads(path.dirname(config.eventLog));
+  const uploads = openMultipartUploads(path.dirname(config.eventLog), files);
   let mcp: RouteHandler | undefined;
   // The MCP SDK loads on the first /mcp request: it would triple the agent's start time. A
   // require() rather than import(): the agent is CommonJS, and import() would go through Node's

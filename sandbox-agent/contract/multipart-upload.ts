@@ -21,7 +21,7 @@ export interface MultipartInitiateResponse {
 /** What PUT /filesystem-multipart/{uploadId}/part answers; `complete` is sent these back. */
 export interface MultipartUploadPartResponse {
   partNumber: number;
-  /** MD5 of the part's bytes, in hex. */
+  /** The first 128 bits of the SHA-256 of the part's bytes, in hex (opaque to clients, as the reference's MD5). */
   etag: string;
   size: number;
 }
@@ -59,7 +59,7 @@ export interface MultipartListUploadsResponse {
 }
 
 const partNumber = { type: 'integer' as const, minimum: 1, maximum: 10_000, description: 'The part\'s place in the file, from 1.' };
-const etag = { type: 'string' as const, description: 'MD5 of the part\'s bytes, in hex, as the part upload answered.' };
+const etag = { type: 'string' as const, description: 'What the part upload answered: the first 128 bits of the SHA-256 of its bytes, in hex.' };
 const partFields = { partNumber, etag, size: { type: 'integer' as const, description: 'Bytes.' } };
 const uploadedPartRef = { $ref: '#/components/schemas/UploadedPart' };
 

@@ -1,12 +1,13 @@
 import fc from 'fast-check';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { MultipartUploadPartResponse } from '../../../sandbox-agent/contract/multipart-upload';
 import { HttpError } from '../../../sandbox-agent/http';
-import { MultipartUploads, type WriteAssembled } from '../../../sandbox-agent/multipart-uploads';
+import { MultipartUploads, type UploadTargets } from '../../../sandbox-agent/multipart-uploads';
 
 // The upload store on a real folder; only the clock of the sweep is a test's.
 
@@ -16,7 +17,8 @@ beforeEach(async () => {
 });
 afterEach(() => fsp.rm(scratch, { recursive: true, force: true }));
 
-const md5 = (data: Buffer) => createHash('md5').update(data).digest('hex');
+/** A part's etag: the first 128 bits of its SHA-256, in hex. */
+const etagOf = (data: Buffer) => createHash('sha256').update(data).digest('hex').slice(0, 32);
 
 /** The bytes as a stream cut at the given points. */
 function chunked(data: Buffer, cuts: number[] = []): Readable {
@@ -30,13 +32,16 @@ function chunked(data: Buffer, cuts: number[] = []): Readable {
   return Readable.from(chunks);
 }
 
-/** A write of the assembled file to the scratch folder, as SandboxFiles.writeFile would. */
-const writeToScratch: WriteAssembled = async (target, data) => {
-  await fsp.mkdir(path.dirname(path.join(scratch, target)), { recursive: true });
-  await fsp.writeFile(path.join(scratch, target), data);
+/** The sandbox's files, played by the scratch folder: sandbox path /x is <scratch>/files/x. */
+const inScratch = (asked: string) => path.join(scratch, 'files', asked);
+const targets: UploadTargets = {
+  resolveWritable: async (asked) => inScratch(asked),
+  makeDirectory: async (asked) => void (await fsp.mkdir(inScratch(asked), { recursive: true })),
+  writeFile: async (asked, data, permissions) => pipeline(data, (await import('node:fs')).createWriteStream(inScratch(asked), { mode: permissions })),
 };
+const readTarget = (asked: string) => fsp.readFile(inScratch(asked));
 
-const storeIn = (dir: string, now?: () => number) => new MultipartUploads(dir, { idleMs: 60_000, now });
+const storeIn = (dir: string, now?: () => number) => new MultipartUploads(dir, targets, { idleMs: 60_000, now });
 
 async function expectRefused(promise: Promise<unknown>, status: number, message: RegExp) {
   const err = await promise.then(() => undefined, (e: unknown) => e);
@@ -69,8 +74,8 @@ test('parts sent in any order, concurrently, some sent twice, assemble into the 
           }),
         );
         const expected = parts.map((_, i) => byPart.get(i + 1)!.at(-1)!.data);
-        await store.complete(uploadId, [...last.values()].map(({ partNumber, etag }) => ({ partNumber, etag })), writeToScratch);
-        const written = await fsp.readFile(path.join(scratch, 'out/file.bin'));
+        await store.complete(uploadId, [...last.values()].map(({ partNumber, etag }) => ({ partNumber, etag })));
+        const written = await readTarget('/out/file.bin');
         return written.equals(Buffer.concat(expected)) && (await store.list()).length === 0;
       },
     ),
@@ -78,15 +83,15 @@ test('parts sent in any order, concurrently, some sent twice, assemble into the 
   );
 });
 
-test('a part answers its number, MD5 etag and size; list and listParts show what was received', async () => {
+test('a part answers its number, etag and size; list and listParts show what was received', async () => {
   const store = storeIn(scratch);
   const { uploadId, path: target } = await store.initiate('/home/user/big.bin', 0o600);
   expect(target).toBe('/home/user/big.bin');
   const data = Buffer.from('part two');
-  expect(await store.putPart(uploadId, 2, chunked(data, [3]))).toEqual({ partNumber: 2, etag: md5(data), size: data.length });
-  expect(await store.listParts(uploadId)).toEqual([{ partNumber: 2, etag: md5(data), size: data.length, uploadedAt: expect.any(String) }]);
+  expect(await store.putPart(uploadId, 2, chunked(data, [3]))).toEqual({ partNumber: 2, etag: etagOf(data), size: data.length });
+  expect(await store.listParts(uploadId)).toEqual([{ partNumber: 2, etag: etagOf(data), size: data.length, uploadedAt: expect.any(String) }]);
   expect(await store.list()).toEqual([
-    { uploadId, path: '/home/user/big.bin', permissions: 0o600, initiatedAt: expect.any(String), parts: { '2': expect.objectContaining({ etag: md5(data) }) } },
+    { uploadId, path: '/home/user/big.bin', permissions: 0o600, initiatedAt: expect.any(String), parts: { '2': expect.objectContaining({ etag: etagOf(data) }) } },
   ]);
 });
 
@@ -95,15 +100,15 @@ test('complete refuses, naming the entry at fault: a missing part, a wrong etag,
   const { uploadId } = await store.initiate('/f', 0o644);
   const one = await store.putPart(uploadId, 1, chunked(Buffer.from('one')));
   const ref = { partNumber: 1, etag: one.etag };
-  await expectRefused(store.complete(uploadId, [ref, { partNumber: 2, etag: one.etag }], writeToScratch), 400, /'parts\[1\]\.partNumber': part 2 was not uploaded/);
-  await expectRefused(store.complete(uploadId, [{ partNumber: 1, etag: md5(Buffer.from('other')) }], writeToScratch), 400, /'parts\[0\]\.etag' does not match part 1/);
-  await expectRefused(store.complete(uploadId, [ref, ref], writeToScratch), 400, /'parts\[1\]\.partNumber': part 1 is listed twice/);
-  await expectRefused(store.complete(uploadId, [{ partNumber: 10_001, etag: one.etag }], writeToScratch), 400, /'parts\[0\]\.partNumber' must be an integer from 1 to 10000/);
-  await expectRefused(store.complete(uploadId, [], writeToScratch), 400, /'parts' must list at least one part/);
+  await expectRefused(store.complete(uploadId, [ref, { partNumber: 2, etag: one.etag }]), 400, /'parts\[1\]\.partNumber': part 2 was not uploaded/);
+  await expectRefused(store.complete(uploadId, [{ partNumber: 1, etag: etagOf(Buffer.from('other')) }]), 400, /'parts\[0\]\.etag' does not match part 1/);
+  await expectRefused(store.complete(uploadId, [ref, ref]), 400, /'parts\[1\]\.partNumber': part 1 is listed twice/);
+  await expectRefused(store.complete(uploadId, [{ partNumber: 10_001, etag: one.etag }]), 400, /'parts\[0\]\.partNumber' must be an integer from 1 to 10000/);
+  await expectRefused(store.complete(uploadId, []), 400, /'parts' must list at least one part/);
   // Nothing was written and the upload is still there, ready for a right request.
-  await expect(fsp.stat(path.join(scratch, 'f'))).rejects.toThrow();
-  await store.complete(uploadId, [{ partNumber: 1, etag: `"${one.etag.toUpperCase()}"` }], writeToScratch);
-  expect(await fsp.readFile(path.join(scratch, 'f'), 'utf8')).toBe('one');
+  await expect(readTarget('/f')).rejects.toThrow();
+  await store.complete(uploadId, [{ partNumber: 1, etag: `"${one.etag.toUpperCase()}"` }]);
+  expect((await readTarget('/f')).toString()).toBe('one');
 });
 
 test('an unknown upload id and a part number out of range are refused', async () => {
@@ -113,7 +118,7 @@ test('an unknown upload id and a part number out of range are refused', async ()
     await expectRefused(store.putPart(unknown, 1, chunked(Buffer.from('x'))), 404, /no multipart upload with uploadId/);
     await expectRefused(store.listParts(unknown), 404, /uploadId/);
     await expectRefused(store.abort(unknown), 404, /uploadId/);
-    await expectRefused(store.complete(unknown, [{ partNumber: 1, etag: 'x' }], writeToScratch), 404, /uploadId/);
+    await expectRefused(store.complete(unknown, [{ partNumber: 1, etag: 'x' }]), 404, /uploadId/);
   }
   for (const partNumber of [0, -1, 10_001, 1.5]) await expectRefused(store.putPart(uploadId, partNumber, chunked(Buffer.from('x'))), 400, /'partNumber' must be an integer from 1 to 10000/);
 });
@@ -129,8 +134,8 @@ test('a failed part leaves no trace, and the upload goes on', async () => {
   expect(await store.listParts(uploadId)).toEqual([]);
   expect(await fsp.readdir(path.join(scratch, uploadId))).toEqual(['upload.json']);
   const part = await store.putPart(uploadId, 1, chunked(Buffer.from('whole')));
-  await store.complete(uploadId, [part], writeToScratch);
-  expect(await fsp.readFile(path.join(scratch, 'f'), 'utf8')).toBe('whole');
+  await store.complete(uploadId, [part]);
+  expect((await readTarget('/f')).toString()).toBe('whole');
 });
 
 test('uploads survive a restart of the agent: a new store on the same folder completes them', async () => {
@@ -139,13 +144,13 @@ test('uploads survive a restart of the agent: a new store on the same folder com
   const part = await before.putPart(uploadId, 1, chunked(Buffer.from('kept')));
   const after = storeIn(scratch);
   expect((await after.list()).map((u) => u.uploadId)).toEqual([uploadId]);
-  await after.complete(uploadId, [part], writeToScratch);
-  expect(await fsp.readFile(path.join(scratch, 'f'), 'utf8')).toBe('kept');
+  await after.complete(uploadId, [part]);
+  expect((await readTarget('/f')).toString()).toBe('kept');
 });
 
 test('sweep deletes the uploads idle for longer than the bound, and only those', async () => {
   let clock = Date.now();
-  const store = new MultipartUploads(path.join(scratch, 'store'), { idleMs: 60_000, now: () => clock });
+  const store = new MultipartUploads(path.join(scratch, 'store'), targets, { idleMs: 60_000, now: () => clock });
   const idle = await store.initiate('/idle', 0o644);
   await store.putPart(idle.uploadId, 1, chunked(Buffer.from('x')));
   const busy = await store.initiate('/busy', 0o644);
@@ -166,26 +171,67 @@ test('complete, abort and late parts of one upload race: exactly one of complete
   await fc.assert(
     fc.asyncProperty(fc.constantFrom('complete-first', 'abort-first'), fc.nat({ max: 3 }), fc.nat({ max: 3 }), async (first, delayA, delayB) => {
       const dir = path.join(scratch, `race-${Math.random()}`);
+      const target = `/${path.basename(dir)}/out.bin`;
       const store = storeIn(dir);
-      const { uploadId } = await store.initiate('/race/out.bin', 0o644);
+      const { uploadId } = await store.initiate(target, 0o644);
       const data = Buffer.alloc(200_000, 7);
       const part = await store.putPart(uploadId, 1, chunked(data, [1000, 50_000]));
       const wait = (ticks: number) => new Promise((resolve) => setTimeout(resolve, ticks));
-      const complete = wait(first === 'complete-first' ? 0 : delayA).then(() => store.complete(uploadId, [part], async (target, stream) => {
-        await fsp.mkdir(path.join(dir, 'out'), { recursive: true });
-        await fsp.writeFile(path.join(dir, 'out', path.basename(target)), stream);
-      }));
+      const complete = wait(first === 'complete-first' ? 0 : delayA).then(() => store.complete(uploadId, [part]));
       const abort = wait(first === 'abort-first' ? 0 : delayB).then(() => store.abort(uploadId));
       const late = store.putPart(uploadId, 2, chunked(Buffer.from('late')));
       const [c, a, l] = await Promise.allSettled([complete, abort, late]);
-      const written = await fsp.readFile(path.join(dir, 'out', 'out.bin')).catch(() => undefined);
+      const written = await readTarget(target).catch(() => undefined);
       const notFound = (r: PromiseSettledResult<unknown>) => r.status === 'rejected' && (r.reason as HttpError).status === 404;
       // One of complete and abort found the upload; the other answered 404.
       const oneWinner = (c.status === 'fulfilled') !== (a.status === 'fulfilled') && (notFound(c) || notFound(a));
       const fileRight = c.status === 'fulfilled' ? written?.equals(data) : written === undefined;
       const lateRight = l.status === 'fulfilled' || notFound(l);
-      return oneWinner && fileRight === true && lateRight && (await store.list()).length === 0;
+      // Whoever won, no data file is left beside the target.
+      const leftovers = (await fsp.readdir(path.dirname(inScratch(target)))).filter((name) => name.startsWith('.hangar-upload-'));
+      return oneWinner && fileRight === true && lateRight && leftovers.length === 0 && (await store.list()).length === 0;
     }),
     { numRuns: 30 },
   );
+});
+
+test('parts that fill their 5 MiB slots, as the SDK sends them, become the file by a rename: nothing is copied', async () => {
+  const store = storeIn(path.join(scratch, 'store'));
+  const { uploadId } = await store.initiate('/big/whole.bin', 0o640);
+  const first = randomBytes(5 * 1024 * 1024);
+  const last = randomBytes(1234);
+  // The last part first: parts arrive in any order.
+  const two = await store.putPart(uploadId, 2, chunked(last));
+  const one = await store.putPart(uploadId, 1, chunked(first, [70_000, 3_000_000]));
+  const [dataFile] = (await fsp.readdir(inScratch('/big'))).filter((name) => name.startsWith('.hangar-upload-'));
+  const { ino } = await fsp.stat(path.join(inScratch('/big'), dataFile));
+  await store.complete(uploadId, [one, two]);
+  const placed = await fsp.stat(inScratch('/big/whole.bin'));
+  expect(placed.ino).toBe(ino);
+  expect(placed.mode & 0o777).toBe(0o640);
+  expect((await readTarget('/big/whole.bin')).equals(Buffer.concat([first, last]))).toBe(true);
+  expect(await fsp.readdir(inScratch('/big'))).toEqual(['whole.bin']);
+});
+
+test('a part sent again that fails half-way leaves that part absent, never half old and half new', async () => {
+  const store = storeIn(path.join(scratch, 'store'));
+  const { uploadId } = await store.initiate('/f', 0o644);
+  await store.putPart(uploadId, 1, chunked(Buffer.from('good bytes')));
+  const broken = new Readable({ read() {
+    this.push(Buffer.from('BAD'));
+    this.destroy(new Error('connection reset'));
+  } });
+  await expect(store.putPart(uploadId, 1, broken)).rejects.toThrow(/connection reset/);
+  expect(await store.listParts(uploadId)).toEqual([]);
+});
+
+test('two requests for the same part at once: the second is refused (409) while the first writes', async () => {
+  const store = storeIn(path.join(scratch, 'store'));
+  const { uploadId } = await store.initiate('/f', 0o644);
+  const slow = new Readable({ read() {} });
+  const first = store.putPart(uploadId, 1, slow);
+  await expectRefused(store.putPart(uploadId, 1, chunked(Buffer.from('other'))), 409, /part 1 .* is being uploaded/);
+  slow.push(Buffer.from('first'));
+  slow.push(null);
+  await expect(first).resolves.toMatchObject({ partNumber: 1, size: 5 });
 });
