@@ -32,10 +32,12 @@ interface SandboxTarget {
   authorization: string;
 }
 
-function call(target: SandboxTarget, method: string, route: string, body?: Buffer | string, contentType = 'application/json'): Promise<{ status: number; json: any }> {
+/** One request; a body given in pieces is written piece by piece (a part's bytes are not copied into one buffer). */
+function call(target: SandboxTarget, method: string, route: string, body?: string | Buffer[], contentType = 'application/json'): Promise<{ status: number; json: any }> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string | number> = { host: target.host, authorization: target.authorization };
-    if (body !== undefined) Object.assign(headers, { 'content-type': contentType, 'content-length': Buffer.byteLength(body) });
+    const pieces = typeof body === 'string' ? [Buffer.from(body)] : body;
+    if (pieces) Object.assign(headers, { 'content-type': contentType, 'content-length': pieces.reduce((sum, piece) => sum + piece.length, 0) });
     const req = http.request({ host: '127.0.0.1', port: target.port, method, path: `${target.basePath}${route}`, headers }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -45,7 +47,8 @@ function call(target: SandboxTarget, method: string, route: string, body?: Buffe
       });
     });
     req.on('error', reject);
-    req.end(body);
+    for (const piece of pieces ?? []) req.write(piece);
+    req.end();
   });
 }
 
@@ -61,7 +64,7 @@ async function upload(target: SandboxTarget, data: Buffer, file: string): Promis
   const worker = async () => {
     for (let n = next++; n <= count; n = next++) {
       const bytes = data.subarray((n - 1) * PART_BYTES, Math.min(n * PART_BYTES, data.length));
-      const body = Buffer.concat([Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="blob"\r\nContent-Type: application/octet-stream\r\n\r\n`), bytes, Buffer.from(`\r\n--${boundary}--\r\n`)]);
+      const body = [Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="blob"\r\nContent-Type: application/octet-stream\r\n\r\n`), bytes, Buffer.from(`\r\n--${boundary}--\r\n`)];
       const part = await call(target, 'PUT', `/filesystem-multipart/${started.json.uploadId}/part?partNumber=${n}`, body, `multipart/form-data; boundary=${boundary}`);
       if (part.status !== 200) throw new Error(`part ${n}: ${part.status} ${JSON.stringify(part.json)}`);
       parts.push(part.json);
