@@ -32,11 +32,14 @@ export interface MultipartOptions {
 export function parseMultipart(body: Readable, boundary: string, options: MultipartOptions): Promise<{ fields: Map<string, string> }> {
   const fields = new Map<string, string>();
   let written: Promise<void> | undefined;
+  let file: Readable | undefined;
   return new Promise<{ fields: Map<string, string> }>((resolve, reject) => {
     let failed = false;
     const fail = (err: unknown) => {
       if (failed) return;
       failed = true;
+      // The file's consumer learns it too (a client gone mid-part must not leave it waiting).
+      if (file && !file.readableEnded) file.destroy(err as Error);
       // The rest of the body is read and dropped, so that the caller still gets its answer.
       body.unpipe(parser);
       body.resume();
@@ -44,6 +47,7 @@ export function parseMultipart(body: Readable, boundary: string, options: Multip
     };
     const takeFile = (data: Readable) => {
       if (written) return fail(badRequest(`only one '${options.fileField}' part is accepted`));
+      file = data;
       written = options.onFile(data);
       written.catch(fail);
     };

@@ -1,6 +1,7 @@
 import { SandboxInstance } from '@blaxel/core';
 import type { FastifyInstance } from 'fastify';
 import { createHash, randomBytes } from 'node:crypto';
+import http from 'node:http';
 import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../../helpers/platform';
 import { sandboxGatewayConfig, useReferenceSdk } from '../../helpers/reference-sdk';
 import { startSandboxPlatform, stopRuntimeTest } from '../../helpers/runtime-platform';
@@ -194,6 +195,32 @@ describe('multipart upload refusals, in the reference\'s error shape', () => {
     expect(await raw('DELETE', `/filesystem-multipart/${uploadId}/abort`)).toEqual({ status: 200, json: { path: '/tmp/too-big.bin', message: 'Multipart upload aborted' } });
     expect(await mine()).toEqual([]);
     expect((await raw('GET', `/filesystem-multipart/${uploadId}/parts`)).status).toBe(404);
+  });
+
+  test('a part whose client goes away half-way can be sent again at once, and the upload completes', async () => {
+    const uploadId = await initiate('/tmp/retried.bin');
+    const url = new URL(`${sandbox.metadata.url}/filesystem-multipart/${uploadId}/part?partNumber=1`);
+    const boundary = 'retryBoundary';
+    // Announces 1 MiB of part, sends 64 KiB of it, and hangs up: as a connection reset mid-part does.
+    await new Promise<void>((resolve) => {
+      const req = http.request({ host: url.hostname, port: url.port, path: `${url.pathname}${url.search}`, method: 'PUT', headers: {
+        authorization: `Bearer ${tenant.admin.apiKey}`,
+        'content-type': `multipart/form-data; boundary=${boundary}`,
+        'content-length': 1024 * 1024,
+      } });
+      req.on('error', () => resolve());
+      req.write(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="blob"\r\n\r\n`);
+      req.write(Buffer.alloc(64 * 1024, 1), () => setTimeout(() => {
+        req.destroy();
+        resolve();
+      }, 200));
+    });
+    const again = await eventually('the part sent again', async () => {
+      const res = await raw('PUT', `/filesystem-multipart/${uploadId}/part?partNumber=1`, { form: partForm(Buffer.from('whole part')) });
+      return res.status === 200 ? res : undefined;
+    }, 10_000);
+    expect(await raw('POST', `/filesystem-multipart/${uploadId}/complete`, { json: { parts: [again.json] } })).toMatchObject({ status: 200 });
+    expect(await sandbox.fs.read('/tmp/retried.bin')).toBe('whole part');
   });
 
   test('an upload to a folder the API may not write is refused at initiate', async () => {

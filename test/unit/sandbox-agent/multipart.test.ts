@@ -90,3 +90,30 @@ test('a file of exactly the size limit passes; one byte more is a 413 naming the
   await expect(parseLimited(Buffer.alloc(1000, 1))).resolves.toBeDefined();
   await expect(parseLimited(Buffer.alloc(1001, 1))).rejects.toMatchObject({ status: 413, message: "'file' is larger than 1000 bytes" });
 });
+
+test('a body cut off mid-file (the client went away) fails the file stream too, so its consumer never waits forever', async () => {
+  const whole = body(Buffer.alloc(100_000, 3));
+  let consumer: Promise<unknown> | undefined;
+  let sent = false;
+  const cut = new Readable({
+    read() {
+      if (sent) return;
+      sent = true;
+      this.push(whole.subarray(0, 50_000));
+      setImmediate(() => this.destroy(Object.assign(new Error('aborted'), { code: 'ECONNRESET' })));
+    },
+  });
+  const parsed = parseMultipart(cut, boundary, {
+    fileField: 'file',
+    onFile: (data) => {
+      consumer = (async () => {
+        for await (const _chunk of data) {
+          // drained
+        }
+      })();
+      return consumer as Promise<void>;
+    },
+  });
+  await expect(parsed).rejects.toThrow();
+  await expect(consumer).rejects.toThrow();
+});
