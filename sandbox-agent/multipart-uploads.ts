@@ -167,12 +167,13 @@ export class MultipartUploads {
 
   /**
    * Deletes the uploads that received nothing for `idleMs` (a folder's mtime moves with every
-   * part received in it); an upload busy completing or aborting is left alone.
+   * part received in it); an upload busy completing, aborting or receiving a part is left alone.
    */
   async sweep(): Promise<string[]> {
     const removed: string[] = [];
+    const busy = new Set([...this.turns.keys(), ...[...this.writing].map((slot) => slot.split('/')[0])]);
     for (const uploadId of await this.uploadIds()) {
-      if (this.turns.has(uploadId)) continue;
+      if (busy.has(uploadId)) continue;
       const folder = this.folderOf(uploadId);
       const stats = await fsp.stat(folder).catch(() => undefined);
       if (!stats || this.now() - stats.mtimeMs <= this.options.idleMs) continue;

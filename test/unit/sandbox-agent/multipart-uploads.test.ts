@@ -161,7 +161,18 @@ test('sweep deletes the uploads idle for longer than the bound, and only those',
   expect(await store.sweep()).toEqual([idle.uploadId]);
   expect((await store.list()).map((u) => u.uploadId)).toEqual([busy.uploadId]);
   await expectRefused(store.listParts(idle.uploadId), 404, /uploadId/);
-  // Past the bound for the busy one too: swept.
+  // Past the bound for the other one too, but a part is streaming into it: kept until it lands.
+  clock = Date.now() + 61_000;
+  let started: () => void = () => undefined;
+  const reading = new Promise<void>((resolve) => (started = resolve));
+  // Its first read() says the part's bytes are being written.
+  const streaming = new Readable({ read: () => started() });
+  const landing = store.putPart(busy.uploadId, 1, streaming);
+  await reading;
+  expect(await store.sweep()).toEqual([]);
+  streaming.push(null);
+  await landing;
+  // Idle past the bound again: swept.
   clock = Date.now() + 61_000;
   expect(await store.sweep()).toEqual([busy.uploadId]);
   expect(await fsp.readdir(path.join(scratch, 'store'))).toEqual([]);
