@@ -37,6 +37,8 @@ function answerContent(answer: RouteAnswer): Record<string, unknown> {
 }
 
 function requestBody(route: AgentRoute): Operation | undefined {
+  // A multipart upload's part: the bytes as the `file` part of a form.
+  if (route.operation === 'uploadMultipartPart') return { required: true, content: { 'multipart/form-data': { schema: { type: 'object', properties: { file: { type: 'string', format: 'binary' } } } } } };
   if (!route.body) return undefined;
   const content: Record<string, unknown> = json(ref(route.body));
   // A file is also written as multipart (a `file` part) or as raw bytes.
@@ -63,6 +65,7 @@ const PATH_PARAMETERS: Record<string, string> = {
   path: 'A path inside the sandbox, of any depth (its slashes are part of it).',
   process: 'The process\'s pid or name.',
   pid: 'A process id of the sandbox.',
+  uploadId: 'A multipart upload, as initiate answered it.',
 };
 
 function operation(route: AgentRoute, method: string): Operation {
