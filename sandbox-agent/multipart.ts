@@ -40,14 +40,15 @@ export function parseMultipart(body: Readable, boundary: string, options: Multip
       failed = true;
       // The file's consumer learns it too (a client gone mid-part must not leave it waiting).
       if (file && !file.readableEnded) file.destroy(err as Error);
-      // The rest of the body is read and dropped, so that the caller still gets its answer.
       body.unpipe(parser);
-      body.resume();
-      reject(err);
+      afterDrained(body, () => reject(err));
     };
     const takeFile = (data: Readable) => {
       if (written) return fail(badRequest(`only one '${options.fileField}' part is accepted`));
       file = data;
+      // Its consumer sees a failure through its own listeners; a consumer that gave up without
+      // reading (a refused part) has none, and the failure must not become an uncaught error.
+      data.on('error', () => undefined);
       written = options.onFile(data);
       written.catch(fail);
     };
@@ -86,6 +87,34 @@ export function parseMultipart(body: Readable, boundary: string, options: Multip
     body.on('error', fail);
     body.pipe(parser);
   });
+}
+
+/** Bytes of a refused body read and dropped before the refusal is answered anyway. */
+const MAX_DRAINED_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Calls `then` once the rest of the body is read and dropped. A refusal answered while the
+ * client still sends leaves the exchange unfinished: clients such as fetch stop sending, and the
+ * connection then stays open, never reused nor closed, on the agent and on the gateway in front
+ * of it. Past MAX_DRAINED_BYTES the answer goes out anyway.
+ */
+function afterDrained(body: Readable, then: () => void): void {
+  let dropped = 0;
+  let done = false;
+  const finish = () => {
+    if (done) return;
+    done = true;
+    then();
+  };
+  if (body.readableEnded || body.destroyed) return finish();
+  body.on('data', (chunk: Buffer) => {
+    dropped += chunk.length;
+    if (dropped > MAX_DRAINED_BYTES) finish();
+  });
+  body.once('end', finish);
+  body.once('close', finish);
+  body.once('error', finish);
+  body.resume();
 }
 
 /** busboy's parse errors, told as what they mean for the sender. */

@@ -162,6 +162,17 @@ describe('multipart upload refusals, in the reference\'s error shape', () => {
     expect(completeUnknown).toEqual({ status: 404, json: { error: expect.stringMatching(/uploadId/) } });
   });
 
+  test('a refusal that comes while the client still sends its part reaches the client whole', async () => {
+    const uploadId = await initiate('/tmp/early-answer.bin');
+    // The part number is refused as soon as the part begins; the client is still sending 5 MiB.
+    for (let i = 0; i < 8; i++) {
+      expect(await raw('PUT', `/filesystem-multipart/${uploadId}/part?partNumber=0`, { form: partForm(Buffer.alloc(5 * MiB, 2)) })).toEqual({
+        status: 400,
+        json: { error: "query parameter 'partNumber' must be an integer from 1 to 10000" },
+      });
+    }
+  });
+
   test('complete with a wrong etag or a part never sent is refused, naming the entry; the upload stays and completes once right', async () => {
     const uploadId = await initiate('/tmp/etags.bin');
     const one = await raw('PUT', `/filesystem-multipart/${uploadId}/part?partNumber=1`, { form: partForm(Buffer.from('first ')) });

@@ -239,8 +239,12 @@ test('a part sent again that fails half-way leaves that part absent, never half 
 test('two requests for the same part at once: the second is refused (409) while the first writes', async () => {
   const store = storeIn(path.join(scratch, 'store'));
   const { uploadId } = await store.initiate('/f', 0o644);
-  const slow = new Readable({ read() {} });
+  let started: () => void = () => undefined;
+  const reading = new Promise<void>((resolve) => (started = resolve));
+  // Its first read() says the first request's bytes are being written.
+  const slow = new Readable({ read: () => started() });
   const first = store.putPart(uploadId, 1, slow);
+  await reading;
   await expectRefused(store.putPart(uploadId, 1, chunked(Buffer.from('other'))), 409, /part 1 .* is being uploaded/);
   slow.push(Buffer.from('first'));
   slow.push(null);

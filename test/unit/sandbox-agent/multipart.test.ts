@@ -117,3 +117,43 @@ test('a body cut off mid-file (the client went away) fails the file stream too, 
   await expect(parsed).rejects.toThrow();
   await expect(consumer).rejects.toThrow();
 });
+
+test('a file its consumer refuses without reading is answered with that refusal, and nothing is left to throw', async () => {
+  const uncaught: unknown[] = [];
+  const record = (err: unknown) => uncaught.push(err);
+  process.on('uncaughtException', record);
+  try {
+    const refused = parseMultipart(Readable.from([body(Buffer.alloc(200_000, 5))]), boundary, {
+      fileField: 'file',
+      onFile: async () => {
+        throw new HttpError(400, "query parameter 'partNumber' must be an integer from 1 to 10000");
+      },
+    });
+    await expect(refused).rejects.toMatchObject({ status: 400, message: expect.stringMatching(/partNumber/) });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(uncaught).toEqual([]);
+  } finally {
+    process.off('uncaughtException', record);
+  }
+});
+
+test('a refusal is answered once the rest of the body is read: a client still sending would leave the connection hanging', async () => {
+  const whole = body(Buffer.alloc(300_000, 1));
+  const chunks = [whole.subarray(0, 1000), whole.subarray(1000, 150_000), whole.subarray(150_000)];
+  const events: string[] = [];
+  const slow = new Readable({
+    read() {
+      setTimeout(() => {
+        const next = chunks.shift();
+        if (next) return this.push(next);
+        events.push('body read');
+        this.push(null);
+      }, 5);
+    },
+  });
+  const onFile = async () => {
+    throw new HttpError(400, 'refused');
+  };
+  await parseMultipart(slow, boundary, { fileField: 'file', onFile }).catch(() => events.push('refused'));
+  expect(events).toEqual(['body read', 'refused']);
+});
