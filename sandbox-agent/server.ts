@@ -12,6 +12,7 @@ import { PortForwards } from './port-forward';
 import { PortMonitor } from './port-monitor';
 import { ProcessManager } from './process-manager';
 import { processRoutes } from './process-routes';
+import { searchRoutes } from './search-routes';
 import type { RouteHandler, RouteHandlers } from './route-handler';
 
 /** What the API serves for one configuration: the handlers of its configuration-bound routes. */
@@ -30,6 +31,7 @@ function buildApi(config: AgentConfig) {
     startedAt: new Date(),
     handlers: {
       ...filesystemRoutes(files),
+      ...searchRoutes(files, { processEnv: config.processEnv }),
       ...processRoutes(processes),
       ...networkRoutes(monitor, new PortForwards(path.dirname(config.eventLog))),
       mcp: (req, res, context) => (mcp ??= loadMcp())(req, res, context),
