@@ -145,6 +145,7 @@ function watching(path: string, options: { ignore?: string[] } = {}) {
   const errors: Error[] = [];
   const handle = sandbox.fs.watch(path, (event) => void events.push({ op: event.op, name: event.name, path: event.path }), {
     ...options,
+    withContent: false,
     onError: (err) => void errors.push(err),
   });
   return { events, errors, close: () => handle.close() };
