@@ -66,7 +66,10 @@ function lineMatcher(query: ContentQuery): (line: string) => number {
 }
 
 function searchText(relative: string, content: Buffer, query: ContentQuery, find: (line: string) => number): ContentSearchMatch[] {
-  const lines = content.toString('utf8').split('\n');
+  const whole = content.toString('utf8');
+  // The text holds no newline: a file without it anywhere has no matching line (most files; no split needed).
+  if (find(whole) < 0) return [];
+  const lines = whole.split('\n');
   if (lines.at(-1) === '') lines.pop();
   const lineAt: LineAt = (n) => lines[n - 1];
   const matches: ContentSearchMatch[] = [];
