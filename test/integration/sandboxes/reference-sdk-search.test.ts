@@ -49,6 +49,11 @@ async function sh(command: string): Promise<void> {
   if (done.exitCode !== 0) throw new Error(`${command}: exit ${done.exitCode}: ${done.logs}`);
 }
 
+/** A call of the sandbox API without the SDK, as a user's own HTTP client makes it. */
+function sandboxCall(method: string, path: string): Promise<Response> {
+  return fetch(`${sandbox.metadata.url}${path}`, { method, headers: { authorization: `Bearer ${tenant.admin.apiKey}` } });
+}
+
 /** The sandbox API's answer to a bad request, as the SDK reports it. */
 async function refusal(call: Promise<unknown>): Promise<string> {
   const err = await call.then(() => undefined, (e: Error) => e);
@@ -100,6 +105,22 @@ describe('fs.search', () => {
     expect(found.matches[0].score).toBeGreaterThan(found.matches[1].score);
     expect(found.total).toBe(2);
   });
+
+  test('a caller that sends the query (as the route documents it) gets the paths matching it, best first', async () => {
+    const res = await sandboxCall('GET', `/filesystem-search/${encodeURIComponent('/tmp/fz')}?query=fz&maxResults=0`);
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { matches: { path: string }[] };
+    expect(body.matches.map((m) => m.path)).toEqual(['a/tmp/fz.txt', 'x/t/m/p/f/z']);
+  });
+});
+
+describe('HEAD', () => {
+  test('answers whether the folder can be served, with nothing searched', async () => {
+    for (const route of ['filesystem-find', 'filesystem-search', 'filesystem-content-search', 'watch/filesystem']) {
+      expect([route, (await sandboxCall('HEAD', `/${route}/${encodeURIComponent('/tmp/find')}`)).status]).toEqual([route, 200]);
+      expect([route, (await sandboxCall('HEAD', `/${route}/${encodeURIComponent('/tmp/not-there')}`)).status]).toEqual([route, 400]);
+    }
+  });
 });
 
 describe('fs.grep', () => {
@@ -110,6 +131,8 @@ describe('fs.grep', () => {
   });
 
   test('lines holding the text, with line, column and context; case ignored unless asked', async () => {
+    // The sandbox's image has ripgrep (the node's, shown read-only): this goes through it.
+    await sh('command -v rg');
     const found = await sandbox.fs.grep('needle', '/tmp/grep', { contextLines: 1 });
     expect(found).toEqual({
       query: 'needle',
