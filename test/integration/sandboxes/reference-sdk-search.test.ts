@@ -1,35 +1,20 @@
 import { SandboxInstance } from '@blaxel/core';
-import type { FastifyInstance } from 'fastify';
-import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../../helpers/platform';
-import { sandboxGatewayConfig, useReferenceSdk } from '../../helpers/reference-sdk';
-import { startSandboxPlatform, stopRuntimeTest } from '../../helpers/runtime-platform';
-import type { testRuntime } from '../../helpers/sandbox-runtime';
-import { eventually, type RunningWorker } from '../../helpers/workers';
+import { startReferenceSdkPlatform, type ReferenceSdkPlatform } from '../../helpers/reference-sdk';
+import { unique } from '../../helpers/platform';
+import { eventually } from '../../helpers/workers';
 
 // fs.find, fs.search, fs.grep and fs.watch of the reference SDK (@blaxel/core) against a Hangar
 // sandbox, through the harness of test/helpers/reference-sdk.ts (header names and base URLs only).
 // Real sandboxes on a busy 2-core machine: generous limits; no test asserts on time.
 jest.setTimeout(90_000);
 
-let t: TestApp;
-let tenant: TestTenant;
-let gateway: FastifyInstance;
-let control: RunningWorker;
-let node: RunningWorker;
-let runtime: ReturnType<typeof testRuntime>;
-let restoreFetch: () => void = () => undefined;
+let hangar: ReferenceSdkPlatform;
 let sandbox: SandboxInstance;
 
 const name = unique('sdk-search');
 
 beforeAll(async () => {
-  const sandboxUrls = await sandboxGatewayConfig();
-  t = await startTestApp({ taskQueue: unique('reference-sdk-search'), ...sandboxUrls });
-  tenant = await createTenant(t.app.pg, 'sdk-search');
-  ({ runtime, gateway, control, node } = await startSandboxPlatform(t));
-  const apiOrigin = await t.app.listen({ host: '127.0.0.1', port: 0 });
-  const sandboxOrigin = await gateway.listen({ host: sandboxUrls.host, port: sandboxUrls.sandboxPort });
-  restoreFetch = useReferenceSdk({ apiOrigin, sandboxOrigin, apiKey: tenant.admin.apiKey, workspace: tenant.workspace });
+  hangar = await startReferenceSdkPlatform('sdk-search');
   await SandboxInstance.create({ metadata: { name }, spec: { runtime: { image: 'hangar/base:latest', memory: 256 } } });
   sandbox = await eventually(`${name} DEPLOYED`, async () => {
     const found = await SandboxInstance.get(name);
@@ -38,10 +23,7 @@ beforeAll(async () => {
   }, 60_000);
 }, 120_000);
 
-afterAll(async () => {
-  restoreFetch();
-  await stopRuntimeTest({ runtime, node, control, gateway, t });
-}, 60_000);
+afterAll(() => hangar?.stop(), 60_000);
 
 /** Runs a shell command in the sandbox and waits for it to succeed. */
 async function sh(command: string): Promise<void> {
@@ -51,7 +33,7 @@ async function sh(command: string): Promise<void> {
 
 /** A call of the sandbox API without the SDK, as a user's own HTTP client makes it. */
 function sandboxCall(method: string, path: string): Promise<Response> {
-  return fetch(`${sandbox.metadata.url}${path}`, { method, headers: { authorization: `Bearer ${tenant.admin.apiKey}` } });
+  return fetch(`${sandbox.metadata.url}${path}`, { method, headers: { authorization: `Bearer ${hangar.tenant.admin.apiKey}` } });
 }
 
 /** The sandbox API's answer to a bad request, as the SDK reports it. */
@@ -236,12 +218,12 @@ describe('fs.watch', () => {
   });
 
   test('the stream ends when the SDK closes the watch: the sandbox API holds no request for it', async () => {
-    const [box] = await runtime.list();
+    const [box] = await hangar.runtime.list();
     const watch = watching('/tmp/watch');
     await watchInPlace(watch, '/tmp/watch');
-    expect((await runtime.activity(box.id)).inflightRequests).toBeGreaterThanOrEqual(1);
+    expect((await hangar.runtime.activity(box.id)).inflightRequests).toBeGreaterThanOrEqual(1);
     watch.close();
-    await eventually('the watch request ended', async () => ((await runtime.activity(box.id)).inflightRequests === 0 ? true : undefined));
+    await eventually('the watch request ended', async () => ((await hangar.runtime.activity(box.id)).inflightRequests === 0 ? true : undefined));
   });
 
   test('a watch on a missing folder, or on a file, reports the 400 of the sandbox API', async () => {
