@@ -175,6 +175,18 @@ const seen = (watch: ReturnType<typeof watching>, wanted: SeenEvent) =>
     watch.events.some((e) => e.op === wanted.op && e.name === wanted.name && e.path === wanted.path) ? true : undefined,
   );
 
+describe('what the API never shows', () => {
+  // /etc/hangar holds the agent's configuration (the user's environment variables among it).
+  test('find, search and grep below /etc pass over /etc/hangar; asking for it is a 403', async () => {
+    const folders = await sandbox.fs.find('/etc', { type: 'directory', maxResults: 0, excludeHidden: false });
+    expect(folders.matches.length).toBeGreaterThan(0);
+    expect(folders.matches.filter((m) => m.path.startsWith('hangar'))).toEqual([]);
+    expect((await sandbox.fs.grep('agent.sock', '/etc', { maxResults: 0 })).matches).toEqual([]);
+    expect((await sandbox.fs.search('x', '/etc')).matches.filter((m) => m.path.startsWith('hangar'))).toEqual([]);
+    expect(await refusal(sandbox.fs.find('/etc/hangar'))).toMatch(/403/);
+  });
+});
+
 describe('fs.watch', () => {
   test('a write, a chmod, a rename and a removal arrive as CREATE, WRITE, CHMOD, RENAME and REMOVE events', async () => {
     await sandbox.fs.mkdir('/tmp/watch');
