@@ -29,8 +29,8 @@ type SearchOperation =
   | 'watchFilesHead';
 
 /** A watch stream says it is alive this often, as the reference's does, so that no proxy takes it for idle. */
-export const WATCH_KEEPALIVE_MS = 30_000;
-export const KEEPALIVE_LINE = '[keepalive]\n';
+const WATCH_KEEPALIVE_MS = 30_000;
+const KEEPALIVE_LINE = '[keepalive]\n';
 
 export interface SearchRoutesOptions {
   /** The environment of the user's processes: its PATH tells whether the image has ripgrep. */
@@ -82,9 +82,10 @@ async function streamChanges(files: SandboxFiles, res: ServerResponse, { params,
 
 /** find, fuzzy search, content search and watch below a folder of the sandbox. */
 export function searchRoutes(files: SandboxFiles, options: SearchRoutesOptions) {
-  const walkOptions = (query: URLSearchParams, hiddenByDefault: boolean) => ({
+  /** What find and search leave out: the folders named, and (unless told otherwise) hidden names. */
+  const walkOptions = (query: URLSearchParams) => ({
     excludeDirs: new Set(excludeDirsOf(query)),
-    excludeHidden: booleanOf(query, 'excludeHidden', hiddenByDefault),
+    excludeHidden: booleanOf(query, 'excludeHidden', true),
     isHidden: (real: string) => files.policy.isHidden(real),
   });
 
@@ -93,7 +94,7 @@ export function searchRoutes(files: SandboxFiles, options: SearchRoutesOptions) 
     const patterns = globsOf(query, 'patterns');
     const maxResults = maxResultsOf(query, 20);
     const root = await searchableFolder(files, files.parse(params.path));
-    const matches = await findEntries(root, { ...walkOptions(query, true), type, patterns, maxResults });
+    const matches = await findEntries(root, { ...walkOptions(query), type, patterns, maxResults });
     sendJson(res, 200, { matches, total: matches.length } satisfies FindResponse);
   }
 
@@ -104,7 +105,7 @@ export function searchRoutes(files: SandboxFiles, options: SearchRoutesOptions) 
     // The reference SDK's fs.search never sends its query; the reference then matches the path itself.
     const text = query.get('query') || asked;
     const root = await searchableFolder(files, asked);
-    const matches = await fuzzyFind(root, { ...walkOptions(query, true), text, patterns, maxResults });
+    const matches = await fuzzyFind(root, { ...walkOptions(query), text, patterns, maxResults });
     sendJson(res, 200, { matches, total: matches.length } satisfies FuzzySearchResponse);
   }
 
