@@ -36,7 +36,13 @@ function listOf(query: URLSearchParams, name: string, fallback: readonly string[
   return raw.split(',').map((item) => item.trim()).filter((item) => item !== '');
 }
 
-export const excludeDirsOf = (query: URLSearchParams) => listOf(query, 'excludeDirs', DEFAULT_EXCLUDED_DIRS);
+/** Folder names (not paths): a name with a slash could never match one, so it is refused rather than ignored. */
+export function excludeDirsOf(query: URLSearchParams): string[] {
+  const names = listOf(query, 'excludeDirs', DEFAULT_EXCLUDED_DIRS);
+  const path = names.find((name) => name.includes('/'));
+  if (path !== undefined) throw badRequest(`query parameter 'excludeDirs' lists folder names, not paths: '${path}'`);
+  return names.filter((name) => name !== '.' && name !== '..');
+}
 
 export const ignoreOf = (query: URLSearchParams) => listOf(query, 'ignore', []);
 
