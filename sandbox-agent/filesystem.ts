@@ -23,7 +23,7 @@ export class SandboxFiles {
   private readonly groups: Map<number, string>;
 
   constructor(
-    private readonly policy: PathPolicy,
+    readonly policy: PathPolicy,
     private readonly writableRoots: string[],
   ) {
     this.users = namesById(readOptional('/etc/passwd'));

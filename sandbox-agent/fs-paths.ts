@@ -8,7 +8,8 @@ import { HttpError, badRequest } from './http';
  */
 export class PathPolicy {
   private readonly writable: string[];
-  private readonly hidden: string[];
+  /** Folders never read nor listed (real paths). */
+  readonly hidden: string[];
 
   constructor(writableRoots: string[], hiddenRoots: string[]) {
     this.writable = writableRoots.map(stripSlash);

@@ -21,7 +21,7 @@ const KEEP_FINISHED_OUTPUT = 32 * 1024 * 1024;
  * serves the sandbox: they start with a higher score. Raising one's own score needs no
  * privilege (lowering the agent's would).
  */
-const OOM_PREFER_USER = 'echo 500 >/proc/self/oom_score_adj 2>/dev/null\n';
+export const OOM_PREFER_USER = 'echo 500 >/proc/self/oom_score_adj 2>/dev/null\n';
 
 export function parseProcessRequest(body: Record<string, unknown>): ProcessRequest {
   const command = field.optionalString(body, 'command');

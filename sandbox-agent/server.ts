@@ -15,6 +15,7 @@ import { PortForwards } from './port-forward';
 import { PortMonitor } from './port-monitor';
 import { ProcessManager } from './process-manager';
 import { processRoutes } from './process-routes';
+import { searchRoutes } from './search-routes';
 import type { RouteHandler, RouteHandlers } from './route-handler';
 
 /** What the API serves for one configuration: the handlers of its configuration-bound routes. */
@@ -35,6 +36,7 @@ function buildApi(config: AgentConfig) {
     startedAt: new Date(),
     handlers: {
       ...filesystemRoutes(files),
+      ...searchRoutes(files, { processEnv: config.processEnv }),
       ...processRoutes(processes),
       ...fileTreeRoutes(files),
       ...multipartUploadRoutes(files, uploads),

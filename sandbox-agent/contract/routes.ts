@@ -47,6 +47,23 @@ const treeBounds: readonly QueryParameter[] = [
   { name: 'maxEntries', type: 'integer', description: 'Entries at most (1-100000, default 10000); a cut tree says truncated.' },
 ];
 
+// Find, search, content search and watch: their query parameters, as the reference SDK sends them.
+const maxResults = (fallback: number): QueryParameter => ({ name: 'maxResults', type: 'integer', description: `Results at most (default ${fallback}, at most 1000; 0: all).` });
+const excludeDirs: QueryParameter = { name: 'excludeDirs', type: 'string', description: 'Comma-separated folder names not entered (default: node_modules,vendor,.git,dist,build,target,__pycache__,.venv,.next,coverage).' };
+const excludeHidden: QueryParameter = { name: 'excludeHidden', type: 'boolean', description: 'Leave out names starting with a dot (default true).' };
+const patterns: QueryParameter = { name: 'patterns', type: 'string', description: 'Comma-separated name globs a file must match (*, ?, [a-z], {a,b}).' };
+const findQuery: readonly QueryParameter[] = [{ name: 'type', type: 'string', description: 'file (default) or directory.' }, patterns, maxResults(20), excludeDirs, excludeHidden];
+const fuzzyQuery: readonly QueryParameter[] = [{ name: 'query', type: 'string', description: 'What to match (default: the path itself, as the reference reads it).' }, patterns, maxResults(20), excludeDirs, excludeHidden];
+const contentQuery: readonly QueryParameter[] = [
+  { name: 'query', type: 'string', description: 'The text to find (required; literal, not a pattern).' },
+  { name: 'caseSensitive', type: 'boolean', description: 'Default false.' },
+  { name: 'contextLines', type: 'integer', description: 'Lines of context each side of a match (0-20, default 0).' },
+  maxResults(100),
+  { name: 'filePattern', type: 'string', description: 'A glob a file\'s name must match, for example *.go.' },
+  excludeDirs,
+];
+const watchIgnore: QueryParameter = { name: 'ignore', type: 'string', description: 'Comma-separated texts: events whose path contains one are not sent.' };
+
 export const AGENT_ROUTES = [
   { method: 'GET', path: '/', access: 'public', operation: 'index', summary: 'The API\'s name, version and public paths', answer: 'ApiIndex' },
   { method: 'HEAD', path: '/', access: 'public', operation: 'indexHead', summary: 'The API\'s index, headers only', answer: 'ApiIndex' },
@@ -79,6 +96,15 @@ export const AGENT_ROUTES = [
   { method: 'GET', path: '/network/process/{pid}/ports', access: 'public', operation: 'processPorts', summary: 'The sockets of a process and its descendants', answer: 'ProcessPorts' },
   { method: 'POST', path: '/network/process/{pid}/monitor', access: 'public', operation: 'startPortMonitor', summary: 'Call back for each port the process starts listening on', body: 'PortMonitorRequest', answer: 'PidMessage' },
   { method: 'DELETE', path: '/network/process/{pid}/monitor', access: 'public', operation: 'stopPortMonitor', summary: 'Stop a port monitor', answer: 'PidMessage' },
+  // Find, fuzzy search, content search and watch, as the reference SDK's fs.find, fs.search, fs.grep and fs.watch call them.
+  { method: 'GET', path: '/filesystem-find/{path}', access: 'public', operation: 'findFiles', summary: 'Files or directories below a folder, by type and name patterns', query: findQuery, answer: 'FindResponse' },
+  { method: 'HEAD', path: '/filesystem-find/{path}', access: 'public', operation: 'findFilesHead', summary: 'Whether the folder can be searched, headers only', answer: 'FindResponse' },
+  { method: 'GET', path: '/filesystem-search/{path}', access: 'public', operation: 'fuzzySearch', summary: 'Files and directories whose relative path fuzzily matches a query, best first', query: fuzzyQuery, answer: 'FuzzySearchResponse' },
+  { method: 'HEAD', path: '/filesystem-search/{path}', access: 'public', operation: 'fuzzySearchHead', summary: 'Whether the folder can be searched, headers only', answer: 'FuzzySearchResponse' },
+  { method: 'GET', path: '/filesystem-content-search/{path}', access: 'public', operation: 'contentSearch', summary: 'Lines of the files below a folder holding a text (ripgrep where the image has it)', query: contentQuery, answer: 'ContentSearchResponse' },
+  { method: 'HEAD', path: '/filesystem-content-search/{path}', access: 'public', operation: 'contentSearchHead', summary: 'Whether the folder can be searched, headers only', answer: 'ContentSearchResponse' },
+  { method: 'GET', path: '/watch/filesystem/{path}', access: 'public', operation: 'watchFiles', summary: 'Changes in a folder (below it too when the path ends in /**), one FileEvent JSON per line, until the caller leaves', query: [watchIgnore], answer: 'lines' },
+  { method: 'HEAD', path: '/watch/filesystem/{path}', access: 'public', operation: 'watchFilesHead', summary: 'Whether the folder can be watched, headers only', answer: 'lines' },
   { method: '*', path: '/mcp', access: 'public', operation: 'mcp', summary: 'MCP over streamable HTTP: tools for files and processes', answer: 'mcp' },
   { method: 'POST', path: '/network/forward', access: 'internal', operation: 'forwardPort', summary: 'Forward a Unix socket to a port of the sandbox', body: 'PortForwardRequest', answer: 'PortForward' },
   { method: 'GET', path: '/internal/activity', access: 'internal', operation: 'activity', summary: 'Requests in flight and the last one\'s time', answer: 'Activity' },

@@ -3,6 +3,7 @@ import * as multipartUpload from './multipart-upload';
 import { pidMessageSchema, portForwardRequestSchema, portForwardSchema, portMonitorRequestSchema, processPortsSchema } from './network';
 import { processLogsSchema, processRecordSchema, processRequestSchema } from './process';
 import type { AnySchema } from './schema';
+import { contentSearchMatchSchema, contentSearchResponseSchema, fileEventSchema, findMatchSchema, findResponseSchema, fuzzySearchMatchSchema, fuzzySearchResponseSchema } from './search';
 import { agentActivitySchema, agentErrorSchema, agentHealthSchema, agentIndexSchema, agentReloadSchema } from './service';
 
 /**
@@ -39,6 +40,14 @@ export const AGENT_SCHEMAS = {
   MultipartListPartsResponse: multipartUpload.multipartListPartsResponseSchema,
   MultipartUpload: multipartUpload.multipartUploadSchema,
   MultipartListUploadsResponse: multipartUpload.multipartListUploadsResponseSchema,
+  // Find, search and watch.
+  FindMatch: findMatchSchema,
+  FindResponse: findResponseSchema,
+  FuzzySearchMatch: fuzzySearchMatchSchema,
+  FuzzySearchResponse: fuzzySearchResponseSchema,
+  ContentSearchMatch: contentSearchMatchSchema,
+  ContentSearchResponse: contentSearchResponseSchema,
+  FileEvent: fileEventSchema,
 } satisfies Record<string, AnySchema>;
 
 export type SchemaName = keyof typeof AGENT_SCHEMAS;

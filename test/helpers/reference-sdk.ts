@@ -2,6 +2,8 @@ import { initialize, settings } from '@blaxel/core';
 import type { HangarConfig } from '../../domain/config';
 import { DEFAULT_API_VERSION } from '../../domain/versions';
 import { freePort } from './ports';
+import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from './platform';
+import { startSandboxPlatform, stopRuntimeTest, type SandboxPlatform } from './runtime-platform';
 
 /**
  * The reference service's own TypeScript SDK (`@blaxel/core`) pointed at a Hangar started by the
@@ -98,5 +100,36 @@ export function useReferenceSdk(target: ReferenceSdkTarget): () => void {
     globalThis.fetch = previous;
     if (previousVersion === undefined) delete process.env.BL_API_VERSION;
     else process.env.BL_API_VERSION = previousVersion;
+  };
+}
+
+/**
+ * What a reference-SDK test file runs against: Hangar (API, sandbox gateway, workers, runtime), a
+ * workspace, and the SDK pointed at them. `stop` restores the SDK's fetch and stops it all.
+ */
+export interface ReferenceSdkPlatform {
+  t: TestApp;
+  tenant: TestTenant;
+  runtime: SandboxPlatform['runtime'];
+  stop(): Promise<void>;
+}
+
+/** Starts Hangar for a reference-SDK test file (`label` names its task queue and workspace). */
+export async function startReferenceSdkPlatform(label: string): Promise<ReferenceSdkPlatform> {
+  const sandboxUrls = await sandboxGatewayConfig();
+  const t = await startTestApp({ taskQueue: unique(label), ...sandboxUrls });
+  const tenant = await createTenant(t.app.pg, label);
+  const { runtime, gateway, control, node } = await startSandboxPlatform(t);
+  const apiOrigin = await t.app.listen({ host: '127.0.0.1', port: 0 });
+  const sandboxOrigin = await gateway.listen({ host: sandboxUrls.host, port: sandboxUrls.sandboxPort });
+  const restoreFetch = useReferenceSdk({ apiOrigin, sandboxOrigin, apiKey: tenant.admin.apiKey, workspace: tenant.workspace });
+  return {
+    t,
+    tenant,
+    runtime,
+    stop: async () => {
+      restoreFetch();
+      await stopRuntimeTest({ runtime, node, control, gateway, t });
+    },
   };
 }

@@ -42,6 +42,8 @@ interface Example {
   path: string;
   body?: unknown;
   headers?: Record<string, string>;
+  /** A stream that never ends by itself (a watch): answered once its head is in. */
+  endless?: boolean;
 }
 
 /** The host's own call to the agent, over the sandbox's socket. */
@@ -138,6 +140,14 @@ const EXAMPLES: Record<string, () => Promise<Example>> = {
     return { path: `/network/process/${pid}/monitor` };
   },
   '* /mcp': async () => ({ path: '/mcp', body: MCP_INITIALIZE, headers: { accept: 'application/json, text/event-stream' } }),
+  'GET /filesystem-find/{path}': async () => ({ path: '/filesystem-find/workspace?type=directory' }),
+  'HEAD /filesystem-find/{path}': async () => ({ path: '/filesystem-find/workspace' }),
+  'GET /filesystem-search/{path}': async () => ({ path: '/filesystem-search/workspace?query=surface' }),
+  'HEAD /filesystem-search/{path}': async () => ({ path: '/filesystem-search/workspace' }),
+  'GET /filesystem-content-search/{path}': async () => ({ path: '/filesystem-content-search/workspace?query=x' }),
+  'HEAD /filesystem-content-search/{path}': async () => ({ path: '/filesystem-content-search/workspace' }),
+  'GET /watch/filesystem/{path}': async () => ({ path: '/watch/filesystem/workspace/**', endless: true }),
+  'HEAD /watch/filesystem/{path}': async () => ({ path: '/watch/filesystem/workspace' }),
   'POST /network/forward': async () => ({ path: '/network/forward', body: { port: 8000 } }),
   'GET /internal/activity': async () => ({ path: '/internal/activity' }),
   'POST /internal/reload': async () => ({ path: '/internal/reload' }),
@@ -149,6 +159,7 @@ const methodOf = (route: AgentRoute) => (route.method === '*' ? 'POST' : route.m
 /** A call through the sandbox gateway with the workspace admin's credential, at the sandbox's address. */
 function throughGateway(method: string, path: string, example: Omit<Example, 'path'> = {}) {
   return gateway.inject({
+    payloadAsStream: example.endless,
     method: method as 'GET',
     url: `${sandboxPath}${path}`,
     headers: {
@@ -176,6 +187,7 @@ test.each(AGENT_ROUTES.filter((route) => route.access === 'public').map(keyOf))(
   const route = AGENT_ROUTES.find((candidate) => keyOf(candidate) === key)!;
   const { path, ...example } = await EXAMPLES[key]();
   const res = await throughGateway(methodOf(route), path, example);
+  if (example.endless) res.stream().destroy();
   expect(res.statusCode).toBeGreaterThanOrEqual(200);
   expect(res.statusCode).toBeLessThan(300);
 });
