@@ -12,6 +12,8 @@ const MAX_ENTRIES = 10_000;
  */
 export class PreviewRouteCache {
   private readonly entries = new Map<string, { route: PreviewRoute; at: number }>();
+  /** Counts notices: a read that a notice overtook may hold what the notice undid, so it is not kept. */
+  private notices = 0;
 
   constructor(private readonly store: SandboxPreviewStore) {}
 
@@ -23,16 +25,19 @@ export class PreviewRouteCache {
 
   /** Reads the preview again, whatever is cached (a token just created may not be announced yet). */
   async load(label: string): Promise<PreviewRoute | undefined> {
+    const noticesBefore = this.notices;
     const route = await this.store.route(label);
     if (this.entries.size >= MAX_ENTRIES) this.entries.clear();
     // An unknown label is not remembered: a preview created a moment later must answer at once.
-    if (route) this.entries.set(label, { route, at: Date.now() });
+    // Nor is a read during which a notice came: it may predate the change the notice announced.
+    if (route && this.notices === noticesBefore) this.entries.set(label, { route, at: Date.now() });
     else this.entries.delete(label);
     return route;
   }
 
   /** A notice about a preview (its id) or anything else: drops the preview it names, if cached. */
   forget(id: string): void {
+    this.notices++;
     for (const [label, entry] of this.entries) {
       if (entry.route.previewId === id) this.entries.delete(label);
     }
