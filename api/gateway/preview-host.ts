@@ -44,11 +44,13 @@ const DROPPED_TO_PORT: ReadonlySet<string> = new Set([...HOP_BY_HOP_HEADERS, 'x-
 /** The sandbox API takes no caller credential at all, as through the sandbox gateway. */
 const DROPPED_TO_API: ReadonlySet<string> = new Set([...DROPPED_TO_PORT, 'authorization']);
 
-function tokenOf(headers: IncomingHttpHeaders, query: URLSearchParams): string | undefined {
+function tokenOf(headers: IncomingHttpHeaders, query: string): string | undefined {
   const header = headers[PREVIEW_TOKEN_HEADER];
   if (typeof header === 'string' && header !== '') return header;
+  if (query === '') return undefined;
+  const params = new URLSearchParams(query);
   for (const name of PREVIEW_TOKEN_QUERY_PARAMETERS) {
-    const value = query.get(name);
+    const value = params.get(name);
     if (value) return value;
   }
   return undefined;
@@ -116,7 +118,7 @@ export class PreviewHost {
       reply.code(204).headers(preflightHeaders(route.spec.responseHeaders)).send();
       return;
     }
-    if (!route.spec.public) await this.admit(route, address.label, tokenOf(request.headers, new URLSearchParams(query)), now);
+    if (!route.spec.public) await this.admit(route, address.label, tokenOf(request.headers, query), now);
     const port = route.spec.port;
     if (port === SANDBOX_API_PORT && reachesInternalRoute(address.rest)) throw notFound(`no such endpoint: ${request.method} ${address.rest}`);
     const resourceId = await this.runningSandbox(route);
