@@ -47,6 +47,8 @@ export interface PreviewRoute {
   previewId: string;
   workspaceId: string;
   workspace: string;
+  /** The sandbox's resource id: a later sandbox of the same name is not this preview's. */
+  sandboxId: string;
   sandboxName: string;
   spec: PreviewSpec;
   expiresAt: number | undefined;
@@ -158,9 +160,9 @@ export class SandboxPreviewStore {
 
   /** The preview at a URL label, with its sandbox and tokens, for the preview host. */
   async route(label: string): Promise<PreviewRoute | undefined> {
-    const { rows } = await this.pg.query<{ id: string; workspace_id: string; workspace: string; sandbox_name: string; spec: PreviewSpec; expires_at: Date | null; tokens: { digest: string; expires_at: string }[] }>({
+    const { rows } = await this.pg.query<{ id: string; workspace_id: string; workspace: string; sandbox_id: string; sandbox_name: string; spec: PreviewSpec; expires_at: Date | null; tokens: { digest: string; expires_at: string }[] }>({
       name: 'preview-route',
-      text: `SELECT p.id, p.workspace_id, w.name AS workspace, r.name AS sandbox_name, p.spec, p.expires_at,
+      text: `SELECT p.id, p.workspace_id, w.name AS workspace, p.sandbox_id, r.name AS sandbox_name, p.spec, p.expires_at,
                COALESCE((SELECT json_agg(json_build_object('digest', t.digest, 'expires_at', t.expires_at)) FROM sandbox_preview_tokens t WHERE t.preview_id = p.id), '[]') AS tokens
              FROM sandbox_previews p JOIN resources r ON r.id = p.sandbox_id JOIN workspaces w ON w.id = p.workspace_id
              WHERE p.label = $1`,
@@ -172,6 +174,7 @@ export class SandboxPreviewStore {
       previewId: row.id,
       workspaceId: row.workspace_id,
       workspace: row.workspace,
+      sandboxId: row.sandbox_id,
       sandboxName: row.sandbox_name,
       spec: row.spec,
       expiresAt: row.expires_at?.getTime(),

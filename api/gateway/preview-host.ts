@@ -149,7 +149,7 @@ export class PreviewHost {
   private async runningSandbox(route: PreviewRoute): Promise<string> {
     const { routes, startWaitSeconds } = this.deps;
     const sandbox = await routes.sandbox(route.workspaceId, route.sandboxName);
-    if (!sandbox) throw notFound(`sandbox '${route.sandboxName}' of this preview no longer exists`);
+    if (sandbox?.resourceId !== route.sandboxId) throw notFound(`sandbox '${route.sandboxName}' of this preview no longer exists`);
     const ready = await readySandbox(routes, { workspaceId: route.workspaceId, name: route.sandboxName, route: sandbox }, startWaitSeconds);
     return ready.resourceId;
   }

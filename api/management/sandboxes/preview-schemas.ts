@@ -1,9 +1,8 @@
 import { Type } from 'typebox';
 import { DURATION_PATTERN } from '../../../domain/duration';
 import { DisplayName, ResourceName } from '../common-schemas';
+import { RFC3339_PATTERN } from './schemas';
 
-/** A date-time as RFC 3339 writes it (what `Date.toISOString()` gives). */
-const RFC3339_PATTERN = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$';
 /** A prefix goes into the preview's host name or path: a DNS label short enough to carry the workspace after it. */
 const PREFIX_PATTERN = '^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$';
 

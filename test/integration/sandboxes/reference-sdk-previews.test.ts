@@ -1,4 +1,4 @@
-import { SandboxInstance, type SandboxPreview } from '@blaxel/core';
+import { SandboxInstance, updateSandboxPreview, type SandboxPreview } from '@blaxel/core';
 import type { FastifyInstance } from 'fastify';
 import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../../helpers/platform';
 import { sandboxGatewayConfig, useReferenceSdk } from '../../helpers/reference-sdk';
@@ -117,6 +117,22 @@ describe('public previews', () => {
     expect(await failure(sandbox.previews.create({ metadata: { name: 'prefixed-2' }, spec: { port: PORT, public: true, prefixUrl: 'myapp' } }))).toMatch(/409|conflict/);
     await sandbox.previews.create({ metadata: { name: 'prefixed-2' }, spec: { port: PORT, public: true, prefixUrl: 'myapp' } }, true);
     expect((await sandbox.previews.list()).map((p) => p.name)).not.toContain('prefixed');
+  });
+
+  test('an update (PUT of what get shows) takes effect on the URL at once: public -> private', async () => {
+    const preview = await sandbox.previews.create({ metadata: { name: 'turning' }, spec: { port: PORT, public: true } });
+    expect((await call(`${urlOf(preview)}/t`)).status).toBe(200);
+    const { data } = await updateSandboxPreview({
+      path: { sandboxName: name, previewName: 'turning' },
+      body: { metadata: preview.metadata, spec: { ...preview.spec, public: false } },
+      throwOnError: true,
+    });
+    expect(data.spec).toMatchObject({ port: PORT, public: false, url: urlOf(preview) });
+    const refused = await eventually('private after the update', async () => {
+      const answer = await call(`${urlOf(preview)}/t`);
+      return answer.status === 200 ? undefined : answer;
+    });
+    expect(refused).toMatchObject({ status: 401, body: { error: 'preview_token_required' } });
   });
 
   test('a port out of range is a 400 naming spec.port, and nothing is created', async () => {

@@ -11,6 +11,7 @@ function routeAt(version: number): PreviewRoute {
     previewId: PREVIEW_ID,
     workspaceId: 'ws',
     workspace: 'w',
+    sandboxId: 'sandbox-1',
     sandboxName: 's',
     spec: { port: 8000, public: false },
     expiresAt: undefined,
