@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { HangarConfig } from '../../../domain/config';
-import { badRequest, conflict, notFound } from '../../../domain/errors';
+import { ApiError, badRequest, conflict } from '../../../domain/errors';
 import type { WorkspaceGrant } from '../../../domain/principal';
 import { previewExpiresAt, previewLabel, previewSpecProblem, previewTokenDigest, previewUrlTemplate, type PreviewSpec } from '../../../domain/sandbox/preview';
 import { renderSandboxUrl } from '../../../domain/sandbox/url-template';
@@ -30,9 +30,17 @@ async function sandboxOf(services: PreviewServices, workspace: WorkspaceGrant, s
   return sandbox;
 }
 
+/**
+ * 404 for a preview or token, with the numeric `code` beside `error`: the reference SDK's
+ * `previews.createIfNotExists` tells a missing preview by `code === 404`.
+ */
+function missing(message: string): ApiError {
+  return new ApiError(404, 'not_found', message, { code: 404 });
+}
+
 async function previewOf(services: PreviewServices, sandbox: ResourceRow, name: string): Promise<PreviewRow> {
   const preview = await services.previews.get(sandbox.id, name);
-  if (!preview) throw notFound(`preview '${name}' not found on sandbox '${sandbox.name}'`);
+  if (!preview) throw missing(`preview '${name}' not found on sandbox '${sandbox.name}'`);
   return preview;
 }
 
@@ -92,14 +100,14 @@ export async function updatePreview(services: PreviewServices, workspace: Worksp
   const write = checkedWrite(workspace, body, current.created_at, actor, keepsLabel ? current.label : undefined);
   const updated = await services.previews.update(current.id, write);
   if (updated === 'label' || updated === 'name') throw labelTaken(write.label);
-  if (!updated) throw notFound(`preview '${name}' not found on sandbox '${sandbox.name}'`);
+  if (!updated) throw missing(`preview '${name}' not found on sandbox '${sandbox.name}'`);
   return { sandbox, preview: updated };
 }
 
 export async function deletePreview(services: PreviewServices, workspace: WorkspaceGrant, sandboxName: string, name: string) {
   const sandbox = await sandboxOf(services, workspace, sandboxName);
   const preview = await services.previews.delete(sandbox.id, name);
-  if (!preview) throw notFound(`preview '${name}' not found on sandbox '${sandbox.name}'`);
+  if (!preview) throw missing(`preview '${name}' not found on sandbox '${sandbox.name}'`);
   return { sandbox, preview };
 }
 
@@ -133,5 +141,5 @@ export async function createPreviewToken(services: PreviewServices, workspace: W
 
 export async function deletePreviewToken(services: PreviewServices, workspace: WorkspaceGrant, sandboxName: string, previewName: string, tokenName: string): Promise<void> {
   const { preview } = await getPreview(services, workspace, sandboxName, previewName);
-  if (!(await services.previews.deleteToken(preview.id, tokenName))) throw notFound(`token '${tokenName}' not found on preview '${preview.name}'`);
+  if (!(await services.previews.deleteToken(preview.id, tokenName))) throw missing(`token '${tokenName}' not found on preview '${preview.name}'`);
 }

@@ -135,6 +135,14 @@ describe('public previews', () => {
     expect(refused).toMatchObject({ status: 401, body: { error: 'preview_token_required' } });
   });
 
+  test('createIfNotExists creates a missing preview, then finds it', async () => {
+    const request = { metadata: { name: 'once' }, spec: { port: PORT, public: true } };
+    const first = await sandbox.previews.createIfNotExists(request);
+    const second = await sandbox.previews.createIfNotExists(request);
+    expect(second.spec).toMatchObject({ url: urlOf(first) });
+    expect((await sandbox.previews.list()).filter((p) => p.name === 'once')).toHaveLength(1);
+  });
+
   test('a port out of range is a 400 naming spec.port, and nothing is created', async () => {
     for (const port of [0, 70_000]) {
       const message = await failure(sandbox.previews.create({ metadata: { name: `bad-${port}` }, spec: { port, public: true } }));
