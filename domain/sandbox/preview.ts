@@ -43,6 +43,8 @@ export function previewLabel(prefixUrl: string | undefined, workspace: string, r
 
 /** Problems with a spec the schema cannot see, as a message naming the field; undefined when fine. */
 export function previewSpecProblem(spec: PreviewSpec, now: number): string | undefined {
+  // Anyone holding a public URL of the sandbox API could run commands in it: it takes a token.
+  if (spec.port === SANDBOX_API_PORT && spec.public) return `body.spec.public: port ${SANDBOX_API_PORT} is the sandbox API, which is previewed privately only (with a token)`;
   if (spec.ttl !== undefined && spec.expires !== undefined) return 'body.spec.ttl and body.spec.expires are exclusive: give one expiry';
   if (spec.expires !== undefined) {
     const at = Date.parse(spec.expires);

@@ -276,6 +276,9 @@ describe('sessions', () => {
     // The agent's internal routes stay out of reach through a session too.
     expect((await call(`${session.url}/internal/activity`, { headers: { 'X-Service-Preview-Token': session.token } })).status).toBe(404);
 
+    // The sandbox API is never public: anyone with its URL could run commands.
+    expect(await failure(sandbox.previews.create({ metadata: { name: 'open-api' }, spec: { port: 443, public: true } }))).toMatch(/body\.spec\.public/);
+
     await sandbox.sessions.delete(session.name);
     expect(await sandbox.sessions.list()).toEqual([]);
     // Gateways hear of a deletion by a notice (PostgreSQL NOTIFY), a moment after it commits.
