@@ -26,10 +26,12 @@ import {
 const tags = ['sandboxes'];
 const BASE = '/v0/sandboxes/:name/previews';
 
-/** A preview as the reference shows it: its URL in `spec.url`, where the reference SDK's sessions read it. */
+/** A preview as the reference shows it: its URL in `spec.url`, where the reference SDK's sessions read it (and in `metadata.url`, as other resources have it). */
 function previewEnvelope(config: HangarConfig, sandbox: ResourceRow, preview: PreviewRow, status = 'DEPLOYED') {
+  const url = previewUrl(config, preview);
   return {
     metadata: {
+      url,
       name: preview.name,
       displayName: preview.display_name,
       workspace: sandbox.workspace,
@@ -40,7 +42,7 @@ function previewEnvelope(config: HangarConfig, sandbox: ResourceRow, preview: Pr
       createdBy: preview.created_by,
       updatedBy: preview.updated_by,
     },
-    spec: { ...preview.spec, url: previewUrl(config, preview), region: config.region },
+    spec: { ...preview.spec, url, region: config.region },
     status,
   };
 }

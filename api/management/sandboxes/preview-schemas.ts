@@ -41,6 +41,7 @@ const Timestamp = Type.String({ format: 'date-time' });
 export const Preview = Type.Object({
   metadata: Type.Object({
     name: Type.String(),
+    url: Type.String(),
     displayName: Type.String(),
     workspace: Type.String(),
     resourceName: Type.String(),

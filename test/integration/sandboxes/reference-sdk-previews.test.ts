@@ -99,6 +99,7 @@ describe('public previews', () => {
     const preview = await sandbox.previews.create({ metadata: { name: 'public-web' }, spec: { port: PORT, public: true } });
     expect(preview.metadata).toMatchObject({ name: 'public-web', resourceName: name, workspace: tenant.workspace });
     const url = urlOf(preview);
+    expect((preview.metadata as { url?: string }).url).toBe(url);
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/_previews\/[a-z0-9]+$/);
 
     const answer = await call(`${url}/hello/world?x=1`);
@@ -242,6 +243,8 @@ describe('preview expiry and deletion', () => {
     expect((await call(`${urlOf(expiring)}/a`)).status).toBe(200);
     while (Date.now() <= expires.getTime()) await new Promise((r) => setTimeout(r, 100));
     expect(await call(`${urlOf(expiring)}/a`)).toMatchObject({ status: 410, body: { error: 'preview_expired' } });
+    // And it is deleted, not only refused: the next call on the sandbox's previews drops it.
+    expect(await failure(sandbox.previews.get('expiring'))).toMatch(/not_found/);
 
     const doomed = await sandbox.previews.create({ metadata: { name: 'doomed' }, spec: { port: PORT, public: true } });
     expect((await call(`${urlOf(doomed)}/a`)).status).toBe(200);
