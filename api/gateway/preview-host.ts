@@ -130,6 +130,7 @@ export class PreviewHost {
       upstream: port === SANDBOX_API_PORT ? undefined : () => this.deps.ports.socketFor(resourceId, port),
       headers: headerRules(route.spec),
       onUnreachable: () => this.deps.ports.forget(resourceId, port),
+      holdWhileAnswering: port !== SANDBOX_API_PORT,
     });
   }
 

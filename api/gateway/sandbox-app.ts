@@ -117,6 +117,7 @@ async function serveSandbox(gateway: SandboxGateway, request: FastifyRequest, re
   } else {
     gateway.touches.touch(workflowId);
   }
+  if (target.holdWhileAnswering) reply.raw.once('close', gateway.touches.hold(workflowId));
   const upstream = target.upstream ? await target.upstream() : { socketPath: gateway.node.socketPath(resourceId), agent: gateway.agents.for(resourceId) };
   proxyToSandbox(gateway, request, reply, target, upstream);
 }

@@ -15,4 +15,9 @@ export interface SandboxTarget {
   headers?: Pick<ProxyOptions, 'requestHeaders' | 'responseHeaders'>;
   /** Told when the upstream did not answer (its socket may be stale). */
   onUnreachable?: () => void;
+  /**
+   * Keep the sandbox in use for as long as the answer lasts: traffic to a forwarded port is not
+   * the agent's, so the agent's own count of requests in flight does not see it.
+   */
+  holdWhileAnswering?: boolean;
 }

@@ -28,7 +28,8 @@ const PORT = 8000;
 const ECHO_SERVER = `require('http').createServer((req, res) => {
   res.setHeader('content-type', 'application/json');
   if (req.url.startsWith('/own-cors')) res.setHeader('access-control-allow-origin', 'https://own.example');
-  res.end(JSON.stringify({ method: req.method, url: req.url, headers: req.headers }));
+  const delay = req.url.startsWith('/slow/') ? Number(req.url.slice(6)) : 0;
+  setTimeout(() => res.end(JSON.stringify({ method: req.method, url: req.url, headers: req.headers })), delay);
 }).listen(${PORT}, '0.0.0.0');
 `;
 
@@ -315,5 +316,13 @@ describe('standby', () => {
     expect(answer.status).toBe(200);
     expect(answer.body).toMatchObject({ url: '/wake' });
     await eventually('running again', async () => ((await state()) === 'RUNNING' ? true : undefined), 30_000);
+  });
+
+  test('a request answered slower than the idle time keeps the sandbox from standby until it is answered', async () => {
+    const preview = await sandbox.previews.get('sleepy');
+    // The app answers after twice the idle time (3 s); frozen half-way, it would never answer
+    // (the signal only bounds such a hang).
+    const answer = await call(`${urlOf(preview)}/slow/6000`, { signal: AbortSignal.timeout(60_000) });
+    expect(answer).toMatchObject({ status: 200, body: { url: '/slow/6000' } });
   });
 });
