@@ -1,4 +1,5 @@
-import type { IncomingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, notFound } from '../../domain/errors';
 import {
@@ -37,6 +38,8 @@ export interface PreviewHostDeps {
   ports: SandboxPortSockets;
   /** Serves a request for a sandbox (thawed if it stands by, touched otherwise) to the target's upstream. */
   serve(request: FastifyRequest, reply: FastifyReply, target: SandboxTarget): Promise<void>;
+  /** The same for an upgrade: a tunnel to the target's upstream. */
+  tunnel(req: IncomingMessage, socket: Duplex, head: Buffer, target: SandboxTarget): Promise<void>;
 }
 
 /** Never sent into the sandbox: one hop's headers, the platform's credential and the preview's token. */
@@ -108,22 +111,38 @@ export class PreviewHost {
   }
 
   async serve(request: FastifyRequest, reply: FastifyReply, address: PreviewAddress, query: string): Promise<void> {
-    const route = await this.previews.get(address.label);
-    if (!route) throw new ApiError(404, 'preview_not_found', `no preview '${address.label}'`);
-    const now = Date.now();
-    if (route.expiresAt !== undefined && route.expiresAt <= now) {
-      throw new ApiError(410, 'preview_expired', `preview '${address.label}' expired at ${new Date(route.expiresAt).toISOString()}`);
-    }
+    const route = await this.liveRoute(address.label);
     if (isPreflight(request.method, request.headers)) {
       reply.code(204).headers(preflightHeaders(route.spec.responseHeaders)).send();
       return;
     }
-    if (!route.spec.public) await this.admit(route, address.label, tokenOf(request.headers, query), now);
+    await this.deps.serve(request, reply, await this.targetOf(route, { method: request.method, headers: request.headers }, address, query));
+  }
+
+  /** An upgrade (a WebSocket, e.g. a dev server's live reload) to a preview: the same checks, then a tunnel. */
+  async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, address: PreviewAddress, query: string): Promise<void> {
+    const route = await this.liveRoute(address.label);
+    await this.deps.tunnel(req, socket, head, await this.targetOf(route, { method: req.method ?? 'GET', headers: req.headers }, address, query));
+  }
+
+  /** The preview at a label, unless it expired (404 unknown, 410 expired). */
+  private async liveRoute(label: string): Promise<PreviewRoute> {
+    const route = await this.previews.get(label);
+    if (!route) throw new ApiError(404, 'preview_not_found', `no preview '${label}'`);
+    if (route.expiresAt !== undefined && route.expiresAt <= Date.now()) {
+      throw new ApiError(410, 'preview_expired', `preview '${label}' expired at ${new Date(route.expiresAt).toISOString()}`);
+    }
+    return route;
+  }
+
+  /** Where a request the preview admits goes (401 without a valid token on a private one), once its sandbox runs or stands by. */
+  private async targetOf(route: PreviewRoute, request: { method: string; headers: IncomingHttpHeaders }, address: PreviewAddress, query: string): Promise<SandboxTarget> {
+    if (!route.spec.public) await this.admit(route, address.label, tokenOf(request.headers, query), Date.now());
     const port = route.spec.port;
     if (port === SANDBOX_API_PORT && reachesInternalRoute(address.rest)) throw notFound(`no such endpoint: ${request.method} ${address.rest}`);
     const resourceId = await this.runningSandbox(route);
     const forwarded = forwardedQuery(query);
-    await this.deps.serve(request, reply, {
+    return {
       resourceId,
       workflowId: sandboxWorkflowId(route.workspace, route.sandboxName),
       path: address.rest + (forwarded ? `?${forwarded}` : ''),
@@ -131,7 +150,7 @@ export class PreviewHost {
       headers: headerRules(route.spec),
       onUnreachable: () => this.deps.ports.forget(resourceId, port),
       holdWhileAnswering: port !== SANDBOX_API_PORT,
-    });
+    };
   }
 
   /** 401 unless `token` is one of the preview's and still valid; a token unknown to the cached route is looked up once more. */

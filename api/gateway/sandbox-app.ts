@@ -1,4 +1,5 @@
-import http from 'node:http';
+import http, { type IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { HangarConfig } from '../../domain/config';
 import { ROUTES_CHANNEL } from '../../domain/resource';
@@ -6,10 +7,11 @@ import { sandboxAddressMatcher, type SandboxAddressMatcher } from '../../domain/
 import { sandboxWorkflowId } from '../../domain/sandbox/sandbox';
 import { reachesInternalRoute } from '../../sandbox-agent/contract/routes';
 import type { FreezeState } from '../../runtime/sandbox-runtime';
-import { forbidden, notFound } from '../../domain/errors';
+import { ApiError, forbidden, notFound } from '../../domain/errors';
 import type { AppOptions } from '../fastify';
 import { PrincipalCache } from './principal-cache';
 import { proxyRequest } from '../../runtime/http-proxy';
+import { refuseUpgrade, tunnelUpgrade } from '../../runtime/upgrade-tunnel';
 import type { SandboxTarget } from './sandbox-target';
 import { previewUrlTemplate } from '../../domain/sandbox/preview';
 import { SandboxPreviewStore } from '../../store/sandbox-previews';
@@ -106,8 +108,8 @@ function proxyToSandbox(gateway: SandboxGateway, request: FastifyRequest, reply:
   });
 }
 
-/** A request for a sandbox that runs or stands by: the sandbox woken or touched, then proxied. */
-async function serveSandbox(gateway: SandboxGateway, request: FastifyRequest, reply: FastifyReply, target: SandboxTarget): Promise<void> {
+/** The target's upstream, once its sandbox runs: woken if it stood by, touched otherwise. */
+async function readyUpstream(gateway: SandboxGateway, target: SandboxTarget): Promise<{ socketPath: string; agent: http.Agent }> {
   const { resourceId, workflowId } = target;
   if (await gateway.node.isFrozen(resourceId)) {
     await resume(gateway, resourceId, workflowId);
@@ -117,9 +119,45 @@ async function serveSandbox(gateway: SandboxGateway, request: FastifyRequest, re
   } else {
     gateway.touches.touch(workflowId);
   }
-  if (target.holdWhileAnswering) reply.raw.once('close', gateway.touches.hold(workflowId));
-  const upstream = target.upstream ? await target.upstream() : { socketPath: gateway.node.socketPath(resourceId), agent: gateway.agents.for(resourceId) };
+  return target.upstream ? target.upstream() : { socketPath: gateway.node.socketPath(resourceId), agent: gateway.agents.for(resourceId) };
+}
+
+/** A request for a sandbox that runs or stands by: the sandbox woken or touched, then proxied. */
+async function serveSandbox(gateway: SandboxGateway, request: FastifyRequest, reply: FastifyReply, target: SandboxTarget): Promise<void> {
+  const upstream = await readyUpstream(gateway, target);
+  if (target.holdWhileAnswering) reply.raw.once('close', gateway.touches.hold(target.workflowId));
   proxyToSandbox(gateway, request, reply, target, upstream);
+}
+
+/** An upgrade (a WebSocket) for a sandbox: woken or touched, kept in use while the tunnel lasts. */
+async function tunnelToSandbox(gateway: SandboxGateway, req: IncomingMessage, socket: Duplex, head: Buffer, target: SandboxTarget): Promise<void> {
+  const upstream = await readyUpstream(gateway, target);
+  socket.once('close', gateway.touches.hold(target.workflowId));
+  const headers = target.headers?.requestHeaders ? target.headers.requestHeaders(req.headers) : req.headers;
+  tunnelUpgrade(req, socket, head, {
+    socketPath: upstream.socketPath,
+    path: target.path,
+    // The hop's own headers are what an upgrade is made of: they go up with it.
+    headers: { ...headers, host: 'localhost', connection: req.headers.connection, upgrade: req.headers.upgrade },
+    onUnreachable: (err) => {
+      target.onUnreachable?.();
+      refuseUpgrade(socket, 502, { error: 'sandbox_unreachable', message: `the sandbox did not answer: ${err.message}` });
+    },
+  });
+}
+
+/** Upgrades are for previews (preview-host.ts); any other is refused unless another listener of the server takes it. */
+function onUpgrade(gateway: SandboxGateway, server: http.Server, req: IncomingMessage, socket: Duplex, head: Buffer): void {
+  const [pathOnly, query] = splitQuery(req.url ?? '/');
+  const preview = gateway.previews.match(req.headers.host ?? '', pathOnly);
+  if (!preview) {
+    if (server.listenerCount('upgrade') === 1) refuseUpgrade(socket, 404, { error: 'not_found', message: `no upgrade at ${pathOnly}` });
+    return;
+  }
+  gateway.previews.upgrade(req, socket, head, preview, query).catch((err: unknown) => {
+    if (err instanceof ApiError) refuseUpgrade(socket, err.statusCode, { error: err.code, message: err.message, ...err.details });
+    else refuseUpgrade(socket, 500, { error: 'internal', message: 'the upgrade failed' });
+  });
 }
 
 /** One request to `{sandbox_url}/...` (or to a preview): checked, then served. */
@@ -166,6 +204,7 @@ export async function buildSandboxGatewayApp(
       startWaitSeconds: config.sandboxStartWaitSeconds,
       ports,
       serve: (request, reply, target) => serveSandbox(gateway, request, reply, target),
+      tunnel: (req, socket, head, target) => tunnelToSandbox(gateway, req, socket, head, target),
     }),
     touches: new WorkflowTouches(
       (workflowId, which, at, generation) =>
@@ -187,6 +226,7 @@ export async function buildSandboxGatewayApp(
     logLevel: proxiedRouteLogLevel(options),
     handler: (request, reply) => handleSandboxRequest(gateway, request, reply),
   });
+  app.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => onUpgrade(gateway, app.server, req, socket, head));
   app.addHook('onClose', async () => {
     gateway.agents.close();
     gateway.ports.close();

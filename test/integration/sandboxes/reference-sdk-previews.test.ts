@@ -1,5 +1,6 @@
 import { SandboxInstance, updateSandboxPreview, type SandboxPreview } from '@blaxel/core';
 import type { FastifyInstance } from 'fastify';
+import http from 'node:http';
 import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../../helpers/platform';
 import { sandboxGatewayConfig, useReferenceSdk } from '../../helpers/reference-sdk';
 import { startSandboxPlatform, stopRuntimeTest } from '../../helpers/runtime-platform';
@@ -24,13 +25,21 @@ let sandbox: SandboxInstance;
 
 const name = unique('prev');
 const PORT = 8000;
-/** An app inside the sandbox that answers what it received; /own-cors sets its own CORS header. */
-const ECHO_SERVER = `require('http').createServer((req, res) => {
+/**
+ * An app inside the sandbox that answers what it received; /own-cors sets its own CORS header,
+ * /slow/{ms} answers after that long, and an upgrade is accepted and its bytes echoed back.
+ */
+const ECHO_SERVER = `const server = require('http').createServer((req, res) => {
   res.setHeader('content-type', 'application/json');
   if (req.url.startsWith('/own-cors')) res.setHeader('access-control-allow-origin', 'https://own.example');
   const delay = req.url.startsWith('/slow/') ? Number(req.url.slice(6)) : 0;
   setTimeout(() => res.end(JSON.stringify({ method: req.method, url: req.url, headers: req.headers })), delay);
-}).listen(${PORT}, '0.0.0.0');
+});
+server.on('upgrade', (req, socket) => {
+  socket.write('HTTP/1.1 101 Switching Protocols\\r\\nupgrade: echo\\r\\nconnection: Upgrade\\r\\nx-url: ' + req.url + '\\r\\nx-token-seen: ' + String(Boolean(req.headers['x-service-preview-token'])) + '\\r\\n\\r\\n');
+  socket.pipe(socket);
+});
+server.listen(${PORT}, '0.0.0.0');
 `;
 
 beforeAll(async () => {
@@ -234,6 +243,39 @@ describe('private previews', () => {
     const headers = { 'X-Service-Preview-Token': token.value, origin: 'https://app.example' };
     expect((await call(`${url}/api`, { headers })).headers.get('access-control-allow-origin')).toBe('https://app.example');
     expect((await call(`${url}/own-cors`, { headers })).headers.get('access-control-allow-origin')).toBe('https://own.example');
+  });
+});
+
+/** An upgrade request to `url`: the refusal's status, or the upgraded socket's headers and what it echoed of `ping`. */
+function upgrade(url: string, headers: Record<string, string> = {}): Promise<{ status: number; headers?: http.IncomingHttpHeaders; echoed?: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { headers: { connection: 'Upgrade', upgrade: 'echo', ...headers } });
+    req.on('response', (res) => {
+      res.resume();
+      resolve({ status: res.statusCode ?? 0 });
+    });
+    req.on('upgrade', (res, socket) => {
+      socket.write('ping');
+      socket.once('data', (data: Buffer) => {
+        socket.destroy();
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, echoed: data.toString() });
+      });
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('upgrades (WebSocket)', () => {
+  test('an upgrade reaches the app through a private preview with its token in the query, and is refused without it', async () => {
+    const preview = await sandbox.previews.create({ metadata: { name: 'live' }, spec: { port: PORT, public: false } });
+    const token = await preview.tokens.create(inAMinute());
+    expect(await upgrade(`${urlOf(preview)}/hmr`)).toEqual({ status: 401 });
+
+    const upgraded = await upgrade(`${urlOf(preview)}/hmr?v=1&bl_preview_token=${encodeURIComponent(token.value)}`);
+    expect(upgraded).toMatchObject({ status: 101, echoed: 'ping' });
+    // The app sees its own path and query, not the preview's token.
+    expect(upgraded.headers).toMatchObject({ 'x-url': '/hmr?v=1', 'x-token-seen': 'false' });
   });
 });
 
