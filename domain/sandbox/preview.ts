@@ -52,8 +52,10 @@ export function previewSpecProblem(spec: PreviewSpec, now: number): string | und
     if (at <= now) return `body.spec.expires '${spec.expires}' is in the past`;
   }
   for (const field of ['requestHeaders', 'responseHeaders'] as const) {
-    for (const name of Object.keys(spec[field] ?? {})) {
+    for (const [name, value] of Object.entries(spec[field] ?? {})) {
       if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) return `body.spec.${field}: '${name}' is not a header name`;
+      // What HTTP allows in a value: no line breaks or other control characters.
+      if (/[^\t\x20-\x7e\x80-\xff]/.test(value)) return `body.spec.${field}.${name}: the value holds a character a header cannot carry`;
     }
   }
   return undefined;

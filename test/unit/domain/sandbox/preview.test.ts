@@ -15,6 +15,7 @@ describe('preview rules', () => {
     expect(previewSpecProblem({ port: 80, public: true, expires: '2025-01-01T00:00:00Z' }, now)).toMatch(/body\.spec\.expires .* in the past/);
     expect(previewSpecProblem({ port: 80, public: true, requestHeaders: { 'bad header': 'x' } }, now)).toMatch(/body\.spec\.requestHeaders: 'bad header'/);
     expect(previewSpecProblem({ port: 80, public: true, responseHeaders: { 'X-Ok': 'y' } }, now)).toBeUndefined();
+    expect(previewSpecProblem({ port: 80, public: true, responseHeaders: { 'X-Bad': 'a\r\nSet-Cookie: x' } }, now)).toMatch(/body\.spec\.responseHeaders\.X-Bad/);
     expect(previewSpecProblem({ port: 443, public: true }, now)).toMatch(/body\.spec\.public: port 443 is the sandbox API/);
     expect(previewSpecProblem({ port: 443, public: false }, now)).toBeUndefined();
   });
