@@ -28,26 +28,29 @@ const log = (line: string) => console.log(line);
 /** Where a request goes: TCP to a listener (with headers) or a Unix socket. */
 type Target = { host: string; port: number; path: string; headers: Record<string, string> } | { socketPath: string; path: string; headers: Record<string, string> };
 
-/** Sequential GETs over one keep-alive connection; the durations in ms, after a warm-up. */
-async function measure(target: Target): Promise<number[]> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-  const once = () =>
+/** Sequential GETs over one keep-alive connection each; rounds alternate between the targets so none is favoured by when it runs. */
+async function measure(targets: Record<string, Target>, rounds = 10): Promise<Record<string, number[]>> {
+  const agents = Object.fromEntries(Object.keys(targets).map((name) => [name, new http.Agent({ keepAlive: true, maxSockets: 1 })]));
+  const once = (name: string) =>
     new Promise<number>((resolve, reject) => {
+      const target = targets[name];
       const began = performance.now();
-      const req = http.request({ ...target, agent, method: 'GET' }, (res) => {
+      const req = http.request({ ...target, agent: agents[name], method: 'GET' }, (res) => {
         res.resume();
         res.on('end', () => (res.statusCode === 200 ? resolve(performance.now() - began) : reject(new Error(`${target.path} answered ${res.statusCode}`))));
       });
       req.on('error', reject);
       req.end();
     });
+  const samples: Record<string, number[]> = Object.fromEntries(Object.keys(targets).map((name) => [name, []]));
   try {
-    for (let i = 0; i < WARMUP; i++) await once();
-    const samples: number[] = [];
-    for (let i = 0; i < RUNS; i++) samples.push(await once());
+    for (const name of Object.keys(targets)) for (let i = 0; i < WARMUP; i++) await once(name);
+    for (let round = 0; round < rounds; round++) {
+      for (const name of Object.keys(targets)) for (let i = 0; i < RUNS / rounds; i++) samples[name].push(await once(name));
+    }
     return samples;
   } finally {
-    agent.destroy();
+    for (const agent of Object.values(agents)) agent.destroy();
   }
 }
 
@@ -106,14 +109,17 @@ async function main() {
     const apiKey = { authorization: `Bearer ${platform.credentials.apiKey}` };
     const probe = async (path: string) => (await gateway.inject({ method: 'GET', url: path, headers: { host: url.host, ...apiKey } })).statusCode;
 
-    const floor = await measure({ socketPath: portSocket, path: '/', headers: {} });
     const basePath = await baselinePath(url, probe);
-    const baseline = basePath ? await measure(viaGateway(basePath, apiKey)) : undefined;
-    const publicSamples = await measure(viaGateway(`${new URL(publicPreview.spec.url).pathname}/`));
-    const privateSamples = await measure(viaGateway(`${new URL(privatePreview.spec.url).pathname}/`, { 'x-service-preview-token': token.spec.token }));
-    // For scale: what the sandbox gateway adds on its existing path, to the sandbox API over its own floor.
-    const apiFloor = await measure({ socketPath: runtime.socketPath(id), path: '/health', headers: {} });
-    const apiSamples = await measure(viaGateway(`${url.pathname}/health`, apiKey));
+    const targets: Record<string, Target> = {
+      floor: { socketPath: portSocket, path: '/', headers: {} },
+      public: viaGateway(`${new URL(publicPreview.spec.url).pathname}/`),
+      private: viaGateway(`${new URL(privatePreview.spec.url).pathname}/`, { 'x-service-preview-token': token.spec.token }),
+      // For scale: what the sandbox gateway adds on its existing path, to the sandbox API over its own floor.
+      apiFloor: { socketPath: runtime.socketPath(id), path: '/health', headers: {} },
+      api: viaGateway(`${url.pathname}/health`, apiKey),
+      ...(basePath ? { baseline: viaGateway(basePath, apiKey) } : {}),
+    };
+    const { floor, baseline, public: publicSamples, private: privateSamples, apiFloor, api: apiSamples } = await measure(targets);
     log(
       '\n' +
         formatTable(
@@ -125,7 +131,7 @@ async function main() {
             row('for scale: {sandbox_url}/health (API key), floor the agent socket', apiSamples, apiFloor),
           ],
         ) +
-        `\nfloor: the port's forwarded socket on the host, no gateway; ${RUNS} sequential requests each, keep-alive`,
+        `\nfloor: the port's forwarded socket on the host, no gateway; ${RUNS} sequential requests each, keep-alive, in rounds alternating between the paths`,
     );
   } finally {
     await gateway.close();
