@@ -18,6 +18,8 @@ export interface HangarConfig {
   runUrl: string;
   /** Template for one sandbox's address; {sandbox_id}, {workspace_id} and {region} default to 'unknown'. */
   sandboxUrlTemplate: string;
+  /** Template for a preview's address; {preview_id} names the preview. Unset: `/_previews/{preview_id}` on the sandbox URLs' origin. */
+  previewUrlTemplate?: string;
   region: string;
   /** Local service ports, used only when the matching URL is not given. */
   postgresPort: number;
@@ -109,6 +111,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HangarConfig {
     runUrl: env.HANGAR_RUN_URL || `http://${host}:${runPort}`,
     sandboxUrlTemplate:
       env.HANGAR_SANDBOX_URL_TEMPLATE || `http://${host}:${sandboxPort}/{workspace_id}/{sandbox_id}`,
+    previewUrlTemplate: env.HANGAR_PREVIEW_URL_TEMPLATE || undefined,
     region: env.HANGAR_REGION || 'local',
     postgresPort: intFrom(env, 'HANGAR_POSTGRES_PORT', 55432),
     clickhouseHttpPort: intFrom(env, 'HANGAR_CLICKHOUSE_HTTP_PORT', 18123),

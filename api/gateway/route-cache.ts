@@ -92,6 +92,7 @@ export class RouteCache {
   private listener?: { client: PoolClient; drop: () => void };
   private closed = false;
   private relistenTimer?: NodeJS.Timeout;
+  private readonly noticeListeners: ((idOrKey: string) => void)[] = [];
 
   constructor(
     private readonly pg: Pool,
@@ -124,8 +125,14 @@ export class RouteCache {
     this.listener = { client, drop };
   }
 
+  /** Others that cache by resource id (the preview host) hear every notice too. */
+  onNotice(listener: (idOrKey: string) => void): void {
+    this.noticeListeners.push(listener);
+  }
+
   private notified(id: string): void {
     this.forget(id);
+    for (const listener of this.noticeListeners) listener(id);
     const waiting = this.waiters.get(id);
     this.waiters.delete(id);
     for (const resolve of waiting ?? []) resolve();

@@ -1,4 +1,5 @@
-import http from 'node:http';
+import http, { type IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { HangarConfig } from '../../domain/config';
 import { ROUTES_CHANNEL } from '../../domain/resource';
@@ -6,10 +7,16 @@ import { sandboxAddressMatcher, type SandboxAddressMatcher } from '../../domain/
 import { sandboxWorkflowId } from '../../domain/sandbox/sandbox';
 import { reachesInternalRoute } from '../../sandbox-agent/contract/routes';
 import type { FreezeState } from '../../runtime/sandbox-runtime';
-import { forbidden, notFound } from '../../domain/errors';
+import { ApiError, forbidden, notFound } from '../../domain/errors';
 import type { AppOptions } from '../fastify';
 import { PrincipalCache } from './principal-cache';
 import { proxyRequest } from '../../runtime/http-proxy';
+import { refuseUpgrade, tunnelUpgrade } from '../../runtime/upgrade-tunnel';
+import type { SandboxTarget } from './sandbox-target';
+import { previewUrlTemplate } from '../../domain/sandbox/preview';
+import { SandboxPreviewStore } from '../../store/sandbox-previews';
+import { PreviewHost } from './preview-host';
+import { SandboxPortSockets } from './sandbox-port-sockets';
 import { RouteCache } from './route-cache';
 import { readySandbox } from './sandbox-readiness';
 import { buildGatewayBase, proxiedRouteLogLevel } from './gateway-base';
@@ -36,6 +43,9 @@ interface SandboxGateway {
   touches: WorkflowTouches;
   /** Longest a request holds for a sandbox still starting. */
   startWaitSeconds: number;
+  previews: PreviewHost;
+  /** Forwarded ports of the sandboxes (previews reach them). */
+  ports: SandboxPortSockets;
 }
 
 /** The sandbox a request is addressed to, once its caller may reach it and it runs (held while it starts); 404/403/503/504 otherwise. */
@@ -66,9 +76,9 @@ async function resume(gateway: SandboxGateway, resourceId: string, workflowId: s
   gateway.touches.resumed(workflowId, thawed.thawedAt ?? Date.now(), thawed.generation);
 }
 
-/** Streams the request to the sandbox's API over its socket. */
-function proxyToSandbox(gateway: SandboxGateway, request: FastifyRequest, reply: FastifyReply, sandbox: { resourceId: string; workflowId: string; path: string }): void {
-  const { node, routes, agents } = gateway;
+/** Streams the request to the sandbox over its socket. */
+function proxyToSandbox(gateway: SandboxGateway, request: FastifyRequest, reply: FastifyReply, sandbox: SandboxTarget, upstream: { socketPath: string; agent: http.Agent }): void {
+  const { node, routes } = gateway;
   reply.hijack();
   // The node may have frozen the sandbox between our check and the request reaching it (its
   // standby check and this gateway do not share a lock): a request still unanswered soon after
@@ -84,30 +94,79 @@ function proxyToSandbox(gateway: SandboxGateway, request: FastifyRequest, reply:
   }, FREEZE_RECHECK_MS);
   reply.raw.once('close', () => clearTimeout(recheck));
   proxyRequest(request.raw, reply.raw, {
-    upstream: { socketPath: node.socketPath(sandbox.resourceId) },
+    upstream: { socketPath: upstream.socketPath },
     path: sandbox.path,
-    agent: agents.for(sandbox.resourceId),
+    agent: upstream.agent,
+    ...sandbox.headers,
     onUnreachable: (err) => {
       // It may have been removed since its route was cached: look again next time.
       routes.forget(sandbox.resourceId);
+      sandbox.onUnreachable?.();
       reply.raw.writeHead(502, { 'content-type': 'application/json' });
       reply.raw.end(JSON.stringify({ error: 'sandbox_unreachable', message: `the sandbox did not answer: ${err.message}` }));
     },
   });
 }
 
-/** One request to `{sandbox_url}/...`: checked, the sandbox woken or touched, then proxied. */
-async function handleSandboxRequest(gateway: SandboxGateway, request: FastifyRequest, reply: FastifyReply): Promise<void> {
-  const [pathOnly, query] = splitQuery(request.url);
-  const { resourceId, workflowId, rest } = await addressedSandbox(gateway, request, pathOnly);
+/** The target's upstream, once its sandbox runs: woken if it stood by, touched otherwise. */
+async function readyUpstream(gateway: SandboxGateway, target: SandboxTarget): Promise<{ socketPath: string; agent: http.Agent }> {
+  const { resourceId, workflowId } = target;
   if (await gateway.node.isFrozen(resourceId)) {
     await resume(gateway, resourceId, workflowId);
     // Idle connections kept across the freeze are closed by the sandbox as soon as it thaws.
     gateway.agents.reset(resourceId);
+    gateway.ports.forget(resourceId);
   } else {
     gateway.touches.touch(workflowId);
   }
-  proxyToSandbox(gateway, request, reply, { resourceId, workflowId, path: rest + (query ? `?${query}` : '') });
+  return target.upstream ? target.upstream() : { socketPath: gateway.node.socketPath(resourceId), agent: gateway.agents.for(resourceId) };
+}
+
+/** A request for a sandbox that runs or stands by: the sandbox woken or touched, then proxied. */
+async function serveSandbox(gateway: SandboxGateway, request: FastifyRequest, reply: FastifyReply, target: SandboxTarget): Promise<void> {
+  const upstream = await readyUpstream(gateway, target);
+  if (target.holdWhileAnswering) reply.raw.once('close', gateway.touches.hold(target.workflowId));
+  proxyToSandbox(gateway, request, reply, target, upstream);
+}
+
+/** An upgrade (a WebSocket) for a sandbox: woken or touched, kept in use while the tunnel lasts. */
+async function tunnelToSandbox(gateway: SandboxGateway, req: IncomingMessage, socket: Duplex, head: Buffer, target: SandboxTarget): Promise<void> {
+  const upstream = await readyUpstream(gateway, target);
+  socket.once('close', gateway.touches.hold(target.workflowId));
+  const headers = target.headers?.requestHeaders ? target.headers.requestHeaders(req.headers) : req.headers;
+  tunnelUpgrade(req, socket, head, {
+    socketPath: upstream.socketPath,
+    path: target.path,
+    // The hop's own headers are what an upgrade is made of: they go up with it.
+    headers: { ...headers, host: 'localhost', connection: req.headers.connection, upgrade: req.headers.upgrade },
+    onUnreachable: (err) => {
+      target.onUnreachable?.();
+      refuseUpgrade(socket, 502, { error: 'sandbox_unreachable', message: `the sandbox did not answer: ${err.message}` });
+    },
+  });
+}
+
+/** Upgrades are for previews (preview-host.ts); any other is refused unless another listener of the server takes it. */
+function onUpgrade(gateway: SandboxGateway, server: http.Server, req: IncomingMessage, socket: Duplex, head: Buffer): void {
+  const [pathOnly, query] = splitQuery(req.url ?? '/');
+  const preview = gateway.previews.match(req.headers.host ?? '', pathOnly);
+  if (!preview) {
+    if (server.listenerCount('upgrade') === 1) refuseUpgrade(socket, 404, { error: 'not_found', message: `no upgrade at ${pathOnly}` });
+    return;
+  }
+  gateway.previews.upgrade(req, socket, head, preview, query).catch((err: unknown) => {
+    if (err instanceof ApiError) refuseUpgrade(socket, err.statusCode, { error: err.code, message: err.message, ...err.details });
+    else refuseUpgrade(socket, 500, { error: 'internal', message: 'the upgrade failed' });
+  });
+}
+
+/** One request to `{sandbox_url}/...` (or to a preview): checked, then served. */
+async function handleSandboxRequest(gateway: SandboxGateway, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const [pathOnly, query] = splitQuery(request.url);
+  const preview = gateway.previews.match(request.headers.host ?? '', pathOnly);
+  if (preview) return gateway.previews.serve(request, reply, preview, query);
+  const { resourceId, workflowId, rest } = await addressedSandbox(gateway, request, pathOnly);
+  await serveSandbox(gateway, request, reply, { resourceId, workflowId, path: rest + (query ? `?${query}` : '') });
 }
 
 /**
@@ -129,13 +188,24 @@ export async function buildSandboxGatewayApp(
   await routes.listen();
   // Before the pool's own onClose: pool.end() waits for the listener's connection.
   app.addHook('preClose', () => routes.close());
+  const ports = new SandboxPortSockets(config.dataDir, node);
   const gateway: SandboxGateway = {
     node,
+    ports,
     routes,
     matcher: sandboxAddressMatcher(config.sandboxUrlTemplate),
     startWaitSeconds: config.sandboxStartWaitSeconds,
     agents: new SandboxAgents(),
     principals: new PrincipalCache((headers) => app.authenticator.authenticate(headers)),
+    previews: new PreviewHost({
+      store: new SandboxPreviewStore(app.pg),
+      routes,
+      template: previewUrlTemplate(config),
+      startWaitSeconds: config.sandboxStartWaitSeconds,
+      ports,
+      serve: (request, reply, target) => serveSandbox(gateway, request, reply, target),
+      tunnel: (req, socket, head, target) => tunnelToSandbox(gateway, req, socket, head, target),
+    }),
     touches: new WorkflowTouches(
       (workflowId, which, at, generation) =>
         generation === undefined ? app.temporal.workflow.getHandle(workflowId).signal(which, at) : app.temporal.workflow.getHandle(workflowId).signal(which, at, generation),
@@ -156,8 +226,10 @@ export async function buildSandboxGatewayApp(
     logLevel: proxiedRouteLogLevel(options),
     handler: (request, reply) => handleSandboxRequest(gateway, request, reply),
   });
+  app.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => onUpgrade(gateway, app.server, req, socket, head));
   app.addHook('onClose', async () => {
     gateway.agents.close();
+    gateway.ports.close();
     gateway.touches.close();
   });
   return app;

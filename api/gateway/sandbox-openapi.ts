@@ -6,6 +6,7 @@ const VARIABLE_MEANINGS: Record<(typeof TEMPLATE_VARIABLES)[number], string> = {
   workspace_id: 'The workspace the sandbox belongs to.',
   sandbox_id: 'The sandbox\'s name.',
   region: 'The region that runs it.',
+  preview_id: 'A preview\'s label (preview URLs only).',
 };
 
 /**

@@ -5,6 +5,7 @@ import integrationsApi from './integrations';
 import oauthRoutes from './oauth/routes';
 import { RESOURCE_KINDS } from './resources/kinds';
 import { resourceRoutes } from './resources/routes';
+import previewRoutes from './sandboxes/preview-routes';
 import sandboxRoutes from './sandboxes/routes';
 import serviceAccountRoutes from './service-accounts/routes';
 import volumeRoutes from './volumes/routes';
@@ -24,6 +25,7 @@ export default async function managementApi(app: FastifyInstance) {
   for (const kind of RESOURCE_KINDS) await app.register(resourceRoutes(kind));
   await app.register(workloadRoutes);
   await app.register(sandboxRoutes);
+  await app.register(previewRoutes);
   await app.register(volumeRoutes);
   await app.register(customDomainRoutes);
   await app.register(integrationsApi);

@@ -1,14 +1,14 @@
 /**
  * A sandbox's address comes from a template with three variables, each 'unknown' when not given:
- * `{sandbox_id}`, `{workspace_id}` and `{region}`. The sandbox gateway matches incoming requests
+ * `{sandbox_id}`, `{workspace_id}` and `{region}` (and `{preview_id}` in a preview's). The sandbox gateway matches incoming requests
  * against the same template, so host-based (`http://{sandbox_id}.{workspace_id}.example`) and
  * path-based (`http://127.0.0.1:8082/{workspace_id}/{sandbox_id}`) layouts both work.
  */
-export const TEMPLATE_VARIABLES = ['sandbox_id', 'workspace_id', 'region'] as const;
+export const TEMPLATE_VARIABLES = ['sandbox_id', 'workspace_id', 'region', 'preview_id'] as const;
 export type TemplateVariable = (typeof TEMPLATE_VARIABLES)[number];
 export type TemplateValues = Partial<Record<TemplateVariable, string>>;
 
-const PLACEHOLDER = /\{(sandbox_id|workspace_id|region)\}/g;
+const PLACEHOLDER = /\{(sandbox_id|workspace_id|region|preview_id)\}/g;
 
 export function renderSandboxUrl(template: string, values: TemplateValues): string {
   return template.replace(PLACEHOLDER, (_, name: TemplateVariable) => encodeURIComponent(values[name] || 'unknown'));

@@ -10,6 +10,7 @@ import * as usageOutboxTsv from './011_usage_outbox_tsv';
 import * as usagePendingRollups from './012_usage_pending_rollups';
 import * as usageAdditiveRollups from './013_usage_additive_rollups';
 import * as resourceStateIntervals from './014_resource_state_intervals';
+import * as sandboxPreviews from './015_sandbox_previews';
 
 export interface Migration {
   name: string;
@@ -17,4 +18,4 @@ export interface Migration {
 }
 
 /** Applied in this order; a migration, once released, is never edited: add a new one. */
-export const migrations: Migration[] = [foundation, billing, integrations, workloads, jobs, asyncRequests, customDomains, agentThreads, usageOutboxTsv, usagePendingRollups, usageAdditiveRollups, resourceStateIntervals];
+export const migrations: Migration[] = [foundation, billing, integrations, workloads, jobs, asyncRequests, customDomains, agentThreads, usageOutboxTsv, usagePendingRollups, usageAdditiveRollups, resourceStateIntervals, sandboxPreviews];

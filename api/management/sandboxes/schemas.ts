@@ -4,7 +4,7 @@ import { DisplayName, Labels, ResourceName } from '../common-schemas';
 import { envelopeSchema } from '../resources/envelope';
 
 /** A date-time as RFC 3339 writes it (what `Date.toISOString()` gives). */
-const RFC3339_PATTERN = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$';
+export const RFC3339_PATTERN = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$';
 /** A region goes into a host name or path of the sandbox URL: a DNS label. */
 const REGION_PATTERN = '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$';
 
