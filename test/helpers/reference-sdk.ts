@@ -1,6 +1,5 @@
 import { initialize, settings } from '@blaxel/core';
 import type { HangarConfig } from '../../domain/config';
-import { DEFAULT_API_VERSION } from '../../domain/versions';
 import { freePort } from './ports';
 
 /**
@@ -77,15 +76,10 @@ export async function sandboxGatewayConfig(): Promise<Pick<HangarConfig, 'host' 
 
 /**
  * Configures the SDK (its own `initialize` and environment, as a user would) and installs the fetch
- * wrapper on this test file's global. Returns the function that restores the previous fetch and
- * environment.
+ * wrapper on this test file's global. The SDK announces its own API version (`Blaxel-Version`, sent
+ * as `Service-Version`). Returns the function that restores the previous fetch.
  */
 export function useReferenceSdk(target: ReferenceSdkTarget): () => void {
-  // The SDK announces the reference's API version (2026-04-28 in 0.3.21), which Hangar does not
-  // know (400 invalid_api_version on every call; a gap of issue 16). Its own BL_API_VERSION setting
-  // makes it announce Hangar's version instead, so the rest of the surface can be tried.
-  const previousVersion = process.env.BL_API_VERSION;
-  process.env.BL_API_VERSION = DEFAULT_API_VERSION;
   initialize({ apiKey: target.apiKey, workspace: target.workspace });
   const previous = globalThis.fetch;
   const routes: BaseUrlRoute[] = [
@@ -96,7 +90,5 @@ export function useReferenceSdk(target: ReferenceSdkTarget): () => void {
   globalThis.fetch = hangarFetch(previous, routes);
   return () => {
     globalThis.fetch = previous;
-    if (previousVersion === undefined) delete process.env.BL_API_VERSION;
-    else process.env.BL_API_VERSION = previousVersion;
   };
 }
