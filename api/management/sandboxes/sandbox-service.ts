@@ -1,7 +1,8 @@
 import { WorkflowIdConflictPolicy, type Client } from '@temporalio/client';
 import { nodeTaskQueue, type HangarConfig } from '../../../domain/config';
-import { badRequest } from '../../../domain/errors';
+import { ApiError, badRequest } from '../../../domain/errors';
 import type { WorkspaceGrant } from '../../../domain/principal';
+import type { ResourceStatus } from '../../../domain/resource';
 import { sandboxWorkflowId, type SandboxKey, type SandboxSpec } from '../../../domain/sandbox/sandbox';
 import { sandboxSpecChangeProblem, sandboxSpecProblem } from '../../../domain/sandbox/spec-rules';
 import { volumeMountError } from '../../../runtime/bwrap-args';
@@ -91,6 +92,29 @@ export async function createSandbox(services: SandboxServices, workspace: Worksp
     }),
   );
   return row;
+}
+
+/**
+ * Statuses of a sandbox that a create asking for it if it exists cannot hand back: it is going,
+ * or failed. The create answers 409 for them, as for any taken name: the reference SDK then
+ * waits for the sandbox to go and creates it again.
+ */
+const NOT_REUSABLE: readonly ResourceStatus[] = ['FAILED', 'DEACTIVATING', 'DEACTIVATED', 'TERMINATED', 'DELETING'];
+
+/**
+ * `createIfNotExist=true`: the sandbox of that name if it exists and lives, else a new one. Any
+ * number of such calls at once make one sandbox: the insert decides (one row per name), and the
+ * others read the row it made.
+ */
+export async function createSandboxIfNotExists(services: SandboxServices, workspace: WorkspaceGrant, body: SandboxRequest, actor: string): Promise<ResourceRow> {
+  try {
+    return await createSandbox(services, workspace, body, actor);
+  } catch (err) {
+    if (!(err instanceof ApiError) || err.statusCode !== 409) throw err;
+    const existing = await services.store.get({ workspaceId: workspace.id, kind: SANDBOXES.path, name: body.metadata.name });
+    if (!existing || NOT_REUSABLE.includes(existing.status)) throw err;
+    return existing;
+  }
 }
 
 /** Stores new labels, display name, ttl or expiration policies and hands the spec to the running lifecycle. */

@@ -1,0 +1,179 @@
+import { SandboxInstance } from '@blaxel/core';
+import type { FastifyInstance } from 'fastify';
+import fc from 'fast-check';
+import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../../helpers/platform';
+import { sandboxGatewayConfig, useReferenceSdk } from '../../helpers/reference-sdk';
+import { startSandboxPlatform, stopRuntimeTest } from '../../helpers/runtime-platform';
+import type { testRuntime } from '../../helpers/sandbox-runtime';
+import { eventually, type RunningWorker } from '../../helpers/workers';
+
+// Managing sandboxes with the reference SDK (issue 16): createIfNotExists under concurrency, and
+// updates (ttl, lifecycle) that apply to the running sandbox without recreating it.
+// Real sandboxes on a busy 2-core machine: generous limits; no test asserts on time.
+jest.setTimeout(180_000);
+
+let t: TestApp;
+let tenant: TestTenant;
+let gateway: FastifyInstance;
+let control: RunningWorker;
+let node: RunningWorker;
+let runtime: ReturnType<typeof testRuntime>;
+let restoreFetch: () => void = () => undefined;
+
+beforeAll(async () => {
+  const sandboxUrls = await sandboxGatewayConfig();
+  t = await startTestApp({ taskQueue: unique('sdk-manage'), ...sandboxUrls });
+  tenant = await createTenant(t.app.pg, 'manage');
+  ({ runtime, gateway, control, node } = await startSandboxPlatform(t));
+  const apiOrigin = await t.app.listen({ host: '127.0.0.1', port: 0 });
+  const sandboxOrigin = await gateway.listen({ host: sandboxUrls.host, port: sandboxUrls.sandboxPort });
+  restoreFetch = useReferenceSdk({ apiOrigin, sandboxOrigin, apiKey: tenant.admin.apiKey, workspace: tenant.workspace });
+}, 90_000);
+
+afterAll(async () => {
+  restoreFetch();
+  await stopRuntimeTest({ runtime, node, control, gateway, t });
+}, 60_000);
+
+const request = (name: string) => ({ metadata: { name }, spec: { runtime: { image: 'blaxel/base-image:latest', memory: 128 } } });
+
+/** The sandbox's rows in the database, whatever their status. */
+async function rowsNamed(name: string): Promise<{ id: string; created_at: Date }[]> {
+  const { rows } = await t.app.pg.query(`SELECT r.id, r.created_at FROM resources r JOIN workspaces w ON w.id = r.workspace_id WHERE w.name = $1 AND r.kind = 'sandboxes' AND r.name = $2`, [
+    tenant.workspace,
+    name,
+  ]);
+  return rows;
+}
+
+/** The sandbox once DEPLOYED, read back through the SDK. */
+const deployed = (name: string) =>
+  eventually(`${name} DEPLOYED`, async () => {
+    const sandbox = await SandboxInstance.get(name);
+    if (sandbox.status === 'FAILED') throw new Error(`${name} FAILED`);
+    return sandbox.status === 'DEPLOYED' ? sandbox : undefined;
+  }, 90_000);
+
+/** The statuses the management API answered the SDK's creates with while `run` ran. */
+async function recordingCreates<T>(run: () => Promise<T>): Promise<{ value: T; statuses: number[] }> {
+  const statuses: number[] = [];
+  const sdkFetch = globalThis.fetch;
+  globalThis.fetch = async (input, init) => {
+    // Read before sending: a Request's body is used up once sent.
+    const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+    const method = init?.method ?? (input instanceof Request ? input.method : 'GET');
+    const response = await sdkFetch(input, init);
+    if (method === 'POST' && new URL(url).pathname === '/v0/sandboxes') statuses.push(response.status);
+    return response;
+  };
+  try {
+    return { value: await run(), statuses };
+  } finally {
+    globalThis.fetch = sdkFetch;
+  }
+}
+
+describe('createIfNotExists', () => {
+  test('concurrent calls for one name make one sandbox, and every caller gets that sandbox', async () => {
+    let run = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        // When each caller starts (ms after the first), and whether the sandbox already exists.
+        fc.array(fc.nat(40), { minLength: 2, maxLength: 5 }),
+        fc.boolean(),
+        async (starts, existing) => {
+          const name = `cine-${++run}-${unique('x').slice(-6)}`.toLowerCase();
+          if (existing) await SandboxInstance.create(request(name));
+          const answers = await recordingCreates(() =>
+            Promise.all(
+              starts.map(async (delay) => {
+                await new Promise((resolve) => setTimeout(resolve, delay));
+                return SandboxInstance.createIfNotExists(request(name));
+              }),
+            ),
+          );
+          // The API hands the living sandbox back: no caller had to go through a 409.
+          expect(answers.statuses).toEqual(starts.map(() => 200));
+          const results = answers.value;
+          const rows = await rowsNamed(name);
+          expect(rows).toHaveLength(1);
+          for (const sandbox of results) {
+            expect(sandbox.metadata.name).toBe(name);
+            expect(sandbox.metadata.createdAt).toBe(rows[0].created_at.toISOString());
+          }
+          await SandboxInstance.delete(name);
+        },
+      ),
+      { numRuns: 6 },
+    );
+  });
+
+  test('a createIfNotExist query parameter that is not a boolean is a 400 naming it', async () => {
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/v0/sandboxes?createIfNotExist=maybe',
+      headers: { authorization: `Bearer ${tenant.admin.apiKey}`, 'x-service-workspace': tenant.workspace },
+      payload: request('cine-bad'),
+    });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().message).toContain('createIfNotExist');
+  });
+});
+
+describe('updates that keep the sandbox', () => {
+  const name = unique('upd').toLowerCase();
+  let keeperPid: string;
+
+  beforeAll(async () => {
+    await SandboxInstance.create(request(name));
+    const sandbox = await deployed(name);
+    await sandbox.fs.write('/tmp/kept.txt', 'still here\n');
+    keeperPid = (await sandbox.process.exec({ command: 'sleep 600', name: 'keeper' })).pid!;
+  });
+
+  /** The sandbox was not recreated: the same process still runs, the file is still there. */
+  async function expectKept(): Promise<SandboxInstance> {
+    const sandbox = await deployed(name);
+    const keeper = await sandbox.process.get('keeper');
+    expect([keeper.pid, keeper.status]).toEqual([keeperPid, 'running']);
+    expect(await sandbox.fs.read('/tmp/kept.txt')).toBe('still here\n');
+    return sandbox;
+  }
+
+  test('updateTtl sets a ttl and clears it', async () => {
+    const updated = await SandboxInstance.updateTtl(name, '3h');
+    expect(updated.spec.runtime?.ttl).toBe('3h');
+    expect(updated.expiresIn).toBeGreaterThan(3 * 3600 - 120);
+    expect((await expectKept()).spec.runtime?.ttl).toBe('3h');
+
+    const cleared = await SandboxInstance.updateTtl(name, '');
+    expect(cleared.spec.runtime?.ttl ?? null).toBeNull();
+    expect(cleared.expiresIn ?? null).toBeNull();
+    await expectKept();
+  });
+
+  test('updateLifecycle sets expiration policies and clears them', async () => {
+    const lifecycle = { expirationPolicies: [{ type: 'ttl-idle' as const, value: '45m', action: 'delete' as const }] };
+    const updated = await SandboxInstance.updateLifecycle(name, lifecycle);
+    expect(updated.spec.lifecycle).toEqual(lifecycle);
+    expect(updated.expiresIn).toBeGreaterThan(40 * 60);
+    expect((await expectKept()).spec.lifecycle).toEqual(lifecycle);
+
+    const cleared = await SandboxInstance.updateLifecycle(name, null);
+    expect(cleared.spec.lifecycle?.expirationPolicies ?? []).toEqual([]);
+    expect(cleared.expiresIn ?? null).toBeNull();
+    await expectKept();
+  });
+
+  test('a ttl the sandbox is already older than applies at once: the running lifecycle deletes it', async () => {
+    await expectKept();
+    await SandboxInstance.updateTtl(name, '1s');
+    await eventually(`${name} deleted by its new ttl`, async () => {
+      const gone = await SandboxInstance.get(name).then(
+        (sandbox) => ['DELETING', 'TERMINATED'].includes(sandbox.status ?? ''),
+        (err: { code?: number }) => err.code === 404,
+      );
+      return gone || undefined;
+    }, 90_000);
+  });
+});
