@@ -421,7 +421,7 @@ export class BwrapRuntime implements SandboxRuntime {
  * A smaller young generation keeps each idle agent's memory down (a hundred of them share a
  * node); the agent's work is I/O, not allocation-heavy.
  */
-const AGENT_NODE_FLAGS = ['--max-semi-space-size=1'];
+export const AGENT_NODE_FLAGS = ['--max-semi-space-size=1'];
 
 function findOnPath(binary: string): string {
   for (const dir of (process.env.PATH ?? '/usr/bin:/bin').split(':')) {
