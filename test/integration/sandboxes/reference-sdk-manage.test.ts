@@ -1,4 +1,4 @@
-import { SandboxInstance } from '@blaxel/core';
+import { SandboxInstance, getSandbox, updateSandbox } from '@blaxel/core';
 import type { FastifyInstance } from 'fastify';
 import fc from 'fast-check';
 import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../../helpers/platform';
@@ -125,7 +125,8 @@ describe('updates that keep the sandbox', () => {
   let keeperPid: string;
 
   beforeAll(async () => {
-    await SandboxInstance.create(request(name));
+    const withEnv = request(name);
+    await SandboxInstance.create({ ...withEnv, spec: { runtime: { ...withEnv.spec.runtime, envs: [{ name: 'GREETING', value: 'hello' }] } } });
     const sandbox = await deployed(name);
     await sandbox.fs.write('/tmp/kept.txt', 'still here\n');
     keeperPid = (await sandbox.process.exec({ command: 'sleep 600', name: 'keeper' })).pid!;
@@ -163,6 +164,29 @@ describe('updates that keep the sandbox', () => {
     expect(cleared.spec.lifecycle?.expirationPolicies ?? []).toEqual([]);
     expect(cleared.expiresIn ?? null).toBeNull();
     await expectKept();
+  });
+
+  test('envs updated as the reference does (the sandbox sent back with new envs): new processes see them, running ones keep theirs', async () => {
+    const printGreeting = async (sandbox: SandboxInstance) =>
+      ((await sandbox.process.exec({ command: 'printf %s "$GREETING"', waitForCompletion: true })) as { stdout?: string }).stdout;
+    expect(await printGreeting(await expectKept())).toBe('hello');
+
+    const envs = [{ name: 'GREETING', value: 'updated' }, { name: 'ADDED', value: 'yes' }];
+    const { data: current } = await getSandbox({ path: { sandboxName: name }, throwOnError: true });
+    const { data: updated } = await updateSandbox({
+      path: { sandboxName: name },
+      body: { ...current, spec: { ...current.spec, runtime: { ...current.spec.runtime, envs } } },
+      throwOnError: true,
+    });
+    expect(updated.spec.runtime?.envs).toEqual(envs);
+
+    const sandbox = await expectKept();
+    await eventually('a new process to see the updated envs', async () => ((await printGreeting(sandbox)) === 'updated' ? true : undefined));
+    const added = (await sandbox.process.exec({ command: 'printf %s "$ADDED"', waitForCompletion: true })) as { stdout?: string };
+    expect(added.stdout).toBe('yes');
+    // The process that ran before the update keeps the environment it started with.
+    const keeperEnv = (await sandbox.process.exec({ command: `tr '\\0' '\\n' < /proc/${keeperPid}/environ | grep '^GREETING='`, waitForCompletion: true })) as { stdout?: string };
+    expect(keeperEnv.stdout?.trim()).toBe('GREETING=hello');
   });
 
   test('a ttl the sandbox is already older than applies at once: the running lifecycle deletes it', async () => {
