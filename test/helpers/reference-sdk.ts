@@ -1,6 +1,10 @@
 import { initialize, settings } from '@blaxel/core';
 import type { HangarConfig } from '../../domain/config';
 import { freePort } from './ports';
+import { SandboxInstance } from '@blaxel/core';
+import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from './platform';
+import { startSandboxPlatform, stopRuntimeTest } from './runtime-platform';
+import { eventually } from './workers';
 
 /**
  * The reference service's own TypeScript SDK (`@blaxel/core`) pointed at a Hangar started by the
@@ -91,4 +95,44 @@ export function useReferenceSdk(target: ReferenceSdkTarget): () => void {
   return () => {
     globalThis.fetch = previous;
   };
+}
+
+/** Hangar with a sandbox platform, the SDK pointed at it as a tenant's admin: what an SDK test file runs against. */
+export interface ReferenceSdkPlatform {
+  t: TestApp;
+  tenant: TestTenant;
+  /** Restores fetch and stops everything started. */
+  stop(): Promise<void>;
+}
+
+/** Starts the API, the sandbox gateway (where Hangar's sandbox URLs point) and both workers; installs the SDK's fetch wrapper. */
+export async function startReferenceSdkPlatform(label: string): Promise<ReferenceSdkPlatform> {
+  const sandboxUrls = await sandboxGatewayConfig();
+  const t = await startTestApp({ taskQueue: unique(label), ...sandboxUrls });
+  const tenant = await createTenant(t.app.pg, label);
+  const platform = await startSandboxPlatform(t);
+  const apiOrigin = await t.app.listen({ host: '127.0.0.1', port: 0 });
+  const sandboxOrigin = await platform.gateway.listen({ host: sandboxUrls.host, port: sandboxUrls.sandboxPort });
+  const restoreFetch = useReferenceSdk({ apiOrigin, sandboxOrigin, apiKey: tenant.admin.apiKey, workspace: tenant.workspace });
+  return {
+    t,
+    tenant,
+    stop: async () => {
+      restoreFetch();
+      await stopRuntimeTest({ ...platform, t });
+    },
+  };
+}
+
+/** The sandbox once DEPLOYED, read back through the SDK; a FAILED one fails the wait. */
+export function deployedSandbox(name: string, timeoutMs = 90_000): Promise<SandboxInstance> {
+  return eventually(
+    `${name} DEPLOYED`,
+    async () => {
+      const sandbox = await SandboxInstance.get(name);
+      if (sandbox.status === 'FAILED') throw new Error(`${name} FAILED`);
+      return sandbox.status === 'DEPLOYED' ? sandbox : undefined;
+    },
+    timeoutMs,
+  );
 }

@@ -1,39 +1,24 @@
 import { SandboxInstance, getSandbox, updateSandbox } from '@blaxel/core';
-import type { FastifyInstance } from 'fastify';
 import fc from 'fast-check';
-import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../../helpers/platform';
-import { sandboxGatewayConfig, useReferenceSdk } from '../../helpers/reference-sdk';
-import { startSandboxPlatform, stopRuntimeTest } from '../../helpers/runtime-platform';
-import type { testRuntime } from '../../helpers/sandbox-runtime';
-import { eventually, type RunningWorker } from '../../helpers/workers';
+import { unique, type TestApp, type TestTenant } from '../../helpers/platform';
+import { deployedSandbox as deployed, startReferenceSdkPlatform, type ReferenceSdkPlatform } from '../../helpers/reference-sdk';
+import { eventually } from '../../helpers/workers';
 
 // Managing sandboxes with the reference SDK (issue 16): createIfNotExists under concurrency, and
-// updates (ttl, lifecycle) that apply to the running sandbox without recreating it.
+// updates (ttl, lifecycle, envs) that apply to the running sandbox without recreating it.
 // Real sandboxes on a busy 2-core machine: generous limits; no test asserts on time.
 jest.setTimeout(180_000);
 
+let platform: ReferenceSdkPlatform;
 let t: TestApp;
 let tenant: TestTenant;
-let gateway: FastifyInstance;
-let control: RunningWorker;
-let node: RunningWorker;
-let runtime: ReturnType<typeof testRuntime>;
-let restoreFetch: () => void = () => undefined;
 
 beforeAll(async () => {
-  const sandboxUrls = await sandboxGatewayConfig();
-  t = await startTestApp({ taskQueue: unique('sdk-manage'), ...sandboxUrls });
-  tenant = await createTenant(t.app.pg, 'manage');
-  ({ runtime, gateway, control, node } = await startSandboxPlatform(t));
-  const apiOrigin = await t.app.listen({ host: '127.0.0.1', port: 0 });
-  const sandboxOrigin = await gateway.listen({ host: sandboxUrls.host, port: sandboxUrls.sandboxPort });
-  restoreFetch = useReferenceSdk({ apiOrigin, sandboxOrigin, apiKey: tenant.admin.apiKey, workspace: tenant.workspace });
+  platform = await startReferenceSdkPlatform('sdk-manage');
+  ({ t, tenant } = platform);
 }, 90_000);
 
-afterAll(async () => {
-  restoreFetch();
-  await stopRuntimeTest({ runtime, node, control, gateway, t });
-}, 60_000);
+afterAll(() => platform?.stop(), 60_000);
 
 const request = (name: string) => ({ metadata: { name }, spec: { runtime: { image: 'blaxel/base-image:latest', memory: 128 } } });
 
@@ -45,14 +30,6 @@ async function rowsNamed(name: string): Promise<{ id: string; created_at: Date }
   ]);
   return rows;
 }
-
-/** The sandbox once DEPLOYED, read back through the SDK. */
-const deployed = (name: string) =>
-  eventually(`${name} DEPLOYED`, async () => {
-    const sandbox = await SandboxInstance.get(name);
-    if (sandbox.status === 'FAILED') throw new Error(`${name} FAILED`);
-    return sandbox.status === 'DEPLOYED' ? sandbox : undefined;
-  }, 90_000);
 
 /** The statuses the management API answered the SDK's creates with while `run` ran. */
 async function recordingCreates<T>(run: () => Promise<T>): Promise<{ value: T; statuses: number[] }> {
