@@ -117,7 +117,8 @@ async function startSandbox(
     if (err instanceof SandboxSpecError) throw ApplicationFailure.nonRetryable(err.message, 'SandboxSpecError');
     throw err;
   }
-  await store.transition(key.id, 'DEPLOYED', { type: 'Normal', message: 'sandbox is running' }, { state: 'RUNNING', lastUsedAt: new Date().toISOString() });
+  // Only a sandbox still starting: one whose deletion was asked for meanwhile stays DELETING.
+  await store.transition(key.id, 'DEPLOYED', { type: 'Normal', message: 'sandbox is running' }, { state: 'RUNNING', lastUsedAt: new Date().toISOString() }, 'DEPLOYING');
   const sandbox = { workspaceId: key.workspaceId, resourceType: 'sandbox' as const, resourceUuid: key.id, resourceName: key.name };
   return { startedAt: await history.enter(sandbox, { state: 'RUNNING', memoryMb, storedBytes: 0 }, Date.now()) };
 }

@@ -132,7 +132,12 @@ export async function updateSandbox(services: SandboxServices, workspace: Worksp
   return updated;
 }
 
-/** Signals the running lifecycle to delete the sandbox, or starts one in its delete phase if it is gone; the row as it now reads. */
+/**
+ * Signals the running lifecycle to delete the sandbox, or starts one in its delete phase if it is
+ * gone, then marks it DELETING at once (unless its lifecycle moved it meanwhile): from the moment
+ * this answers, nobody is handed the sandbox as a living one (createIfNotExist, the gateway), and
+ * a start finishing late does not mark it DEPLOYED again. The row as it now reads.
+ */
 export async function deleteSandbox(services: SandboxServices, workspace: WorkspaceGrant, name: string): Promise<ResourceRow> {
   const row = await findSandbox(services, workspace, name);
   await deleteThroughWorkflow<typeof sandboxLifecycle>(services.temporal, 'sandboxLifecycle', {
@@ -140,5 +145,6 @@ export async function deleteSandbox(services: SandboxServices, workspace: Worksp
     workflowId: sandboxWorkflowId(workspace.name, row.name),
     input: lifecycleInput(services.config, row, workspace.id, 'delete'),
   });
+  if (row.status !== 'DELETING') await services.store.transition(row.id, 'DELETING', { type: 'Normal', message: 'deletion requested' }, undefined, row.status);
   return { ...row, status: 'DELETING' };
 }

@@ -55,12 +55,13 @@ describe('createIfNotExists', () => {
     let run = 0;
     await fc.assert(
       fc.asyncProperty(
-        // When each caller starts (ms after the first), and whether the sandbox already exists.
+        // When each caller starts (ms after the first), and what of that name exists before.
         fc.array(fc.nat(40), { minLength: 2, maxLength: 5 }),
-        fc.boolean(),
-        async (starts, existing) => {
+        fc.constantFrom('none' as const, 'living' as const, 'being deleted' as const),
+        async (starts, before) => {
           const name = `cine-${++run}-${unique('x').slice(-6)}`.toLowerCase();
-          if (existing) await SandboxInstance.create(request(name));
+          const previous = before === 'none' ? undefined : await SandboxInstance.create(request(name));
+          if (before === 'being deleted') await SandboxInstance.delete(name);
           const answers = await recordingCreates(() =>
             Promise.all(
               starts.map(async (delay) => {
@@ -69,8 +70,9 @@ describe('createIfNotExists', () => {
               }),
             ),
           );
-          // The API hands the living sandbox back: no caller had to go through a 409.
-          expect(answers.statuses).toEqual(starts.map(() => 200));
+          // The API hands the living sandbox back: no caller had to go through a 409. One being
+          // deleted is a 409 until it is gone; the SDK waits for that, then creates.
+          if (before !== 'being deleted') expect(answers.statuses).toEqual(starts.map(() => 200));
           const results = answers.value;
           const rows = await rowsNamed(name);
           expect(rows).toHaveLength(1);
@@ -78,10 +80,13 @@ describe('createIfNotExists', () => {
             expect(sandbox.metadata.name).toBe(name);
             expect(sandbox.metadata.createdAt).toBe(rows[0].created_at.toISOString());
           }
+          // A sandbox whose deletion was asked for is never handed back: the callers get a new one.
+          if (before === 'being deleted') expect(results[0].metadata.createdAt).not.toBe(previous?.metadata.createdAt);
+          expect(['DEPLOYING', 'DEPLOYED']).toContain((await SandboxInstance.get(name)).status);
           await SandboxInstance.delete(name);
         },
       ),
-      { numRuns: 6 },
+      { numRuns: 8 },
     );
   });
 
