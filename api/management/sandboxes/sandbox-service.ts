@@ -1,6 +1,6 @@
-import { WorkflowIdConflictPolicy, type Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy, type Client } from '@temporalio/client';
 import { nodeTaskQueue, type HangarConfig } from '../../../domain/config';
-import { ApiError, badRequest } from '../../../domain/errors';
+import { ApiError, badRequest, conflict } from '../../../domain/errors';
 import type { WorkspaceGrant } from '../../../domain/principal';
 import type { ResourceStatus } from '../../../domain/resource';
 import { sandboxWorkflowId, type SandboxKey, type SandboxSpec } from '../../../domain/sandbox/sandbox';
@@ -78,20 +78,43 @@ export function findSandbox(services: SandboxServices, workspace: WorkspaceGrant
 
 /** Inserts the sandbox as DEPLOYING and starts its lifecycle workflow, which starts it. */
 export async function createSandbox(services: SandboxServices, workspace: WorkspaceGrant, body: SandboxRequest, actor: string): Promise<ResourceRow> {
-  const { store, temporal, config } = services;
+  const { store, config } = services;
   const spec = body.spec ?? {};
   checkSpec(spec);
   const volumeIds = await resolveVolumes(store, workspace, spec);
   const row = await createNamed(store, workspace, SANDBOXES, { metadata: body.metadata, spec: spec as Record<string, unknown>, status: 'DEPLOYING', message: 'creating the sandbox', actor });
-  await startOwningWorkflow(store, row.id, () =>
-    temporal.workflow.start<typeof sandboxLifecycle>('sandboxLifecycle', {
-      taskQueue: config.taskQueue,
-      workflowId: sandboxWorkflowId(workspace.name, row.name),
-      workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
-      args: [withVolumeIds(lifecycleInput(config, row, workspace.id, 'create'), volumeIds)],
-    }),
-  );
+  const input = withVolumeIds(lifecycleInput(config, row, workspace.id, 'create'), volumeIds);
+  await startOwningWorkflow(store, row.id, () => startLifecycle(services, workspace, input));
   return row;
+}
+
+/** Longest a create waits for the lifecycle of the previous sandbox of its name to end. */
+const PREVIOUS_LIFE_WAIT_MS = 30_000;
+
+/**
+ * Starts a new sandbox's lifecycle. The lifecycle of the previous sandbox of that name deletes its
+ * row as its very last step, so a create can come in while that run is still closing: joining it
+ * would leave the new sandbox never started. That run is waited for instead, then the new one
+ * starts, unless a delete of the new sandbox started its lifecycle meanwhile (its row is gone).
+ */
+async function startLifecycle(services: SandboxServices, workspace: WorkspaceGrant, input: SandboxLifecycleInput): Promise<void> {
+  const { temporal, config, store } = services;
+  const workflowId = sandboxWorkflowId(workspace.name, input.key.name);
+  const start = (workflowIdConflictPolicy: WorkflowIdConflictPolicy) =>
+    temporal.workflow.start<typeof sandboxLifecycle>('sandboxLifecycle', { taskQueue: config.taskQueue, workflowId, workflowIdConflictPolicy, args: [input] });
+  try {
+    await start(WorkflowIdConflictPolicy.FAIL);
+    return;
+  } catch (err) {
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+  }
+  const ended = await Promise.race([
+    temporal.workflow.getHandle(workflowId).result().then(() => true, () => true),
+    new Promise<false>((resolve) => setTimeout(() => resolve(false), PREVIOUS_LIFE_WAIT_MS).unref()),
+  ]);
+  if (!ended) throw conflict(`the previous sandbox named '${input.key.name}' is still being removed; retry shortly`);
+  if (!(await store.get({ workspaceId: workspace.id, kind: SANDBOXES.path, name: input.key.name }))) return;
+  await start(WorkflowIdConflictPolicy.USE_EXISTING);
 }
 
 /**

@@ -82,7 +82,8 @@ describe('createIfNotExists', () => {
           }
           // A sandbox whose deletion was asked for is never handed back: the callers get a new one.
           if (before === 'being deleted') expect(results[0].metadata.createdAt).not.toBe(previous?.metadata.createdAt);
-          expect(['DEPLOYING', 'DEPLOYED']).toContain((await SandboxInstance.get(name)).status);
+          // And it starts: its lifecycle is its own, not the deleted one's finishing.
+          await deployed(name, 60_000);
           await SandboxInstance.delete(name);
         },
       ),
