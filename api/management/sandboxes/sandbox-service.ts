@@ -82,6 +82,7 @@ export async function createSandbox(services: SandboxServices, workspace: Worksp
   const spec = body.spec ?? {};
   checkSpec(spec);
   const volumeIds = await resolveVolumes(store, workspace, spec);
+  await removeFailed(services, workspace, body.metadata.name);
   const row = await createNamed(store, workspace, SANDBOXES, { metadata: body.metadata, spec: spec as Record<string, unknown>, status: 'DEPLOYING', message: 'creating the sandbox', actor });
   const input = withVolumeIds(lifecycleInput(config, row, workspace.id, 'create'), volumeIds);
   await startOwningWorkflow(store, row.id, () => startLifecycle(services, workspace, input));
@@ -90,6 +91,27 @@ export async function createSandbox(services: SandboxServices, workspace: Worksp
 
 /** Longest a create waits for the lifecycle of the previous sandbox of its name to end. */
 const PREVIOUS_LIFE_WAIT_MS = 30_000;
+
+/** Whether the lifecycle run of that id ended within PREVIOUS_LIFE_WAIT_MS (or was not running). */
+function previousLifeEnded(temporal: Client, workflowId: string): Promise<boolean> {
+  return Promise.race([
+    temporal.workflow.getHandle(workflowId).result().then(() => true, () => true),
+    new Promise<false>((resolve) => setTimeout(() => resolve(false), PREVIOUS_LIFE_WAIT_MS).unref()),
+  ]);
+}
+
+/**
+ * A FAILED sandbox gives its name to a create, as in the reference (whose SDK creates again at
+ * once over a failed one): it is deleted, and the create goes on once its lifecycle has ended.
+ */
+async function removeFailed(services: SandboxServices, workspace: WorkspaceGrant, name: string): Promise<void> {
+  const existing = await services.store.get({ workspaceId: workspace.id, kind: SANDBOXES.path, name });
+  if (existing?.status !== 'FAILED') return;
+  await deleteSandbox(services, workspace, name);
+  if (!(await previousLifeEnded(services.temporal, sandboxWorkflowId(workspace.name, name)))) {
+    throw conflict(`the failed sandbox named '${name}' is still being removed; retry shortly`);
+  }
+}
 
 /**
  * Starts a new sandbox's lifecycle. The lifecycle of the previous sandbox of that name deletes its
@@ -108,19 +130,15 @@ async function startLifecycle(services: SandboxServices, workspace: WorkspaceGra
   } catch (err) {
     if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
   }
-  const ended = await Promise.race([
-    temporal.workflow.getHandle(workflowId).result().then(() => true, () => true),
-    new Promise<false>((resolve) => setTimeout(() => resolve(false), PREVIOUS_LIFE_WAIT_MS).unref()),
-  ]);
-  if (!ended) throw conflict(`the previous sandbox named '${input.key.name}' is still being removed; retry shortly`);
+  if (!(await previousLifeEnded(temporal, workflowId))) throw conflict(`the previous sandbox named '${input.key.name}' is still being removed; retry shortly`);
   if (!(await store.get({ workspaceId: workspace.id, kind: SANDBOXES.path, name: input.key.name }))) return;
   await start(WorkflowIdConflictPolicy.USE_EXISTING);
 }
 
 /**
- * Statuses of a sandbox that a create asking for it if it exists cannot hand back: it is going,
- * or failed. The create answers 409 for them, as for any taken name: the reference SDK then
- * waits for the sandbox to go and creates it again.
+ * Statuses of a sandbox that a create asking for it if it exists cannot hand back: it is going
+ * (or failed, and a create replaces it first). The create answers 409 for them, as for any taken
+ * name: the reference SDK then waits for the sandbox to go and creates it again.
  */
 const NOT_REUSABLE: readonly ResourceStatus[] = ['FAILED', 'DEACTIVATING', 'DEACTIVATED', 'TERMINATED', 'DELETING'];
 

@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { unique, type TestApp, type TestTenant } from '../../helpers/platform';
 import { deployedSandbox as deployed, startReferenceSdkPlatform, type ReferenceSdkPlatform } from '../../helpers/reference-sdk';
 import { eventually } from '../../helpers/workers';
+import { ResourceStore } from '../../../store/resources';
 
 // Managing sandboxes with the reference SDK (issue 16): createIfNotExists under concurrency, and
 // updates (ttl, lifecycle, envs) that apply to the running sandbox without recreating it.
@@ -89,6 +90,22 @@ describe('createIfNotExists', () => {
       ),
       { numRuns: 8 },
     );
+  });
+
+  test('a FAILED sandbox of that name is replaced, as the reference does (its SDK creates again at once over one)', async () => {
+    const name = unique('cine-failed').toLowerCase();
+    const failed = await SandboxInstance.create(request(name));
+    await deployed(name);
+    // As a start that failed leaves it (the node's failure is not what is tried here).
+    const [row] = await rowsNamed(name);
+    await new ResourceStore(t.app.pg).transition(row.id, 'FAILED', { type: 'Warning', message: 'failed to start: injected' });
+
+    const replaced = await SandboxInstance.createIfNotExists(request(name));
+    expect(replaced.metadata.createdAt).not.toBe(failed.metadata.createdAt);
+    const rows = await rowsNamed(name);
+    expect(rows.map((r) => r.created_at.toISOString())).toEqual([replaced.metadata.createdAt]);
+    await deployed(name);
+    await SandboxInstance.delete(name);
   });
 
   test('a createIfNotExist query parameter that is not a boolean is a 400 naming it', async () => {
