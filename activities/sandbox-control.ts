@@ -10,8 +10,9 @@ export function createSandboxControlActivities({ pg }: Pick<ActivityDeps, 'pg'>)
   const store = new ResourceStore(pg);
   const history = new StateHistory(pg);
   return {
+    /** Only a sandbox still starting: one whose deletion was asked for meanwhile stays DELETING. */
     async markSandboxFailed(key: SandboxKey, message: string): Promise<void> {
-      await store.transition(key.id, 'FAILED', { type: 'Warning', message });
+      await store.transition(key.id, 'FAILED', { type: 'Warning', message }, undefined, 'DEPLOYING');
       await history.end(key.id, Date.now());
     },
     async setSandboxState(key: SandboxKey, state: SandboxState, lastUsedAt: number): Promise<void> {

@@ -46,6 +46,11 @@ export function createSandboxNodeActivities({ runtime, volumes, pg }: { runtime:
       return { frozen: true, lastUsedAt, freeze: await runtime.freeze(key.id) };
     },
 
+    /** New environment variables for the running sandbox (see SandboxRuntime.updateEnvs); idempotent. */
+    async updateSandboxEnvs(key: SandboxKey, spec: SandboxSpec): Promise<void> {
+      await runtime.updateEnvs(key.id, runtimeEnvs(spec));
+    },
+
     /** The sandbox's freeze state now, and the moment it was read (by this node's clock). */
     async freezeState(key: SandboxKey): Promise<ObservedFreeze> {
       const state = await runtime.freezeState(key.id);
@@ -70,6 +75,9 @@ export function createSandboxNodeActivities({ runtime, volumes, pg }: { runtime:
     stopSandbox: (key: SandboxKey): Promise<SandboxRemoval> => whileHeartbeating(() => runtime.remove(key.id)),
   };
 }
+
+/** The sandbox's environment variables as the runtime takes them. */
+const runtimeEnvs = (spec: SandboxSpec) => (spec.runtime?.envs ?? []).map(({ name, value }) => ({ name, value }));
 
 /** The sandbox's volumes as host folders; the control plane resolved their names to ids. */
 async function volumeMounts(volumes: VolumeStore | undefined, spec: SandboxSpec): Promise<RuntimeVolumeMount[]> {
@@ -101,7 +109,7 @@ async function startSandbox(
       name: key.name,
       image: spec.runtime?.image ?? DEFAULT_SANDBOX_IMAGE,
       memoryMb,
-      envs: (spec.runtime?.envs ?? []).map(({ name, value }) => ({ name, value })),
+      envs: runtimeEnvs(spec),
       volumes: mounts,
     });
   } catch (err) {
@@ -109,7 +117,8 @@ async function startSandbox(
     if (err instanceof SandboxSpecError) throw ApplicationFailure.nonRetryable(err.message, 'SandboxSpecError');
     throw err;
   }
-  await store.transition(key.id, 'DEPLOYED', { type: 'Normal', message: 'sandbox is running' }, { state: 'RUNNING', lastUsedAt: new Date().toISOString() });
+  // Only a sandbox still starting: one whose deletion was asked for meanwhile stays DELETING.
+  await store.transition(key.id, 'DEPLOYED', { type: 'Normal', message: 'sandbox is running' }, { state: 'RUNNING', lastUsedAt: new Date().toISOString() }, 'DEPLOYING');
   const sandbox = { workspaceId: key.workspaceId, resourceType: 'sandbox' as const, resourceUuid: key.id, resourceName: key.name };
   return { startedAt: await history.enter(sandbox, { state: 'RUNNING', memoryMb, storedBytes: 0 }, Date.now()) };
 }

@@ -8,7 +8,12 @@ export interface ApiVersion {
   status: 'stable' | 'preview' | 'deprecated';
 }
 
-export const API_VERSIONS: readonly ApiVersion[] = [{ version: '2026-04-16', released: '2026-04-16', status: 'stable' }];
+export const API_VERSIONS: readonly ApiVersion[] = [
+  { version: '2026-04-16', released: '2026-04-16', status: 'stable' },
+  // What the reference SDK (@blaxel/core 0.3.21) announces by default. Its shapes are those of
+  // 2026-04-16: accepting it lets that SDK run unchanged, and a later difference keys on it.
+  { version: '2026-04-28', released: '2026-04-28', status: 'stable' },
+];
 
 /** Clients that send no Service-Version get the earliest stable version, so they never break. */
 export const DEFAULT_API_VERSION = API_VERSIONS.filter((v) => v.status === 'stable')

@@ -251,6 +251,22 @@ export class BwrapRuntime implements SandboxRuntime {
     }
   }
 
+  /**
+   * New environment variables: kept in the sandbox's record (a later start has them) and written
+   * to the agent's configuration in place, which the agent reads for each process it starts.
+   */
+  updateEnvs(id: string, envs: RuntimeSandboxSpec['envs']): Promise<void> {
+    assertSandboxId(id);
+    return this.exclusive(id, async () => {
+      const record = await this.store.read(id);
+      if (!record) throw new SandboxNotFoundError(id);
+      const updated: SandboxRecord = { ...record, spec: { ...record.spec, envs } };
+      validateSpec(updated.spec);
+      await this.store.write(updated);
+      await writeIdentityFiles(updated.spec, this.layout(id), this.identity());
+    });
+  }
+
   stop(id: string): Promise<void> {
     assertSandboxId(id);
     return this.exclusive(id, async () => {
@@ -421,7 +437,7 @@ export class BwrapRuntime implements SandboxRuntime {
  * A smaller young generation keeps each idle agent's memory down (a hundred of them share a
  * node); the agent's work is I/O, not allocation-heavy.
  */
-const AGENT_NODE_FLAGS = ['--max-semi-space-size=1'];
+export const AGENT_NODE_FLAGS = ['--max-semi-space-size=1'];
 
 function findOnPath(binary: string): string {
   for (const dir of (process.env.PATH ?? '/usr/bin:/bin').split(':')) {

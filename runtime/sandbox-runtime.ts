@@ -72,6 +72,8 @@ export interface SandboxRemoval {
 export interface SandboxRuntime {
   /** Starts the sandbox, or returns it when it already runs; resolves once its API answers. */
   start(spec: RuntimeSandboxSpec): Promise<SandboxHandle>;
+  /** Gives the sandbox new environment variables, for the processes started from now on (it keeps running, frozen or not). */
+  updateEnvs(id: string, envs: RuntimeSandboxSpec['envs']): Promise<void>;
   /** Ends every process of the sandbox; its files stay for a later start. */
   stop(id: string): Promise<void>;
   /** Stops the sandbox and deletes its files; answers how it ended (the same when asked again). */

@@ -234,7 +234,8 @@ export class ManagedProcess {
 }
 
 export interface ProcessManagerOptions {
-  env: Record<string, string>;
+  /** The sandbox's environment as it is now: an update of the sandbox's envs reaches every process started after it. */
+  env: () => Record<string, string>;
   defaultWorkingDir: string;
   /** Output kept per process for late readers. */
   maxOutputBytes?: number;
@@ -253,7 +254,7 @@ export class ProcessManager {
     const workingDir = request.workingDir || this.options.defaultWorkingDir;
     const stats = await fsp.stat(workingDir).catch(() => undefined);
     if (!stats?.isDirectory()) throw badRequest(`'workingDir' ${workingDir} is not an existing directory`);
-    const managed = new ManagedProcess(request, workingDir, { ...this.options.env, ...request.env }, this.options.maxOutputBytes ?? 8 * 1024 * 1024);
+    const managed = new ManagedProcess(request, workingDir, { ...this.options.env(), ...request.env }, this.options.maxOutputBytes ?? 8 * 1024 * 1024);
     await managed.launch();
     managed.name = request.name ?? `proc-${managed.pid}`;
     this.processes.push(managed);

@@ -18,10 +18,28 @@ import { processRoutes } from './process-routes';
 import { searchRoutes } from './search-routes';
 import type { RouteHandler, RouteHandlers } from './route-handler';
 
+/**
+ * The processes' environment as the configuration file says now: the host rewrites the file in
+ * place when the sandbox's envs are updated (the reference's sandbox-api re-reads its metadata the
+ * same way), so a process started afterwards sees the new values and running ones keep theirs. A
+ * read that meets the file mid-rewrite keeps the last environment read.
+ */
+function currentEnvironment(loadConfig: () => AgentConfig, first: AgentConfig): () => Record<string, string> {
+  let last = first.processEnv;
+  return () => {
+    try {
+      last = loadConfig().processEnv;
+    } catch {
+      // Mid-rewrite: the previous values stand.
+    }
+    return last;
+  };
+}
+
 /** What the API serves for one configuration: the handlers of its configuration-bound routes. */
-function buildApi(config: AgentConfig) {
+function buildApi(config: AgentConfig, loadConfig: () => AgentConfig) {
   const files = new SandboxFiles(new PathPolicy(config.writableRoots, config.hiddenRoots), config.writableRoots);
-  const processes = new ProcessManager({ env: config.processEnv, defaultWorkingDir: config.defaultWorkingDir });
+  const processes = new ProcessManager({ env: currentEnvironment(loadConfig, config), defaultWorkingDir: config.defaultWorkingDir });
   const monitor = new PortMonitor({ eventLog: config.eventLog, sandbox: config.sandboxName });
   const uploads = openMultipartUploads(path.dirname(config.eventLog), files);
   let mcp: RouteHandler | undefined;
@@ -65,7 +83,7 @@ interface Traffic {
  * before the API served anything else, so nobody can make it forget processes it started.
  */
 export function createAgentServer(loadConfig: () => AgentConfig): http.Server {
-  let api = buildApi(loadConfig());
+  let api = buildApi(loadConfig(), loadConfig);
   const traffic: Traffic = { inflight: 0, lastRequestAt: api.startedAt, used: false };
 
   const index: RouteHandler = async (_req, res) =>
@@ -82,7 +100,7 @@ export function createAgentServer(loadConfig: () => AgentConfig): http.Server {
     reload: async (_req, res) => {
       if (traffic.used) throw new HttpError(409, 'the sandbox API is in use: only a fresh sandbox reloads its configuration');
       api.uploads.stopSweeping();
-      api = buildApi(loadConfig());
+      api = buildApi(loadConfig(), loadConfig);
       handlers = { ...api.handlers, ...service };
       traffic.lastRequestAt = api.startedAt;
       sendJson(res, 200, { sandbox: api.config.sandboxName, message: 'Configuration reloaded' } satisfies AgentReload);

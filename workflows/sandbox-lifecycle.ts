@@ -13,6 +13,7 @@ import type { SandboxNodeActivities } from '../activities/sandbox-node';
 import { nextExpiry } from '../domain/sandbox/expiry';
 import { knownGeneration, lastChangeAt, noteObserved, noteThaw, sandboxState, usagePeriods, type StandbyLedger } from '../domain/sandbox/lifecycle';
 import { idlePeriodOver, nextSandboxStep } from '../domain/sandbox/next-step';
+import { envsChanged } from '../domain/sandbox/spec-rules';
 import { DEFAULT_SANDBOX_IMAGE, DEFAULT_SANDBOX_MEMORY_MB, type SandboxKey, type SandboxSpec, type SandboxState } from '../domain/sandbox/sandbox';
 
 export interface SandboxLifecycleInput {
@@ -88,6 +89,8 @@ class SandboxRun {
   private woken = false;
   // Set when the node must be asked: someone saw the sandbox running while we hold it frozen.
   private askNode = false;
+  // Set when an update changed the envs: the node gives them to the running sandbox.
+  private envsToApply = false;
   // Metering: usage is recorded per period in the state the node had during it.
   private meteredUntil: number;
   private metering: boolean;
@@ -129,6 +132,7 @@ class SandboxRun {
       this.woken = true;
     });
     setHandler(specSignal, (next) => {
+      if (envsChanged(this.spec, next)) this.envsToApply = true;
       this.spec = next;
       this.woken = true;
     });
@@ -154,6 +158,7 @@ class SandboxRun {
   async watchUntilGone(): Promise<string> {
     let persistedState: SandboxState | undefined = this.input.phase === 'running' ? this.state() : 'RUNNING';
     while (!this.deleting) {
+      if (this.envsToApply) await this.applyEnvs();
       const expiry = nextExpiry({
         ttl: this.spec.runtime?.ttl,
         expires: this.spec.runtime?.expires,
@@ -173,6 +178,16 @@ class SandboxRun {
       else await this.waitThenFreezeWhenIdle(next);
     }
     return 'deleted by request';
+  }
+
+  /**
+   * Hands updated envs to the running sandbox, frozen or not (no other step changes for it). A
+   * node that cannot, after its retries, leaves them for the sandbox's next start, which takes
+   * them from the spec: the sandbox's life does not end over its environment.
+   */
+  private async applyEnvs(): Promise<void> {
+    this.envsToApply = false;
+    await this.node.updateSandboxEnvs(this.key, this.spec).catch(() => undefined);
   }
 
   /** Waits for a signal or the next deadline; a RUNNING sandbox idle by then is frozen (if the node agrees). */

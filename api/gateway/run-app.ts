@@ -12,6 +12,7 @@ import { buildGatewayBase, proxiedRouteLogLevel } from './gateway-base';
 import { WorkflowTouches, touchIntervalMs } from '../../store/workflow-touches';
 import { WorkloadForwarder, type ForwardingServices } from './workload-forwarder';
 import { WorkloadWakes } from './workload-wakes';
+import { runOpenApiDocument } from './run-openapi';
 
 const ALL_METHODS: ('GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS')[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
 const CLOSE_GRACE_MS = 2_000;
@@ -84,6 +85,7 @@ function routeCustomDomains(app: FastifyInstance, config: HangarConfig, routes: 
  * A workload with `minScale: 0` is touched (throttled) while it serves, so its deployment
  * workflow knows when it is idle; once scaled to zero, a request is held while the workflow
  * starts it again (one start for every request that arrives meanwhile) and then forwarded.
+ * Its OpenAPI document (run-openapi.ts) is at /openapi.json.
  */
 export async function buildRunApp(config: HangarConfig, options: AppOptions = {}): Promise<FastifyInstance> {
   const app = await buildGatewayBase(config, options);
@@ -96,6 +98,8 @@ export async function buildRunApp(config: HangarConfig, options: AppOptions = {}
   app.addContentTypeParser('*', (_request, _payload, done) => done(null));
   routeCustomDomains(app, config, services.routes, forwarder);
 
+  const document = runOpenApiDocument(config);
+  app.get('/openapi.json', { config: { public: true, unversioned: true } }, async () => document);
   const tail = (request: FastifyRequest) => (request.params as { '*'?: string })['*'] ?? '';
   const proxied = { method: ALL_METHODS, exposeHeadRoute: false, logLevel: proxiedRouteLogLevel(options) };
   const asyncRequests = asyncAgentRequests(app, (request) => forwarder.callerOf(request));

@@ -2,7 +2,7 @@ import { expirationPolicyProblem } from './expiry';
 import type { SandboxSpec } from './sandbox';
 
 /** Fields that shape the running sandbox; changing them means creating a new one. */
-const IMMUTABLE_RUNTIME_FIELDS = ['image', 'memory', 'envs', 'ports'] as const;
+const IMMUTABLE_RUNTIME_FIELDS = ['image', 'memory', 'ports'] as const;
 
 /**
  * What is wrong with a sandbox spec beyond its schema (its expiration policies, an expiry not in
@@ -25,9 +25,9 @@ export function sandboxSpecProblem(spec: SandboxSpec, now: number, before?: Sand
 }
 
 /**
- * Why a running sandbox cannot take `next` in place of `before`: its image, memory, env, ports or
+ * Why a running sandbox cannot take `next` in place of `before`: its image, memory, ports or
  * region (its URL) or volumes changed, which only a new sandbox can have. Undefined when the change
- * is allowed (labels, ttl, expires, snapshotEnabled, expiration policies).
+ * is allowed (labels, ttl, expires, snapshotEnabled, expiration policies, envs).
  */
 export function sandboxSpecChangeProblem(before: SandboxSpec, next: SandboxSpec): string | undefined {
   const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
@@ -39,4 +39,13 @@ export function sandboxSpecChangeProblem(before: SandboxSpec, next: SandboxSpec)
   if (!same(before.region, next.region)) return 'body.spec.region cannot change on a running sandbox; create a new sandbox instead';
   if (!same(before.volumes, next.volumes)) return 'body.spec.volumes cannot change on a running sandbox; create a new sandbox instead';
   return undefined;
+}
+
+/**
+ * Whether an update changes the sandbox's environment variables. The running sandbox takes them
+ * as the reference's does: every process started afterwards sees the new values, running ones
+ * keep theirs, and nothing is recreated.
+ */
+export function envsChanged(before: SandboxSpec, next: SandboxSpec): boolean {
+  return JSON.stringify(before.runtime?.envs ?? []) !== JSON.stringify(next.runtime?.envs ?? []);
 }

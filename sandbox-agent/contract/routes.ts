@@ -159,8 +159,8 @@ function paramsOf(segments: string[], route: string[]): Record<string, string> {
 
 /**
  * The route a request takes (path as sent, without its query; a trailing slash is allowed): the
- * most literal path pattern that matches, then the method (HEAD where the table lists it, `*`
- * for any). `undefined`: no route has the path (404); `method-not-allowed`: the path is served,
+ * most literal path pattern that matches, then the method (`*` for any; HEAD, where the table
+ * lists none for the path, takes the GET route). `undefined`: no route has the path (404); `method-not-allowed`: the path is served,
  * not with this method (405).
  */
 export function matchRoute(method: string, pathname: string): RouteMatch | 'method-not-allowed' | undefined {
@@ -170,7 +170,9 @@ export function matchRoute(method: string, pathname: string): RouteMatch | 'meth
   if (owners.length === 0) return undefined;
   const owner = owners.reduce((best, route) => (literalCount(route) > literalCount(best) ? route : best));
   const pattern = `/${owner.join('/')}`;
-  const route = AGENT_ROUTES.find((candidate) => candidate.path === pattern && (candidate.method === method || candidate.method === '*'));
+  const withMethod = (wanted: string) => AGENT_ROUTES.find((candidate) => candidate.path === pattern && (candidate.method === wanted || candidate.method === '*'));
+  // HEAD is served on every GET: by the GET route itself, with its headers and no body.
+  const route = withMethod(method) ?? (method === 'HEAD' ? withMethod('GET') : undefined);
   if (!route) return 'method-not-allowed';
   // {path} keeps a trailing slash as sent, as the filesystem API always saw it.
   const raw = pathname.split('/').slice(1);

@@ -1,9 +1,9 @@
-import { initialize, settings } from '@blaxel/core';
+import { initialize, SandboxInstance, settings } from '@blaxel/core';
 import type { HangarConfig } from '../../domain/config';
-import { DEFAULT_API_VERSION } from '../../domain/versions';
 import { freePort } from './ports';
 import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from './platform';
 import { startSandboxPlatform, stopRuntimeTest, type SandboxPlatform } from './runtime-platform';
+import { eventually } from './workers';
 
 /**
  * The reference service's own TypeScript SDK (`@blaxel/core`) pointed at a Hangar started by the
@@ -79,15 +79,10 @@ export async function sandboxGatewayConfig(): Promise<Pick<HangarConfig, 'host' 
 
 /**
  * Configures the SDK (its own `initialize` and environment, as a user would) and installs the fetch
- * wrapper on this test file's global. Returns the function that restores the previous fetch and
- * environment.
+ * wrapper on this test file's global. The SDK announces its own API version (`Blaxel-Version`, sent
+ * as `Service-Version`). Returns the function that restores the previous fetch.
  */
 export function useReferenceSdk(target: ReferenceSdkTarget): () => void {
-  // The SDK announces the reference's API version (2026-04-28 in 0.3.21), which Hangar does not
-  // know (400 invalid_api_version on every call; a gap of issue 16). Its own BL_API_VERSION setting
-  // makes it announce Hangar's version instead, so the rest of the surface can be tried.
-  const previousVersion = process.env.BL_API_VERSION;
-  process.env.BL_API_VERSION = DEFAULT_API_VERSION;
   initialize({ apiKey: target.apiKey, workspace: target.workspace });
   const previous = globalThis.fetch;
   const routes: BaseUrlRoute[] = [
@@ -98,8 +93,6 @@ export function useReferenceSdk(target: ReferenceSdkTarget): () => void {
   globalThis.fetch = hangarFetch(previous, routes);
   return () => {
     globalThis.fetch = previous;
-    if (previousVersion === undefined) delete process.env.BL_API_VERSION;
-    else process.env.BL_API_VERSION = previousVersion;
   };
 }
 
@@ -132,4 +125,17 @@ export async function startReferenceSdkPlatform(label: string): Promise<Referenc
       await stopRuntimeTest({ runtime, node, control, gateway, t });
     },
   };
+}
+
+/** The sandbox once DEPLOYED, read back through the SDK; a FAILED one fails the wait. */
+export function deployedSandbox(name: string, timeoutMs = 90_000): Promise<SandboxInstance> {
+  return eventually(
+    `${name} DEPLOYED`,
+    async () => {
+      const sandbox = await SandboxInstance.get(name);
+      if (sandbox.status === 'FAILED') throw new Error(`${name} FAILED`);
+      return sandbox.status === 'DEPLOYED' ? sandbox : undefined;
+    },
+    timeoutMs,
+  );
 }

@@ -1,6 +1,6 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import type { HangarConfig } from '../../../domain/config';
 import { nextExpiry } from '../../../domain/sandbox/expiry';
 import { renderSandboxUrl } from '../../../domain/sandbox/url-template';
@@ -9,8 +9,8 @@ import { NameParam, commonErrors } from '../common-schemas';
 import { toEnvelope } from '../resources/envelope';
 import { ResourceStore, type ResourceRow } from '../../../store/resources';
 import { requestWorkspace } from '../workspace-context';
-import { SandboxEnvelope, SandboxInput } from './schemas';
-import { SANDBOXES, createSandbox, deleteSandbox, findSandbox, updateSandbox, type SandboxServices } from './sandbox-service';
+import { CreateQuery, SandboxEnvelope, SandboxInput, type SandboxSpecSchema } from './schemas';
+import { SANDBOXES, createSandbox, createSandboxIfNotExists, deleteSandbox, findSandbox, updateSandbox, type SandboxServices } from './sandbox-service';
 
 const KIND = SANDBOXES.path;
 const tags = ['sandboxes'];
@@ -36,9 +36,25 @@ function sandboxEnvelope(config: HangarConfig, row: ResourceRow) {
   };
 }
 
+/**
+ * The spec a request gives, as stored: `null` for a ttl or the lifecycle means none (the reference
+ * SDK's updateTtl and updateLifecycle clear them so), and a field that is none is left out.
+ */
+function requestedSpec(spec: Static<typeof SandboxSpecSchema> | undefined): SandboxSpec | undefined {
+  if (!spec) return undefined;
+  const { lifecycle, runtime, ...rest } = spec;
+  const { ttl, ...runtimeRest } = runtime ?? {};
+  return {
+    ...rest,
+    ...(runtime ? { runtime: { ...runtimeRest, ...(ttl === null || ttl === undefined ? {} : { ttl }) } } : {}),
+    ...(lifecycle === null || lifecycle === undefined ? {} : { lifecycle }),
+  };
+}
+
 const createSchema = {
   tags,
   summary: 'Create a sandbox; it is DEPLOYING until its lifecycle workflow has started it',
+  querystring: CreateQuery,
   body: SandboxInput,
   response: { 200: SandboxEnvelope, 409: commonErrors[400], ...commonErrors },
 };
@@ -71,9 +87,10 @@ export default async function sandboxRoutes(fastify: FastifyInstance) {
     { schema: { tags, summary: 'List sandboxes', response: { 200: Type.Array(SandboxEnvelope), ...commonErrors } } },
     async (request) => (await services.store.list(requestWorkspace(request).id, KIND)).map(envelope),
   );
-  app.post(`/v0/${KIND}`, { schema: createSchema }, async (request) =>
-    envelope(await createSandbox(services, requestWorkspace(request), { metadata: request.body.metadata, spec: request.body.spec as SandboxSpec | undefined }, request.principal.clientId)),
-  );
+  app.post(`/v0/${KIND}`, { schema: createSchema }, async (request) => {
+    const create = request.query.createIfNotExist ? createSandboxIfNotExists : createSandbox;
+    return envelope(await create(services, requestWorkspace(request), { metadata: request.body.metadata, spec: requestedSpec(request.body.spec) }, request.principal.clientId));
+  });
   app.get(
     `/v0/${KIND}/:name`,
     { schema: { tags, summary: 'Get a sandbox', params: NameParam, response: { 200: SandboxEnvelope, ...commonErrors } } },
@@ -85,7 +102,7 @@ export default async function sandboxRoutes(fastify: FastifyInstance) {
         services,
         requestWorkspace(request),
         request.params.name,
-        { metadata: request.body.metadata, spec: request.body.spec as SandboxSpec | undefined },
+        { metadata: request.body.metadata, spec: requestedSpec(request.body.spec) },
         request.principal.clientId,
       ),
     ),

@@ -1,7 +1,8 @@
-import { WorkflowIdConflictPolicy, type Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy, type Client } from '@temporalio/client';
 import { nodeTaskQueue, type HangarConfig } from '../../../domain/config';
-import { badRequest } from '../../../domain/errors';
+import { ApiError, badRequest, conflict } from '../../../domain/errors';
 import type { WorkspaceGrant } from '../../../domain/principal';
+import type { ResourceStatus } from '../../../domain/resource';
 import { sandboxWorkflowId, type SandboxKey, type SandboxSpec } from '../../../domain/sandbox/sandbox';
 import { sandboxSpecChangeProblem, sandboxSpecProblem } from '../../../domain/sandbox/spec-rules';
 import { volumeMountError } from '../../../runtime/bwrap-args';
@@ -77,20 +78,84 @@ export function findSandbox(services: SandboxServices, workspace: WorkspaceGrant
 
 /** Inserts the sandbox as DEPLOYING and starts its lifecycle workflow, which starts it. */
 export async function createSandbox(services: SandboxServices, workspace: WorkspaceGrant, body: SandboxRequest, actor: string): Promise<ResourceRow> {
-  const { store, temporal, config } = services;
+  const { store, config } = services;
   const spec = body.spec ?? {};
   checkSpec(spec);
   const volumeIds = await resolveVolumes(store, workspace, spec);
+  await removeFailed(services, workspace, body.metadata.name);
   const row = await createNamed(store, workspace, SANDBOXES, { metadata: body.metadata, spec: spec as Record<string, unknown>, status: 'DEPLOYING', message: 'creating the sandbox', actor });
-  await startOwningWorkflow(store, row.id, () =>
-    temporal.workflow.start<typeof sandboxLifecycle>('sandboxLifecycle', {
-      taskQueue: config.taskQueue,
-      workflowId: sandboxWorkflowId(workspace.name, row.name),
-      workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
-      args: [withVolumeIds(lifecycleInput(config, row, workspace.id, 'create'), volumeIds)],
-    }),
-  );
+  const input = withVolumeIds(lifecycleInput(config, row, workspace.id, 'create'), volumeIds);
+  await startOwningWorkflow(store, row.id, () => startLifecycle(services, workspace, input));
   return row;
+}
+
+/** Longest a create waits for the lifecycle of the previous sandbox of its name to end. */
+const PREVIOUS_LIFE_WAIT_MS = 30_000;
+
+/** Whether the lifecycle run of that id ended within PREVIOUS_LIFE_WAIT_MS (or was not running). */
+function previousLifeEnded(temporal: Client, workflowId: string): Promise<boolean> {
+  return Promise.race([
+    temporal.workflow.getHandle(workflowId).result().then(() => true, () => true),
+    new Promise<false>((resolve) => setTimeout(() => resolve(false), PREVIOUS_LIFE_WAIT_MS).unref()),
+  ]);
+}
+
+/**
+ * A FAILED sandbox gives its name to a create, as in the reference (whose SDK creates again at
+ * once over a failed one): it is deleted, and the create goes on once its lifecycle has ended.
+ */
+async function removeFailed(services: SandboxServices, workspace: WorkspaceGrant, name: string): Promise<void> {
+  const existing = await services.store.get({ workspaceId: workspace.id, kind: SANDBOXES.path, name });
+  if (existing?.status !== 'FAILED') return;
+  await deleteSandbox(services, workspace, name);
+  if (!(await previousLifeEnded(services.temporal, sandboxWorkflowId(workspace.name, name)))) {
+    throw conflict(`the failed sandbox named '${name}' is still being removed; retry shortly`);
+  }
+}
+
+/**
+ * Starts a new sandbox's lifecycle. The lifecycle of the previous sandbox of that name deletes its
+ * row as its very last step, so a create can come in while that run is still closing: joining it
+ * would leave the new sandbox never started. That run is waited for instead, then the new one
+ * starts, unless a delete of the new sandbox started its lifecycle meanwhile (its row is gone).
+ */
+async function startLifecycle(services: SandboxServices, workspace: WorkspaceGrant, input: SandboxLifecycleInput): Promise<void> {
+  const { temporal, config, store } = services;
+  const workflowId = sandboxWorkflowId(workspace.name, input.key.name);
+  const start = (workflowIdConflictPolicy: WorkflowIdConflictPolicy) =>
+    temporal.workflow.start<typeof sandboxLifecycle>('sandboxLifecycle', { taskQueue: config.taskQueue, workflowId, workflowIdConflictPolicy, args: [input] });
+  try {
+    await start(WorkflowIdConflictPolicy.FAIL);
+    return;
+  } catch (err) {
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+  }
+  if (!(await previousLifeEnded(temporal, workflowId))) throw conflict(`the previous sandbox named '${input.key.name}' is still being removed; retry shortly`);
+  if (!(await store.get({ workspaceId: workspace.id, kind: SANDBOXES.path, name: input.key.name }))) return;
+  await start(WorkflowIdConflictPolicy.USE_EXISTING);
+}
+
+/**
+ * Statuses of a sandbox that a create asking for it if it exists cannot hand back: it is going
+ * (or failed, and a create replaces it first). The create answers 409 for them, as for any taken
+ * name: the reference SDK then waits for the sandbox to go and creates it again.
+ */
+const NOT_REUSABLE: readonly ResourceStatus[] = ['FAILED', 'DEACTIVATING', 'DEACTIVATED', 'TERMINATED', 'DELETING'];
+
+/**
+ * `createIfNotExist=true`: the sandbox of that name if it exists and lives, else a new one. Any
+ * number of such calls at once make one sandbox: the insert decides (one row per name), and the
+ * others read the row it made.
+ */
+export async function createSandboxIfNotExists(services: SandboxServices, workspace: WorkspaceGrant, body: SandboxRequest, actor: string): Promise<ResourceRow> {
+  try {
+    return await createSandbox(services, workspace, body, actor);
+  } catch (err) {
+    if (!(err instanceof ApiError) || err.statusCode !== 409) throw err;
+    const existing = await services.store.get({ workspaceId: workspace.id, kind: SANDBOXES.path, name: body.metadata.name });
+    if (!existing || NOT_REUSABLE.includes(existing.status)) throw err;
+    return existing;
+  }
 }
 
 /** Stores new labels, display name, ttl or expiration policies and hands the spec to the running lifecycle. */
@@ -108,7 +173,12 @@ export async function updateSandbox(services: SandboxServices, workspace: Worksp
   return updated;
 }
 
-/** Signals the running lifecycle to delete the sandbox, or starts one in its delete phase if it is gone; the row as it now reads. */
+/**
+ * Signals the running lifecycle to delete the sandbox, or starts one in its delete phase if it is
+ * gone, then marks it DELETING at once (unless its lifecycle moved it meanwhile): from the moment
+ * this answers, nobody is handed the sandbox as a living one (createIfNotExist, the gateway), and
+ * a start finishing late does not mark it DEPLOYED again. The row as it now reads.
+ */
 export async function deleteSandbox(services: SandboxServices, workspace: WorkspaceGrant, name: string): Promise<ResourceRow> {
   const row = await findSandbox(services, workspace, name);
   await deleteThroughWorkflow<typeof sandboxLifecycle>(services.temporal, 'sandboxLifecycle', {
@@ -116,5 +186,6 @@ export async function deleteSandbox(services: SandboxServices, workspace: Worksp
     workflowId: sandboxWorkflowId(workspace.name, row.name),
     input: lifecycleInput(services.config, row, workspace.id, 'delete'),
   });
+  if (row.status !== 'DELETING') await services.store.transition(row.id, 'DELETING', { type: 'Normal', message: 'deletion requested' }, undefined, row.status);
   return { ...row, status: 'DELETING' };
 }

@@ -54,7 +54,9 @@ export const SandboxSpecSchema = Type.Object(
           memory: Type.Optional(Type.Integer({ minimum: 64, maximum: 65_536, description: 'Memory limit in MB (enforced).' })),
           envs: Type.Optional(Type.Array(Env, { maxItems: 200 })),
           ports: Type.Optional(Type.Array(Port, { maxItems: 50 })),
-          ttl: Type.Optional(Type.String({ pattern: DURATION_PATTERN, description: 'Maximum age, e.g. "24h" (units s, m, h, d, w).' })),
+          ttl: Type.Optional(
+            Type.Union([Type.String({ pattern: DURATION_PATTERN }), Type.Null()], { description: 'Maximum age, e.g. "24h" (units s, m, h, d, w); null removes it.' }),
+          ),
           expires: Type.Optional(Type.String({ pattern: RFC3339_PATTERN, description: 'Absolute expiry (RFC 3339, in the future); the sandbox is deleted then, like at its ttl.' })),
           snapshotEnabled: Type.Optional(Type.Boolean({ description: 'Stored and shown back; standby here always keeps the memory.' })),
           generation: Type.Optional(Type.String({ maxLength: 32, description: 'Sent by the reference SDK; accepted and ignored.' })),
@@ -63,12 +65,19 @@ export const SandboxSpecSchema = Type.Object(
       ),
     ),
     lifecycle: Type.Optional(
-      Type.Object({ expirationPolicies: Type.Optional(Type.Array(ExpirationPolicy, { maxItems: 10 })) }, { additionalProperties: false }),
+      Type.Union([Type.Object({ expirationPolicies: Type.Optional(Type.Array(ExpirationPolicy, { maxItems: 10 })) }, { additionalProperties: false }), Type.Null()], {
+        description: 'Expiration policies; null removes them.',
+      }),
     ),
     volumes: Type.Optional(Type.Array(VolumeMount, { maxItems: 20 })),
   },
   { additionalProperties: false },
 );
+
+/** `?createIfNotExist=true` (as the reference SDK's createIfNotExists sends it): the existing sandbox of that name, if it lives, instead of a 409. */
+export const CreateQuery = Type.Object({
+  createIfNotExist: Type.Optional(Type.Boolean({ description: 'true: answer the sandbox of that name if it exists (and is not failed or going) instead of 409.' })),
+});
 
 export const SandboxInput = Type.Object(
   {

@@ -10,6 +10,10 @@ describe('Service-Version resolution', () => {
     for (const { version } of API_VERSIONS) expect(resolveApiVersion(version)).toEqual({ ok: true, version });
   });
 
+  test('2026-04-28, the version the reference SDK sends by default, is accepted as itself', () => {
+    expect(resolveApiVersion('2026-04-28')).toEqual({ ok: true, version: '2026-04-28' });
+  });
+
   test.each(['2026-04-17', '2025-01-01', '2026-04-16.preview', '2099-12-31.preview'])(
     'well-formed but unknown %s is refused, naming it and listing valid versions',
     (version) => {

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import type { SandboxSpec } from '../../../../domain/sandbox/sandbox';
-import { sandboxSpecChangeProblem, sandboxSpecProblem } from '../../../../domain/sandbox/spec-rules';
+import { envsChanged, sandboxSpecChangeProblem, sandboxSpecProblem } from '../../../../domain/sandbox/spec-rules';
 
 const running: SandboxSpec = {
   runtime: { image: 'base', memory: 512, envs: [{ name: 'A', value: '1' }], ports: [{ target: 8080 }], ttl: '1h' },
@@ -32,11 +32,23 @@ describe('sandbox spec rules', () => {
     expect(sandboxSpecChangeProblem(running, relaxed)).toBeUndefined();
   });
 
-  test('any change of image, memory, envs or ports is refused, naming the field', () => {
+  test('envs may change on a running sandbox (issue 16: as the reference, for the processes started afterwards), and envsChanged says when they do', () => {
+    const envs = fc.array(fc.record({ name: fc.constantFrom('A', 'B'), value: fc.constantFrom('1', '2') }), { maxLength: 3 });
+    fc.assert(
+      fc.property(envs, (value) => {
+        const next: SandboxSpec = { ...running, runtime: { ...running.runtime, envs: value } };
+        expect(sandboxSpecChangeProblem(running, next)).toBeUndefined();
+        expect(envsChanged(running, next)).toBe(JSON.stringify(running.runtime?.envs) !== JSON.stringify(value));
+      }),
+    );
+    // No envs and an empty list are the same environment.
+    expect(envsChanged({ runtime: {} }, { runtime: { envs: [] } })).toBe(false);
+  });
+
+  test('any change of image, memory or ports is refused, naming the field', () => {
     const changes = fc.oneof(
       fc.record({ field: fc.constant('image' as const), value: fc.string({ minLength: 1, maxLength: 8 }).filter((v) => v !== 'base') }),
       fc.record({ field: fc.constant('memory' as const), value: fc.integer({ min: 64, max: 4096 }).filter((v) => v !== 512) }),
-      fc.record({ field: fc.constant('envs' as const), value: fc.array(fc.record({ name: fc.constantFrom('A', 'B'), value: fc.constantFrom('1', '2') }), { maxLength: 3 }) }),
       fc.record({ field: fc.constant('ports' as const), value: fc.array(fc.record({ target: fc.integer({ min: 1, max: 65_535 }) }), { maxLength: 3 }) }),
     );
     fc.assert(

@@ -60,3 +60,13 @@ test('routePath fills an operation\'s placeholders, each one path segment howeve
   expect(routePath('processPorts', { pid: 42 })).toBe('/network/process/42/ports');
   expect(() => routePath('killProcess')).toThrow('killProcess: no value for {process}');
 });
+
+test('HEAD on every GET path of the table takes the GET route (or its own HEAD row); never a 405', () => {
+  for (const route of AGENT_ROUTES.filter((r) => r.method === 'GET')) {
+    const path = route.path.replace('{path}', 'tmp/a').replace(/\{\w+\}/g, '7');
+    const head = AGENT_ROUTES.find((r) => r.method === 'HEAD' && r.path === route.path);
+    expect([path, operationOf('HEAD', path)]).toEqual([path, (head ?? route).operation]);
+  }
+  // A path served without GET has no HEAD either.
+  expect(operationOf('HEAD', '/network/process/1/monitor')).toBe('method-not-allowed');
+});
