@@ -87,14 +87,14 @@ describe('sandbox.fetch through /port/{port}', () => {
     for (const port of [0, 65536, 70000, 'web', '80a', '-1']) {
       const response = await sandbox.fetch(port as number, '/');
       expect([port, response.status]).toEqual([port, 400]);
-      expect(((await response.json()) as { error: string }).error).toMatch(/^port must be an integer from 1 to 65535/);
+      expect(await response.json()).toEqual({ error: 'bad_request', message: expect.stringMatching(/^port must be an integer from 1 to 65535, got '/) });
     }
   });
 
   test('a port nothing listens on is a 502 saying so', async () => {
     const response = await sandbox.fetch(8999, '/anything');
     expect(response.status).toBe(502);
-    expect(await response.json()).toEqual({ error: 'nothing is listening on port 8999 in the sandbox (ECONNREFUSED)' });
+    expect(await response.json()).toEqual({ error: 'port_unreachable', message: expect.stringMatching(/^nothing answered on port 8999 in the sandbox; is a server listening on 127.0.0.1:8999 there\?/) });
   });
 });
 
@@ -119,17 +119,11 @@ describe('WebSocket upgrades through /port/{port}', () => {
   });
 
   test('an upgrade to a port nothing listens on, or to a bad port, is refused in the API\'s shape', async () => {
-    expect(await openWebSocket(`${sandbox.metadata.url}/port/8999/socket`, auth())).toEqual({
-      upgraded: false,
-      status: 502,
-      body: JSON.stringify({ error: 'nothing is listening on port 8999 in the sandbox (ECONNREFUSED)' }),
-    });
+    const nobody = await openWebSocket(`${sandbox.metadata.url}/port/8999/socket`, auth());
+    expect(nobody).toMatchObject({ upgraded: false, status: 502 });
+    expect(JSON.parse((nobody as { body: string }).body)).toEqual({ error: 'port_unreachable', message: expect.stringMatching(/^nothing answered on port 8999 in the sandbox/) });
     const badPort = await openWebSocket(`${sandbox.metadata.url}/port/0/socket`, auth());
     expect(badPort).toMatchObject({ upgraded: false, status: 400 });
-    expect(JSON.parse((badPort as { body: string }).body).error).toMatch(/^port must be an integer from 1 to 65535/);
-  });
-
-  test('an upgrade to a route of the API that takes none is refused with a 404', async () => {
-    expect(await openWebSocket(`${sandbox.metadata.url}/process`, auth())).toMatchObject({ upgraded: false, status: 404 });
+    expect(JSON.parse((badPort as { body: string }).body)).toEqual({ error: 'bad_request', message: "port must be an integer from 1 to 65535, got '0'" });
   });
 });

@@ -2,11 +2,10 @@ import net from 'node:net';
 import type { Duplex } from 'node:stream';
 
 /**
- * An HTTP upgrade (WebSocket and the like) relayed one hop further, as the host's gateway does to
- * the sandbox's API and the API does to a port of the sandbox: the request's head is written again
- * to the next hop, then bytes are piped both ways untouched. The answer (101 or a refusal) comes
- * back in those bytes, so neither hop parses it or the frames after it. Shared by both hops, so it
- * lives in the contract.
+ * An HTTP upgrade (WebSocket and the like) relayed one hop further, as the sandbox gateway does to
+ * a sandbox's API or to a port of the sandbox: the request's head is written again for the next
+ * hop, then bytes are piped both ways untouched. The answer (101 or a refusal) comes back in those
+ * bytes, so the relay parses neither it nor the frames after it.
  */
 export interface UpgradeRequest {
   method: string;
@@ -37,29 +36,31 @@ export function refuseUpgrade(client: Duplex, status: number, body: Record<strin
 /**
  * Connects to `target`, sends it `request` and `head` (bytes the client sent after its request),
  * then pipes the two connections into each other until either closes. `onUnreachable` answers the
- * client when the connection fails before anything came back.
+ * client when the upstream fails or closes before anything came back.
  */
 export function relayUpgrade(client: Duplex, target: net.NetConnectOpts, request: UpgradeRequest, head: Buffer, onUnreachable: (err: Error) => void): void {
   const upstream = net.connect({ ...target, noDelay: true } as net.NetConnectOpts);
   let answered = false;
-  let refused = false;
-  /** Before any answer the client hears why; after one, the connection just ends. */
-  const fail = (err: Error) => {
-    if (refused) return;
-    // An ended client still flushes what it was given; one left open is cut.
-    if (answered || !client.writable) return void (client.writableEnded ? undefined : client.destroy());
-    refused = true;
-    onUnreachable(err);
+  let settled = false;
+  /** The upstream is done: before any answer the client hears why; after one, its end passes on. */
+  const finish = (err?: Error) => {
+    if (settled) return;
+    settled = true;
+    if (!answered) onUnreachable(err ?? new Error('the connection closed before any answer'));
+    else if (err) client.destroy();
+    else client.end();
   };
   upstream.once('data', () => (answered = true));
   upstream.once('connect', () => {
     upstream.write(requestHead(request));
     if (head.length > 0) upstream.write(head);
     client.pipe(upstream);
-    upstream.pipe(client);
+    // Ended by `finish`, not by the pipe: a refusal must still be written to it.
+    upstream.pipe(client, { end: false });
   });
-  upstream.on('error', fail);
-  upstream.on('close', () => fail(new Error('the connection closed before any answer')));
+  upstream.on('end', () => finish());
+  upstream.on('error', (err) => finish(err));
+  upstream.on('close', () => finish(new Error('the connection closed')));
   client.on('error', () => upstream.destroy());
   client.on('close', () => upstream.destroy());
 }
