@@ -25,10 +25,12 @@ let sandbox: SandboxInstance;
 
 const name = unique('sdk-ports');
 const ECHO_PORT = 8000;
+const IDLE_SECONDS = 2;
 
 beforeAll(async () => {
   const sandboxUrls = await sandboxGatewayConfig();
-  t = await startTestApp({ taskQueue: unique('reference-sdk-ports'), ...sandboxUrls });
+  // A short idle period, so that a test can see an open WebSocket keep the sandbox out of standby.
+  t = await startTestApp({ taskQueue: unique('reference-sdk-ports'), sandboxIdleSeconds: IDLE_SECONDS, ...sandboxUrls });
   tenant = await createTenant(t.app.pg, 'sdkports');
   ({ runtime, gateway, control, node } = await startSandboxPlatform(t));
   const apiOrigin = await t.app.listen({ host: '127.0.0.1', port: 0 });
@@ -115,6 +117,20 @@ describe('WebSocket upgrades through /port/{port}', () => {
       opening.socket.write(textFrame(text));
       expect(await echoed).toBe(text);
     }
+    opening.socket.destroy();
+  });
+
+  test('an open WebSocket to a port keeps the sandbox out of standby, though its bytes pass the sandbox API by', async () => {
+    const opening = await openWebSocket(`${sandbox.metadata.url}/port/${ECHO_PORT}/socket`, auth());
+    if (!opening.upgraded) throw new Error(`not upgraded: ${opening.status} ${opening.body}`);
+    const { rows } = await t.app.pg.query<{ id: string }>("SELECT id FROM resources WHERE kind = 'sandboxes' AND name = $1", [name]);
+    // Three idle periods with the connection open and silent: a sandbox taken for idle would be
+    // frozen by now, and its echo server with it (nothing on this connection would thaw it).
+    await new Promise((resolve) => setTimeout(resolve, 3 * IDLE_SECONDS * 1000));
+    expect(await runtime.isFrozen(rows[0].id)).toBe(false);
+    const echoed = nextTextFrame(opening.socket);
+    opening.socket.write(textFrame('still here'));
+    expect(await echoed).toBe('still here');
     opening.socket.destroy();
   });
 
