@@ -33,10 +33,19 @@ export function refuseUpgrade(client: Duplex, status: number, body: Record<strin
   client.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`);
 }
 
+/** `HTTP/1.1 101 ...`: the upstream switched protocols. */
+const SWITCHED = /^HTTP\/1\.[01] 101\b/;
+/** A status line longer than this is no 101. */
+const MAX_STATUS_LINE = 8 * 1024;
+
 /**
- * Connects to `target`, sends it `request` and `head` (bytes the client sent after its request),
- * then pipes the two connections into each other until either closes. `onUnreachable` answers the
- * client when the upstream fails or closes before anything came back.
+ * Connects to `target` and sends it `request`. Only once it answers 101 does the connection
+ * become the upgraded protocol's: `head` (bytes the client sent after its request) goes on, and
+ * bytes are piped both ways until either side closes. Any other answer passes back and ends the
+ * exchange: nothing more the client sent reaches the upstream, since a pipelined request after a
+ * declined upgrade would otherwise pass every check of the gateway (an internal route of the
+ * sandbox API, say). `onUnreachable` answers the client when the upstream fails or closes before
+ * anything came back.
  */
 export function relayUpgrade(client: Duplex, target: net.NetConnectOpts, request: UpgradeRequest, head: Buffer, onUnreachable: (err: Error) => void): void {
   const upstream = net.connect({ ...target, noDelay: true } as net.NetConnectOpts);
@@ -46,18 +55,33 @@ export function relayUpgrade(client: Duplex, target: net.NetConnectOpts, request
   const finish = (err?: Error) => {
     if (settled) return;
     settled = true;
-    if (!answered) onUnreachable(err ?? new Error('the connection closed before any answer'));
-    else if (err) client.destroy();
+    if (!answered) {
+      client.resume();
+      onUnreachable(err ?? new Error('the connection closed before any answer'));
+    } else if (err) client.destroy();
     else client.end();
   };
-  upstream.once('data', () => (answered = true));
-  upstream.once('connect', () => {
-    upstream.write(requestHead(request));
-    if (head.length > 0) upstream.write(head);
-    client.pipe(upstream);
+  let start = Buffer.alloc(0);
+  const onStatusLine = (chunk: Buffer) => {
+    answered = true;
+    start = Buffer.concat([start, chunk]);
+    const lineEnd = start.indexOf('\r\n');
+    if (lineEnd < 0 && start.length < MAX_STATUS_LINE) return;
+    upstream.off('data', onStatusLine);
+    client.write(start);
+    if (lineEnd >= 0 && SWITCHED.test(start.subarray(0, lineEnd).toString('latin1'))) {
+      if (head.length > 0) upstream.write(head);
+      client.pipe(upstream);
+    } else {
+      // Declined: the upstream finishes its answer and closes; what the client sends is dropped.
+      upstream.end();
+      client.resume();
+    }
     // Ended by `finish`, not by the pipe: a refusal must still be written to it.
     upstream.pipe(client, { end: false });
-  });
+  };
+  upstream.once('connect', () => upstream.write(requestHead(request)));
+  upstream.on('data', onStatusLine);
   upstream.on('end', () => finish());
   upstream.on('error', (err) => finish(err));
   upstream.on('close', () => finish(new Error('the connection closed')));
