@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 
@@ -10,8 +11,14 @@ export async function pinSocket(inSandbox: string, pinned: string): Promise<stri
   const stat = await fsp.lstat(inSandbox);
   if (!stat.isSocket()) throw new Error(`the forwarder's socket ${inSandbox} is not a socket`);
   await fsp.mkdir(path.dirname(pinned), { recursive: true, mode: 0o700 });
-  await fsp.rm(pinned, { force: true });
-  await fsp.link(inSandbox, pinned);
+  // Linked beside it and renamed over it: whoever uses the pinned path meanwhile finds one socket
+  // or the other, never none, and two pinnings at once do not trip over each other.
+  const fresh = `${pinned}.${process.pid}.${randomBytes(4).toString('hex')}`;
+  await fsp.link(inSandbox, fresh);
+  await fsp.rename(fresh, pinned).catch(async (err: unknown) => {
+    await fsp.rm(fresh, { force: true });
+    throw err;
+  });
   const linked = await fsp.lstat(pinned);
   if (!linked.isSocket() || linked.ino !== stat.ino) throw new Error('the forwarder socket changed while it was pinned');
   return pinned;
