@@ -14,7 +14,7 @@ import { proxyRequest, proxyUpgrade } from '../../runtime/http-proxy';
 import { RouteCache } from './route-cache';
 import { readySandbox } from './sandbox-readiness';
 import { buildGatewayBase, proxiedRouteLogLevel } from './gateway-base';
-import { WorkflowTouches } from '../../store/workflow-touches';
+import { WorkflowTouches, touchIntervalMs } from '../../store/workflow-touches';
 import { sandboxOpenApiDocument } from './sandbox-openapi';
 import { routeUpgrades, upgradeOf } from './upgrades';
 import { SandboxPortSockets, type SandboxUpstream } from './sandbox-ports';
@@ -92,13 +92,15 @@ function proxyToSandbox(
   gateway: SandboxGateway,
   request: FastifyRequest,
   reply: FastifyReply,
-  sandbox: { resourceId: string; workflowId: string; release?: () => void },
+  sandbox: { resourceId: string; workflowId: string },
   upstream: SandboxUpstream,
 ): void {
   const { node, agents } = gateway;
   reply.hijack();
   const upgrade = upgradeOf(request.raw, reply.raw);
-  if (sandbox.release) (upgrade?.socket ?? reply.raw).once('close', sandbox.release);
+  // Traffic the sandbox's API does not count as use (a port's, an upgraded connection's): the
+  // workflow is told the sandbox is in use for as long as it lasts.
+  if (upstream.bypassesApi || upgrade) (upgrade?.socket ?? reply.raw).once('close', gateway.touches.hold(sandbox.workflowId));
   if (upgrade) {
     // A WebSocket (to a port, or to any route of the API that takes one): relayed, its frames untouched.
     return proxyUpgrade(request.raw, upgrade.socket, upgrade.head, {
@@ -148,11 +150,8 @@ async function handleSandboxRequest(gateway: SandboxGateway, request: FastifyReq
   } else if (!port) {
     gateway.touches.touch(workflowId);
   }
-  if (!port) return proxyToSandbox(gateway, request, reply, { resourceId, workflowId }, apiUpstream(gateway, resourceId, rest + (query ? `?${query}` : '')));
-  // A port's traffic passes the sandbox's API by, which therefore cannot count it: the workflow
-  // is told the sandbox is in use for as long as the request (or WebSocket) lasts.
-  const upstream = await gateway.ports.upstream(resourceId, port);
-  proxyToSandbox(gateway, request, reply, { resourceId, workflowId, release: gateway.touches.hold(workflowId) }, upstream);
+  const upstream = port ? await gateway.ports.upstream(resourceId, port) : apiUpstream(gateway, resourceId, rest + (query ? `?${query}` : ''));
+  proxyToSandbox(gateway, request, reply, { resourceId, workflowId }, upstream);
 }
 
 /**
@@ -186,6 +185,8 @@ export async function buildSandboxGatewayApp(
       (workflowId, which, at, generation) =>
         generation === undefined ? app.temporal.workflow.getHandle(workflowId).signal(which, at) : app.temporal.workflow.getHandle(workflowId).signal(which, at, generation),
       (workflowId, which, err) => app.log.warn({ err: err.message, workflowId }, `could not signal ${which}`),
+      // Several touches per idle period: a port's traffic or a WebSocket is seen through them alone.
+      touchIntervalMs(config.sandboxIdleSeconds),
     ),
   };
 
@@ -211,8 +212,9 @@ export async function buildSandboxGatewayApp(
 }
 
 /**
- * Keep-alive connections per sandbox and per port of it: a sandbox that resumes from standby closes the idle
- * connections it held, so they are dropped with the sandbox's own pool instead of failing a request.
+ * Keep-alive connections per sandbox and per port of it: a sandbox that resumes from standby
+ * closes the idle connections it held, so they are dropped with the sandbox's own pools instead
+ * of failing a request.
  */
 class SandboxAgents {
   private readonly agents = new Map<string, http.Agent>();

@@ -9,6 +9,8 @@ export interface SandboxUpstream {
   poolKey: string;
   /** Headers the upstream gets besides the caller's forwardable ones. */
   headers?: Record<string, string>;
+  /** Its traffic passes the sandbox's API by, which therefore cannot count it as use. */
+  bypassesApi?: boolean;
   /** The 502 body for an upstream that did not answer, after forgetting what may be stale. */
   unreachable(err: NodeJS.ErrnoException): { error: string; message: string };
 }
@@ -37,6 +39,7 @@ export class SandboxPortSockets {
       poolKey: `${sandboxId}:${port}`,
       // A local request to the program there, which development servers accept by default.
       headers: { host: `localhost:${port}` },
+      bypassesApi: true,
       unreachable: (err) => {
         // The forwarder itself is gone (its sandbox's API restarted): open it again next time.
         if (err.code === 'ECONNREFUSED' || err.code === 'ENOENT') this.sockets.delete(`${sandboxId}:${port}`);
