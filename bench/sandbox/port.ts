@@ -16,9 +16,10 @@ import type { LatencySummary } from '../common/stats';
  * sandbox gateway's /port/{port}, beside the floor: the same server program on the host, reached
  * directly over loopback. Printed as ratio and added milliseconds.
  *
- * A second row tells where the time goes: a bare proxy (the gateway's own streaming, without
+ * Two more rows tell where the time goes: a bare proxy (the gateway's own streaming, without
  * credentials or routes) straight to the sandbox's byte forwarder for the port, the hop the
- * gateway takes. Options: BENCH_RUNS (2000 requests of each kind).
+ * gateway takes; and the gateway to the sandbox's API (GET /health), the same checks on another
+ * path. Options: BENCH_RUNS (2000 requests of each kind).
  */
 const RUNS = Number(process.env.BENCH_RUNS ?? 2000);
 const PORT_IN_SANDBOX = 8000;
@@ -101,6 +102,7 @@ async function main() {
       [
         { key: 'gateway', op: async () => void (await viaGateway.expect(200, 'GET', `${url.pathname}/port/${PORT_IN_SANDBOX}/`, gatewayHeaders)) },
         { key: 'direct', op: async () => void (await direct.expect(200, 'GET', '/')) },
+        { key: 'api', op: async () => void (await viaGateway.expect(200, 'GET', `${url.pathname}/health`, gatewayHeaders)) },
         { key: 'forwarder', op: async () => void (await viaForwarder.expect(200, 'GET', '/')) },
       ],
       { count: RUNS, concurrency: 1, warmup: 200, rounds: 10 },
@@ -112,6 +114,7 @@ async function main() {
         [
           row('sandbox.fetch path: gateway /port/{port}/', f('gateway'), 'same server on the host, direct', f('direct')),
           row('  of which: bare proxy -> the port\'s forwarder socket', f('forwarder'), 'same server on the host, direct', f('direct')),
+          row('for comparison: gateway -> sandbox API GET /health', f('api'), 'same server on the host, direct', f('direct')),
         ],
       )}`,
     );
