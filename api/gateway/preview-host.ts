@@ -1,7 +1,7 @@
-import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
-import type { Duplex } from 'node:stream';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, notFound } from '../../domain/errors';
+import type { PortTarget } from '../../domain/sandbox/port-path';
 import {
   PREVIEW_TOKEN_HEADER,
   PREVIEW_TOKEN_QUERY_PARAMETERS,
@@ -19,7 +19,7 @@ import type { PreviewRoute, SandboxPreviewStore } from '../../store/sandbox-prev
 import { PreviewRouteCache } from './preview-routes';
 import type { RouteCache } from './route-cache';
 import { readySandbox } from './sandbox-readiness';
-import type { SandboxPortSockets } from './sandbox-port-sockets';
+import type { SandboxUpstream } from './sandbox-ports';
 import type { SandboxTarget } from './sandbox-target';
 
 /** A request's preview, as its address names it: the URL label and the rest of the path. */
@@ -35,11 +35,12 @@ export interface PreviewHostDeps {
   /** The preview URL template (`{preview_id}` the label). */
   template: string;
   startWaitSeconds: number;
-  ports: SandboxPortSockets;
-  /** Serves a request for a sandbox (thawed if it stands by, touched otherwise) to the target's upstream. */
+  /** The upstream of a port of a running sandbox (its forwarder), as `{sandbox_url}/port/{port}` has it. */
+  portUpstream(resourceId: string, target: PortTarget): Promise<SandboxUpstream>;
+  /** The upstream of the sandbox's own API. */
+  apiUpstream(resourceId: string, path: string): SandboxUpstream;
+  /** Serves a request (or relays an upgrade) for a sandbox, thawed if it stands by, touched otherwise. */
   serve(request: FastifyRequest, reply: FastifyReply, target: SandboxTarget): Promise<void>;
-  /** The same for an upgrade: a tunnel to the target's upstream. */
-  tunnel(req: IncomingMessage, socket: Duplex, head: Buffer, target: SandboxTarget): Promise<void>;
 }
 
 /** Never sent into the sandbox: one hop's headers, the platform's credential and the preview's token. */
@@ -77,7 +78,7 @@ function withResponseHeaders(upstream: IncomingHttpHeaders, extra: Record<string
   return headers;
 }
 
-function headerRules(spec: PreviewSpec): SandboxTarget['headers'] {
+function headerRules(spec: PreviewSpec): Pick<SandboxUpstream, 'requestHeaders' | 'responseHeaders'> {
   const dropped = spec.port === SANDBOX_API_PORT ? DROPPED_TO_API : DROPPED_TO_PORT;
   return {
     requestHeaders: (headers) => forwardableHeaders(headers, spec.requestHeaders, dropped),
@@ -116,13 +117,8 @@ export class PreviewHost {
       reply.code(204).headers(preflightHeaders(route.spec.responseHeaders)).send();
       return;
     }
+    // An upgrade (a WebSocket, e.g. a dev server's live reload) comes here too, and is relayed.
     await this.deps.serve(request, reply, await this.targetOf(route, { method: request.method, headers: request.headers }, address, query));
-  }
-
-  /** An upgrade (a WebSocket, e.g. a dev server's live reload) to a preview: the same checks, then a tunnel. */
-  async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, address: PreviewAddress, query: string): Promise<void> {
-    const route = await this.liveRoute(address.label);
-    await this.deps.tunnel(req, socket, head, await this.targetOf(route, { method: req.method ?? 'GET', headers: req.headers }, address, query));
   }
 
   /** The preview at a label, unless it expired (404 unknown, 410 expired). */
@@ -142,14 +138,15 @@ export class PreviewHost {
     if (port === SANDBOX_API_PORT && reachesInternalRoute(address.rest)) throw notFound(`no such endpoint: ${request.method} ${address.rest}`);
     const resourceId = await this.runningSandbox(route);
     const forwarded = forwardedQuery(query);
+    const path = address.rest + (forwarded ? `?${forwarded}` : '');
+    const rules = headerRules(route.spec);
     return {
       resourceId,
       workflowId: sandboxWorkflowId(route.workspace, route.sandboxName),
-      path: address.rest + (forwarded ? `?${forwarded}` : ''),
-      upstream: port === SANDBOX_API_PORT ? undefined : () => this.deps.ports.socketFor(resourceId, port),
-      headers: headerRules(route.spec),
-      onUnreachable: () => this.deps.ports.forget(resourceId, port),
-      holdWhileAnswering: port !== SANDBOX_API_PORT,
+      upstream: async () => ({
+        ...(port === SANDBOX_API_PORT ? this.deps.apiUpstream(resourceId, path) : await this.deps.portUpstream(resourceId, { port, path })),
+        ...rules,
+      }),
     };
   }
 

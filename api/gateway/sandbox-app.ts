@@ -1,31 +1,34 @@
-import http, { type IncomingMessage } from 'node:http';
-import type { Duplex } from 'node:stream';
+import http from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { HangarConfig } from '../../domain/config';
 import { ROUTES_CHANNEL } from '../../domain/resource';
 import { sandboxAddressMatcher, type SandboxAddressMatcher } from '../../domain/sandbox/url-template';
 import { sandboxWorkflowId } from '../../domain/sandbox/sandbox';
 import { reachesInternalRoute } from '../../sandbox-agent/contract/routes';
+import { refuseUpgrade } from '../../runtime/upgrade-relay';
 import type { FreezeState } from '../../runtime/sandbox-runtime';
-import { ApiError, forbidden, notFound } from '../../domain/errors';
+import { forbidden, notFound } from '../../domain/errors';
 import type { AppOptions } from '../fastify';
 import { PrincipalCache } from './principal-cache';
-import { proxyRequest } from '../../runtime/http-proxy';
-import { refuseUpgrade, tunnelUpgrade } from '../../runtime/upgrade-tunnel';
-import type { SandboxTarget } from './sandbox-target';
-import { previewUrlTemplate } from '../../domain/sandbox/preview';
-import { SandboxPreviewStore } from '../../store/sandbox-previews';
-import { PreviewHost } from './preview-host';
-import { SandboxPortSockets } from './sandbox-port-sockets';
+import { proxyRequest, proxyUpgrade } from '../../runtime/http-proxy';
 import { RouteCache } from './route-cache';
 import { readySandbox } from './sandbox-readiness';
 import { buildGatewayBase, proxiedRouteLogLevel } from './gateway-base';
-import { WorkflowTouches } from '../../store/workflow-touches';
+import { WorkflowTouches, touchIntervalMs } from '../../store/workflow-touches';
 import { sandboxOpenApiDocument } from './sandbox-openapi';
+import { routeUpgrades, upgradeOf } from './upgrades';
+import { SandboxPortSockets, type SandboxUpstream } from './sandbox-ports';
+import { portTarget } from '../../domain/sandbox/port-path';
+import { previewUrlTemplate } from '../../domain/sandbox/preview';
+import { SandboxPreviewStore } from '../../store/sandbox-previews';
+import { PreviewHost } from './preview-host';
+import type { SandboxTarget } from './sandbox-target';
 
 /** What the gateway needs from the sandboxes of its node. */
 export interface SandboxNodeAccess {
   socketPath(sandboxId: string): string;
+  /** A socket reaching a port inside the sandbox (its forwarder for that port, pinned on the host). */
+  portSocket(sandboxId: string, port: number): Promise<string>;
   isFrozen(sandboxId: string): Promise<boolean>;
   /** Thaws it (a no-op when running) and answers the freeze generation it now runs in, and since when (thawedAt). */
   thaw(sandboxId: string): Promise<FreezeState>;
@@ -39,13 +42,12 @@ interface SandboxGateway {
   routes: RouteCache;
   matcher: SandboxAddressMatcher;
   agents: SandboxAgents;
+  ports: SandboxPortSockets;
+  previews: PreviewHost;
   principals: PrincipalCache;
   touches: WorkflowTouches;
   /** Longest a request holds for a sandbox still starting. */
   startWaitSeconds: number;
-  previews: PreviewHost;
-  /** Forwarded ports of the sandboxes (previews reach them). */
-  ports: SandboxPortSockets;
 }
 
 /** The sandbox a request is addressed to, once its caller may reach it and it runs (held while it starts); 404/403/503/504 otherwise. */
@@ -76,10 +78,44 @@ async function resume(gateway: SandboxGateway, resourceId: string, workflowId: s
   gateway.touches.resumed(workflowId, thawed.thawedAt ?? Date.now(), thawed.generation);
 }
 
-/** Streams the request to the sandbox over its socket. */
-function proxyToSandbox(gateway: SandboxGateway, request: FastifyRequest, reply: FastifyReply, sandbox: SandboxTarget, upstream: { socketPath: string; agent: http.Agent }): void {
-  const { node, routes } = gateway;
+/** The sandbox's own API, over its socket. */
+function apiUpstream(gateway: SandboxGateway, resourceId: string, path: string): SandboxUpstream {
+  return {
+    socketPath: gateway.node.socketPath(resourceId),
+    path,
+    poolKey: resourceId,
+    unreachable: (err) => {
+      // It may have been removed since its route was cached: look again next time.
+      gateway.routes.forget(resourceId);
+      return { error: 'sandbox_unreachable', message: `the sandbox did not answer: ${err.message}` };
+    },
+  };
+}
+
+/** Streams the request (or relays the upgrade) to the sandbox's API or one of its ports. */
+function proxyToSandbox(
+  gateway: SandboxGateway,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  sandbox: { resourceId: string; workflowId: string },
+  upstream: SandboxUpstream,
+): void {
+  const { node, agents } = gateway;
   reply.hijack();
+  const upgrade = upgradeOf(request.raw, reply.raw);
+  // Traffic the sandbox's API does not count as use (a port's, an upgraded connection's): the
+  // workflow is told the sandbox is in use for as long as it lasts.
+  if (upstream.bypassesApi || upgrade) (upgrade?.socket ?? reply.raw).once('close', gateway.touches.hold(sandbox.workflowId));
+  if (upgrade) {
+    // A WebSocket (to a port, or to any route of the API that takes one): relayed, its frames untouched.
+    return proxyUpgrade(request.raw, upgrade.socket, upgrade.head, {
+      socketPath: upstream.socketPath,
+      path: upstream.path,
+      headers: upstream.headers,
+      requestHeaders: upstream.requestHeaders,
+      onUnreachable: (err) => refuseUpgrade(upgrade.socket, 502, upstream.unreachable(err)),
+    });
+  }
   // The node may have frozen the sandbox between our check and the request reaching it (its
   // standby check and this gateway do not share a lock): a request still unanswered soon after
   // finds it frozen and thaws it.
@@ -95,78 +131,49 @@ function proxyToSandbox(gateway: SandboxGateway, request: FastifyRequest, reply:
   reply.raw.once('close', () => clearTimeout(recheck));
   proxyRequest(request.raw, reply.raw, {
     upstream: { socketPath: upstream.socketPath },
-    path: sandbox.path,
-    agent: upstream.agent,
-    ...sandbox.headers,
+    path: upstream.path,
+    headers: upstream.headers,
+    requestHeaders: upstream.requestHeaders,
+    responseHeaders: upstream.responseHeaders,
+    agent: agents.for(upstream.poolKey),
     onUnreachable: (err) => {
-      // It may have been removed since its route was cached: look again next time.
-      routes.forget(sandbox.resourceId);
-      sandbox.onUnreachable?.();
       reply.raw.writeHead(502, { 'content-type': 'application/json' });
-      reply.raw.end(JSON.stringify({ error: 'sandbox_unreachable', message: `the sandbox did not answer: ${err.message}` }));
+      reply.raw.end(JSON.stringify(upstream.unreachable(err)));
     },
   });
 }
 
-/** The target's upstream, once its sandbox runs: woken if it stood by, touched otherwise. */
-async function readyUpstream(gateway: SandboxGateway, target: SandboxTarget): Promise<{ socketPath: string; agent: http.Agent }> {
+/**
+ * A request for a sandbox that runs or stands by: woken (or touched), then proxied to the
+ * target's upstream, chosen once the sandbox runs (a port's forwarder is opened by its API).
+ */
+async function serveSandbox(gateway: SandboxGateway, request: FastifyRequest, reply: FastifyReply, target: SandboxTarget): Promise<void> {
   const { resourceId, workflowId } = target;
   if (await gateway.node.isFrozen(resourceId)) {
     await resume(gateway, resourceId, workflowId);
     // Idle connections kept across the freeze are closed by the sandbox as soon as it thaws.
     gateway.agents.reset(resourceId);
-    gateway.ports.forget(resourceId);
   } else {
     gateway.touches.touch(workflowId);
   }
-  return target.upstream ? target.upstream() : { socketPath: gateway.node.socketPath(resourceId), agent: gateway.agents.for(resourceId) };
+  proxyToSandbox(gateway, request, reply, target, await target.upstream());
 }
 
-/** A request for a sandbox that runs or stands by: the sandbox woken or touched, then proxied. */
-async function serveSandbox(gateway: SandboxGateway, request: FastifyRequest, reply: FastifyReply, target: SandboxTarget): Promise<void> {
-  const upstream = await readyUpstream(gateway, target);
-  if (target.holdWhileAnswering) reply.raw.once('close', gateway.touches.hold(target.workflowId));
-  proxyToSandbox(gateway, request, reply, target, upstream);
-}
-
-/** An upgrade (a WebSocket) for a sandbox: woken or touched, kept in use while the tunnel lasts. */
-async function tunnelToSandbox(gateway: SandboxGateway, req: IncomingMessage, socket: Duplex, head: Buffer, target: SandboxTarget): Promise<void> {
-  const upstream = await readyUpstream(gateway, target);
-  socket.once('close', gateway.touches.hold(target.workflowId));
-  const headers = target.headers?.requestHeaders ? target.headers.requestHeaders(req.headers) : req.headers;
-  tunnelUpgrade(req, socket, head, {
-    socketPath: upstream.socketPath,
-    path: target.path,
-    // The hop's own headers are what an upgrade is made of: they go up with it.
-    headers: { ...headers, host: 'localhost', connection: req.headers.connection, upgrade: req.headers.upgrade },
-    onUnreachable: (err) => {
-      target.onUnreachable?.();
-      refuseUpgrade(socket, 502, { error: 'sandbox_unreachable', message: `the sandbox did not answer: ${err.message}` });
-    },
-  });
-}
-
-/** Upgrades are for previews (preview-host.ts); any other is refused unless another listener of the server takes it. */
-function onUpgrade(gateway: SandboxGateway, server: http.Server, req: IncomingMessage, socket: Duplex, head: Buffer): void {
-  const [pathOnly, query] = splitQuery(req.url ?? '/');
-  const preview = gateway.previews.match(req.headers.host ?? '', pathOnly);
-  if (!preview) {
-    if (server.listenerCount('upgrade') === 1) refuseUpgrade(socket, 404, { error: 'not_found', message: `no upgrade at ${pathOnly}` });
-    return;
-  }
-  gateway.previews.upgrade(req, socket, head, preview, query).catch((err: unknown) => {
-    if (err instanceof ApiError) refuseUpgrade(socket, err.statusCode, { error: err.code, message: err.message, ...err.details });
-    else refuseUpgrade(socket, 500, { error: 'internal', message: 'the upgrade failed' });
-  });
-}
-
-/** One request to `{sandbox_url}/...` (or to a preview): checked, then served. */
+/**
+ * One request to `{sandbox_url}/...`, or to a preview URL (preview-host.ts): checked, then served
+ * by the sandbox's API, or for `/port/{port}/...` by that port inside it (domain/sandbox/port-path.ts).
+ */
 async function handleSandboxRequest(gateway: SandboxGateway, request: FastifyRequest, reply: FastifyReply): Promise<void> {
   const [pathOnly, query] = splitQuery(request.url);
   const preview = gateway.previews.match(request.headers.host ?? '', pathOnly);
   if (preview) return gateway.previews.serve(request, reply, preview, query);
   const { resourceId, workflowId, rest } = await addressedSandbox(gateway, request, pathOnly);
-  await serveSandbox(gateway, request, reply, { resourceId, workflowId, path: rest + (query ? `?${query}` : '') });
+  const port = portTarget(rest, query);
+  await serveSandbox(gateway, request, reply, {
+    resourceId,
+    workflowId,
+    upstream: async () => (port ? gateway.ports.upstream(resourceId, port) : apiUpstream(gateway, resourceId, rest + (query ? `?${query}` : ''))),
+  });
 }
 
 /**
@@ -188,28 +195,29 @@ export async function buildSandboxGatewayApp(
   await routes.listen();
   // Before the pool's own onClose: pool.end() waits for the listener's connection.
   app.addHook('preClose', () => routes.close());
-  const ports = new SandboxPortSockets(config.dataDir, node);
   const gateway: SandboxGateway = {
     node,
-    ports,
     routes,
     matcher: sandboxAddressMatcher(config.sandboxUrlTemplate),
     startWaitSeconds: config.sandboxStartWaitSeconds,
     agents: new SandboxAgents(),
+    ports: new SandboxPortSockets((sandboxId, port) => node.portSocket(sandboxId, port)),
     principals: new PrincipalCache((headers) => app.authenticator.authenticate(headers)),
     previews: new PreviewHost({
       store: new SandboxPreviewStore(app.pg),
       routes,
       template: previewUrlTemplate(config),
       startWaitSeconds: config.sandboxStartWaitSeconds,
-      ports,
+      portUpstream: (resourceId, target) => gateway.ports.upstream(resourceId, target),
+      apiUpstream: (resourceId, path) => apiUpstream(gateway, resourceId, path),
       serve: (request, reply, target) => serveSandbox(gateway, request, reply, target),
-      tunnel: (req, socket, head, target) => tunnelToSandbox(gateway, req, socket, head, target),
     }),
     touches: new WorkflowTouches(
       (workflowId, which, at, generation) =>
         generation === undefined ? app.temporal.workflow.getHandle(workflowId).signal(which, at) : app.temporal.workflow.getHandle(workflowId).signal(which, at, generation),
       (workflowId, which, err) => app.log.warn({ err: err.message, workflowId }, `could not signal ${which}`),
+      // Several touches per idle period: a port's traffic or a WebSocket is seen through them alone.
+      touchIntervalMs(config.sandboxIdleSeconds),
     ),
   };
 
@@ -217,6 +225,7 @@ export async function buildSandboxGatewayApp(
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_request, _payload, done) => done(null));
 
+  routeUpgrades(app);
   const document = sandboxOpenApiDocument(config);
   app.get('/openapi.json', { config: { public: true, unversioned: true } }, async () => document);
   app.route({
@@ -226,18 +235,17 @@ export async function buildSandboxGatewayApp(
     logLevel: proxiedRouteLogLevel(options),
     handler: (request, reply) => handleSandboxRequest(gateway, request, reply),
   });
-  app.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => onUpgrade(gateway, app.server, req, socket, head));
   app.addHook('onClose', async () => {
     gateway.agents.close();
-    gateway.ports.close();
     gateway.touches.close();
   });
   return app;
 }
 
 /**
- * Keep-alive connections per sandbox: a sandbox that resumes from standby closes the idle
- * connections it held, so they are dropped with the sandbox's own pool instead of failing a request.
+ * Keep-alive connections per sandbox and per port of it: a sandbox that resumes from standby
+ * closes the idle connections it held, so they are dropped with the sandbox's own pools instead
+ * of failing a request.
  */
 class SandboxAgents {
   private readonly agents = new Map<string, http.Agent>();
@@ -256,9 +264,13 @@ class SandboxAgents {
     return agent;
   }
 
+  /** Drops the sandbox's pool and those of its ports (`<id>:<port>`). */
   reset(sandboxId: string): void {
-    this.agents.get(sandboxId)?.destroy();
-    this.agents.delete(sandboxId);
+    for (const [key, agent] of this.agents) {
+      if (key !== sandboxId && !key.startsWith(`${sandboxId}:`)) continue;
+      agent.destroy();
+      this.agents.delete(key);
+    }
   }
 
   close(): void {

@@ -96,33 +96,34 @@ export function useReferenceSdk(target: ReferenceSdkTarget): () => void {
   };
 }
 
-/**
- * What a reference-SDK test file runs against: Hangar (API, sandbox gateway, workers, runtime), a
- * workspace, and the SDK pointed at them. `stop` restores the SDK's fetch and stops it all.
- */
-export interface ReferenceSdkPlatform {
+/** A Hangar for an SDK test file: the app, a tenant, the sandbox platform, and the SDK pointed at them. */
+export interface ReferenceSdkPlatform extends SandboxPlatform {
   t: TestApp;
   tenant: TestTenant;
-  runtime: SandboxPlatform['runtime'];
+  /** Restores fetch and the environment, removes the sandboxes left, stops everything. */
   stop(): Promise<void>;
 }
 
-/** Starts Hangar for a reference-SDK test file (`label` names its task queue and workspace). */
-export async function startReferenceSdkPlatform(label: string): Promise<ReferenceSdkPlatform> {
+/**
+ * Starts the app with `overrides`, a tenant (its admin is whom the SDK acts as) and the sandbox
+ * platform, the API and the sandbox gateway listening where the SDK reaches them, and configures
+ * the SDK (useReferenceSdk).
+ */
+export async function startReferenceSdkPlatform(label: string, overrides: Partial<HangarConfig> = {}): Promise<ReferenceSdkPlatform> {
   const sandboxUrls = await sandboxGatewayConfig();
-  const t = await startTestApp({ taskQueue: unique(label), ...sandboxUrls });
+  const t = await startTestApp({ taskQueue: unique(label), ...overrides, ...sandboxUrls });
   const tenant = await createTenant(t.app.pg, label);
-  const { runtime, gateway, control, node } = await startSandboxPlatform(t);
+  const platform = await startSandboxPlatform(t);
   const apiOrigin = await t.app.listen({ host: '127.0.0.1', port: 0 });
-  const sandboxOrigin = await gateway.listen({ host: sandboxUrls.host, port: sandboxUrls.sandboxPort });
-  const restoreFetch = useReferenceSdk({ apiOrigin, sandboxOrigin, apiKey: tenant.admin.apiKey, workspace: tenant.workspace });
+  const sandboxOrigin = await platform.gateway.listen({ host: sandboxUrls.host, port: sandboxUrls.sandboxPort });
+  const restore = useReferenceSdk({ apiOrigin, sandboxOrigin, apiKey: tenant.admin.apiKey, workspace: tenant.workspace });
   return {
+    ...platform,
     t,
     tenant,
-    runtime,
     stop: async () => {
-      restoreFetch();
-      await stopRuntimeTest({ runtime, node, control, gateway, t });
+      restore();
+      await stopRuntimeTest({ ...platform, t });
     },
   };
 }

@@ -19,7 +19,7 @@ const runRoutes: string[] = [];
 beforeAll(async () => {
   const config = testConfig();
   management = await buildApp(config);
-  sandboxGateway = await buildSandboxGatewayApp(config, { socketPath: () => '/nonexistent', isFrozen: async () => false, thaw: async () => ({ generation: 0, frozen: false }) });
+  sandboxGateway = await buildSandboxGatewayApp(config, { socketPath: () => '/nonexistent', portSocket: async () => '/nonexistent', isFrozen: async () => false, thaw: async () => ({ generation: 0, frozen: false }) });
   const onRoute = (route: RouteOptions) => {
     for (const method of [route.method].flat()) runRoutes.push(`${method.toLowerCase()} ${route.url}`);
   };
