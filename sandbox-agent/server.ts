@@ -27,6 +27,7 @@ function buildApi(config: AgentConfig) {
   const loadMcp = (): RouteHandler => (require('./mcp') as typeof import('./mcp')).createMcpHandler({ files, processes });
   return {
     config,
+    processes,
     startedAt: new Date(),
     handlers: {
       ...filesystemRoutes(files),
@@ -69,7 +70,10 @@ export function createAgentServer(loadConfig: () => AgentConfig): http.Server {
       const uptimeSeconds = Math.floor((Date.now() - startedAt.getTime()) / 1000);
       sendJson(res, 200, { status: 'ok', version: AGENT_VERSION, startedAt: startedAt.toISOString(), uptimeSeconds } satisfies AgentHealth);
     },
-    activity: async (_req, res) => sendJson(res, 200, { inflightRequests: traffic.inflight - 1, lastRequestAt: traffic.lastRequestAt.toISOString() } satisfies AgentActivity),
+    activity: async (_req, res) => {
+      const keepAliveProcesses = api.processes.list().filter((p) => p.isRunning && p.request.keepAlive).length;
+      sendJson(res, 200, { inflightRequests: traffic.inflight - 1, lastRequestAt: traffic.lastRequestAt.toISOString(), keepAliveProcesses } satisfies AgentActivity);
+    },
     reload: async (_req, res) => {
       if (traffic.used) throw new HttpError(409, 'the sandbox API is in use: only a fresh sandbox reloads its configuration');
       api = buildApi(loadConfig());

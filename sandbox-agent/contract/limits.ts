@@ -11,3 +11,5 @@ export const TREE_MAX_ENTRIES = 100_000;
 export const DEFAULT_PORT_WAIT_SECONDS = 60;
 /** The longest `timeout` a process may be given. */
 export const MAX_PROCESS_TIMEOUT_SECONDS = 7 * 24 * 3600;
+/** The timeout of a keepAlive process that was given none (the reference's 10 minutes). */
+export const KEEP_ALIVE_DEFAULT_TIMEOUT_SECONDS = 600;

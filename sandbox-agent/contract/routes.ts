@@ -56,7 +56,7 @@ export const AGENT_ROUTES = [
   { method: 'POST', path: '/filesystem/{path}', access: 'public', operation: 'writeFileByPost', summary: 'Write a file or create a directory (as PUT)', body: 'FileWrite', query: [permissions], answer: 'PathMessage' },
   { method: 'DELETE', path: '/filesystem/{path}', access: 'public', operation: 'deleteFile', summary: 'Delete a file or a directory', query: [recursive], answer: 'PathMessage' },
   { method: 'GET', path: '/filesystem/tree/{path}', access: 'public', operation: 'fileTree', summary: 'A directory\'s tree, bounded by depth and entry count', query: treeBounds, answer: 'DirectoryTree' },
-  { method: 'POST', path: '/process', access: 'public', operation: 'startProcess', summary: 'Start a command; optionally wait until it ends or listens', body: 'ProcessRequest', answer: 'Process' },
+  { method: 'POST', path: '/process', access: 'public', operation: 'startProcess', summary: 'Start a command; optionally wait until it ends or listens, or stream its output as NDJSON until it ends (Accept: application/x-ndjson or text/event-stream)', body: 'ProcessRequest', answer: 'Process' },
   { method: 'GET', path: '/process', access: 'public', operation: 'listProcesses', summary: 'The processes started through the API', answer: 'Process[]' },
   { method: 'GET', path: '/process/{process}', access: 'public', operation: 'getProcess', summary: 'One process, by pid or name', answer: 'Process' },
   { method: 'DELETE', path: '/process/{process}', access: 'public', operation: 'stopProcess', summary: 'Stop a process (SIGTERM, then SIGKILL after a grace period)', answer: 'Process' },

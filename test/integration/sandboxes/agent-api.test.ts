@@ -130,6 +130,16 @@ describe('filesystem', () => {
 });
 
 describe('processes', () => {
+  test('a running keepAlive process keeps the sandbox in use (the host reads it in the activity); timeout 0 sets no limit', async () => {
+    expect((await call('GET', '/internal/activity')).json.keepAliveProcesses).toBe(0);
+    const kept = await call('POST', '/process', { command: 'sleep 60', name: 'kept-alive', keepAlive: true });
+    expect(kept.json).toMatchObject({ status: 'running', keepAlive: true });
+    expect((await call('GET', '/internal/activity')).json).toMatchObject({ inflightRequests: 0, keepAliveProcesses: 1 });
+    await call('POST', '/process/kept-alive/kill');
+    expect((await call('GET', '/internal/activity')).json.keepAliveProcesses).toBe(0);
+    expect((await call('POST', '/process', { command: 'true', timeout: 0, waitForCompletion: true })).json).toMatchObject({ status: 'completed', exitCode: 0 });
+  });
+
   test('POST /process waits for completion and returns the whole process object', async () => {
     const reply = await call('POST', '/process', { command: 'echo out; echo err >&2; exit 3', name: 'shape', waitForCompletion: true });
     expect(reply.status).toBe(200);
@@ -148,6 +158,7 @@ describe('processes', () => {
       restartOnFailure: false,
       maxRestarts: 0,
       restartCount: 0,
+      keepAlive: false,
     });
     expect((await call('GET', '/process/shape')).json.exitCode).toBe(3);
     expect((await call('GET', `/process/${reply.json.pid}`)).json.name).toBe('shape');
