@@ -1,8 +1,10 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import path from 'node:path';
+import type { Duplex } from 'node:stream';
 import { AGENT_VERSION, type AgentConfig } from './contract/agent-config';
 import { matchRoute, publicEndpoints, type AgentOperation } from './contract/routes';
 import type { AgentActivity, AgentHealth, AgentIndex, AgentReload } from './contract/service';
+import { refuseUpgrade } from './contract/upgrade';
 import { SandboxFiles } from './filesystem';
 import { filesystemRoutes } from './filesystem-routes';
 import { PathPolicy } from './fs-paths';
@@ -10,9 +12,11 @@ import { HttpError, sendError, sendJson } from './http';
 import { networkRoutes } from './network-routes';
 import { PortForwards } from './port-forward';
 import { PortMonitor } from './port-monitor';
+import { PortProxy } from './port-proxy';
+import { portRoutes } from './port-routes';
 import { ProcessManager } from './process-manager';
 import { processRoutes } from './process-routes';
-import type { RouteHandler, RouteHandlers } from './route-handler';
+import type { RouteHandler, RouteHandlers, UpgradeHandler } from './route-handler';
 
 /** What the API serves for one configuration: the handlers of its configuration-bound routes. */
 function buildApi(config: AgentConfig) {
@@ -25,6 +29,9 @@ function buildApi(config: AgentConfig) {
   // ESM loader.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const loadMcp = (): RouteHandler => (require('./mcp') as typeof import('./mcp')).createMcpHandler({ files, processes });
+  const ports = portRoutes(new PortProxy());
+  /** The routes that take HTTP upgrades (WebSocket), by operation. */
+  const upgrades: Partial<Record<AgentOperation, UpgradeHandler>> = { ...ports.upgrades };
   return {
     config,
     processes,
@@ -34,7 +41,9 @@ function buildApi(config: AgentConfig) {
       ...processRoutes(processes),
       ...networkRoutes(monitor, new PortForwards(path.dirname(config.eventLog))),
       mcp: (req, res, context) => (mcp ??= loadMcp())(req, res, context),
+      ...ports.handlers,
     } satisfies Partial<RouteHandlers<AgentOperation>>,
+    upgrades,
   };
 }
 
@@ -92,15 +101,28 @@ export function createAgentServer(loadConfig: () => AgentConfig): http.Server {
     return handlers[match.route.operation](req, res, { params: match.params, query });
   }
 
+  /** An upgrade goes to its route's upgrade handler; a route without one refuses it. */
+  function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    const { pathname, query } = splitTarget(req.url);
+    const match = matchRoute(req.method ?? 'GET', pathname);
+    const handler = typeof match === 'object' ? api.upgrades[match.route.operation] : undefined;
+    if (typeof match !== 'object' || !handler) return refuseUpgrade(socket, 404, { error: `no upgrade endpoint: ${req.method} ${pathname}` });
+    try {
+      handler(req, socket, head, { params: match.params, query });
+    } catch (err) {
+      refuseUpgrade(socket, err instanceof HttpError ? err.status : 500, { error: (err as Error).message });
+    }
+  }
+
   const server = http.createServer((req, res) => {
     countRequest(traffic, req, res);
-    // The raw path, not a parsed URL: URL parsing would quietly resolve '..' and '%2e%2e',
-    // and the filesystem API must see (and refuse) them.
-    const target = req.url ?? '/';
-    const queryAt = target.indexOf('?');
-    const pathname = queryAt < 0 ? target : target.slice(0, queryAt);
-    const query = new URLSearchParams(queryAt < 0 ? '' : target.slice(queryAt + 1));
+    const { pathname, query } = splitTarget(req.url);
     route(req, res, pathname, query).catch((err) => sendError(res, err));
+  });
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    // An open WebSocket is a request in flight: the sandbox is not idle while it lasts.
+    countRequest(traffic, req, socket);
+    upgrade(req, socket, head);
   });
   // Long-running commands and log streams keep requests open for as long as they need.
   server.requestTimeout = 0;
@@ -108,8 +130,20 @@ export function createAgentServer(loadConfig: () => AgentConfig): http.Server {
   return server;
 }
 
-/** A request is in flight until its response closes; the host's own calls do not count as use. */
-function countRequest(traffic: Traffic, req: IncomingMessage, res: ServerResponse): void {
+/**
+ * A request target's path and query. The raw path, not a parsed URL: URL parsing would quietly
+ * resolve '..' and '%2e%2e', and the filesystem API must see (and refuse) them.
+ */
+function splitTarget(target = '/'): { pathname: string; query: URLSearchParams } {
+  const queryAt = target.indexOf('?');
+  return { pathname: queryAt < 0 ? target : target.slice(0, queryAt), query: new URLSearchParams(queryAt < 0 ? '' : target.slice(queryAt + 1)) };
+}
+
+/**
+ * A request is in flight until its response (or its upgraded connection) closes; the host's own
+ * calls do not count as use.
+ */
+function countRequest(traffic: Traffic, req: IncomingMessage, res: ServerResponse | Duplex): void {
   const counted = req.url !== '/health' && !req.url?.startsWith('/internal/');
   traffic.inflight++;
   if (counted) {

@@ -5,16 +5,18 @@ import { ROUTES_CHANNEL } from '../../domain/resource';
 import { sandboxAddressMatcher, type SandboxAddressMatcher } from '../../domain/sandbox/url-template';
 import { sandboxWorkflowId } from '../../domain/sandbox/sandbox';
 import { reachesInternalRoute } from '../../sandbox-agent/contract/routes';
+import { refuseUpgrade } from '../../sandbox-agent/contract/upgrade';
 import type { FreezeState } from '../../runtime/sandbox-runtime';
 import { forbidden, notFound } from '../../domain/errors';
 import type { AppOptions } from '../fastify';
 import { PrincipalCache } from './principal-cache';
-import { proxyRequest } from '../../runtime/http-proxy';
+import { proxyRequest, proxyUpgrade } from '../../runtime/http-proxy';
 import { RouteCache } from './route-cache';
 import { readySandbox } from './sandbox-readiness';
 import { buildGatewayBase, proxiedRouteLogLevel } from './gateway-base';
 import { WorkflowTouches } from '../../store/workflow-touches';
 import { sandboxOpenApiDocument } from './sandbox-openapi';
+import { routeUpgrades, upgradeOf } from './upgrades';
 
 /** What the gateway needs from the sandboxes of its node. */
 export interface SandboxNodeAccess {
@@ -70,6 +72,20 @@ async function resume(gateway: SandboxGateway, resourceId: string, workflowId: s
 function proxyToSandbox(gateway: SandboxGateway, request: FastifyRequest, reply: FastifyReply, sandbox: { resourceId: string; workflowId: string; path: string }): void {
   const { node, routes, agents } = gateway;
   reply.hijack();
+  const unreachable = (err: Error) => {
+    // It may have been removed since its route was cached: look again next time.
+    routes.forget(sandbox.resourceId);
+    return { error: 'sandbox_unreachable', message: `the sandbox did not answer: ${err.message}` };
+  };
+  const upgrade = upgradeOf(request.raw, reply.raw);
+  if (upgrade) {
+    // A WebSocket (to /port/{port} or any route of the API that takes one): relayed, its frames untouched.
+    return proxyUpgrade(request.raw, upgrade.socket, upgrade.head, {
+      socketPath: node.socketPath(sandbox.resourceId),
+      path: sandbox.path,
+      onUnreachable: (err) => refuseUpgrade(upgrade.socket, 502, unreachable(err)),
+    });
+  }
   // The node may have frozen the sandbox between our check and the request reaching it (its
   // standby check and this gateway do not share a lock): a request still unanswered soon after
   // finds it frozen and thaws it.
@@ -88,10 +104,8 @@ function proxyToSandbox(gateway: SandboxGateway, request: FastifyRequest, reply:
     path: sandbox.path,
     agent: agents.for(sandbox.resourceId),
     onUnreachable: (err) => {
-      // It may have been removed since its route was cached: look again next time.
-      routes.forget(sandbox.resourceId);
       reply.raw.writeHead(502, { 'content-type': 'application/json' });
-      reply.raw.end(JSON.stringify({ error: 'sandbox_unreachable', message: `the sandbox did not answer: ${err.message}` }));
+      reply.raw.end(JSON.stringify(unreachable(err)));
     },
   });
 }
@@ -147,6 +161,7 @@ export async function buildSandboxGatewayApp(
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_request, _payload, done) => done(null));
 
+  routeUpgrades(app);
   const document = sandboxOpenApiDocument(config);
   app.get('/openapi.json', { config: { public: true, unversioned: true } }, async () => document);
   app.route({
