@@ -17,6 +17,7 @@ import { portRoutes } from './port-routes';
 import { ProcessManager } from './process-manager';
 import { processRoutes } from './process-routes';
 import type { RouteHandler, RouteHandlers, UpgradeHandler } from './route-handler';
+import { terminalRoutes } from './terminal-routes';
 
 /** What the API serves for one configuration: the handlers of its configuration-bound routes. */
 function buildApi(config: AgentConfig) {
@@ -31,7 +32,8 @@ function buildApi(config: AgentConfig) {
   const loadMcp = (): RouteHandler => (require('./mcp') as typeof import('./mcp')).createMcpHandler({ files, processes });
   const ports = portRoutes(new PortProxy());
   /** The routes that take HTTP upgrades (WebSocket), by operation. */
-  const upgrades: Partial<Record<AgentOperation, UpgradeHandler>> = { ...ports.upgrades };
+  const terminal = terminalRoutes({ env: config.processEnv, defaultWorkingDir: config.defaultWorkingDir });
+  const upgrades: Partial<Record<AgentOperation, UpgradeHandler>> = { ...ports.upgrades, ...terminal.upgrades };
   return {
     config,
     processes,
@@ -42,6 +44,7 @@ function buildApi(config: AgentConfig) {
       ...networkRoutes(monitor, new PortForwards(path.dirname(config.eventLog))),
       mcp: (req, res, context) => (mcp ??= loadMcp())(req, res, context),
       ...ports.handlers,
+      ...terminal.handlers,
     } satisfies Partial<RouteHandlers<AgentOperation>>,
     upgrades,
   };

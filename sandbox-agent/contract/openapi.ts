@@ -25,7 +25,7 @@ const ANY_METHOD = ['get', 'post', 'delete'];
 /** A forwarded route takes every method, and its answer is the program's own. */
 const FORWARDED_METHODS = ['get', 'head', 'post', 'put', 'patch', 'delete', 'options'];
 
-function answerContent(answer: RouteAnswer): Record<string, unknown> {
+function answerContent(answer: Exclude<RouteAnswer, 'websocket'>): Record<string, unknown> {
   if (answer === 'forwarded') return { '*/*': { schema: { type: 'string', format: 'binary' } } };
   if (answer === 'lines') return { 'text/plain': { schema: { type: 'string' } } };
   if (answer === 'mcp') return { 'application/json': { schema: { type: 'object' } }, 'text/event-stream': { schema: { type: 'string' } } };
@@ -78,7 +78,9 @@ function operation(route: AgentRoute, method: string): Operation {
     parameters: parameters(route),
     requestBody: requestBody(route),
     responses: {
-      '200': { description: 'OK', content: answerContent(route.answer) },
+      ...(route.answer === 'websocket'
+        ? { '101': { description: 'Switched to WebSocket: JSON text messages both ways.', content: json(ref('TerminalMessage')) } }
+        : { '200': { description: 'OK', content: answerContent(route.answer) } }),
       '4XX': { description: 'The request cannot be served; the message says why.', content: json(ref('ErrorResponse')) },
       '5XX': { description: 'The sandbox failed to serve it.', content: json(ref('ErrorResponse')) },
     },

@@ -21,10 +21,11 @@ export interface QueryParameter {
 
 /**
  * What a route answers with 200: JSON of a named schema (`[]`: a list of it), `lines` (plain
- * text streamed line by line), `file` (a file's JSON or its bytes), `mcp` (MCP messages) or
- * `forwarded` (whatever a program of the sandbox answers).
+ * text streamed line by line), `file` (a file's JSON or its bytes), `mcp` (MCP messages),
+ * `forwarded` (whatever a program of the sandbox answers) or `websocket` (101, then JSON
+ * messages of the TerminalMessage schema both ways).
  */
-export type RouteAnswer = SchemaName | `${SchemaName}[]` | 'lines' | 'file' | 'mcp' | 'forwarded';
+export type RouteAnswer = SchemaName | `${SchemaName}[]` | 'lines' | 'file' | 'mcp' | 'forwarded' | 'websocket';
 
 export interface AgentRoute {
   method: string;
@@ -47,6 +48,13 @@ const treeBounds: readonly QueryParameter[] = [
   { name: 'maxEntries', type: 'integer', description: 'Entries at most (1-100000, default 10000); a cut tree says truncated.' },
 ];
 
+const terminalQuery: readonly QueryParameter[] = [
+  { name: 'cols', type: 'integer', description: 'Columns (1-65535, default 80).' },
+  { name: 'rows', type: 'integer', description: 'Rows (1-65535, default 24).' },
+  { name: 'shell', type: 'string', description: 'The shell to run, an absolute path (default: bash, else sh).' },
+  { name: 'workingDir', type: 'string', description: 'Folder it starts in; the sandbox\'s default folder when absent.' },
+];
+
 export const AGENT_ROUTES = [
   { method: 'GET', path: '/', access: 'public', operation: 'index', summary: 'The API\'s name, version and public paths', answer: 'ApiIndex' },
   { method: 'HEAD', path: '/', access: 'public', operation: 'indexHead', summary: 'The API\'s index, headers only', answer: 'ApiIndex' },
@@ -65,6 +73,8 @@ export const AGENT_ROUTES = [
   { method: 'DELETE', path: '/process/{process}/kill', access: 'public', operation: 'killProcessByDelete', summary: 'Kill a process and all its descendants (as POST)', answer: 'Process' },
   { method: 'GET', path: '/process/{process}/logs', access: 'public', operation: 'processLogs', summary: 'A process\'s output so far', answer: 'ProcessLogs' },
   { method: 'GET', path: '/process/{process}/logs/stream', access: 'public', operation: 'streamProcessLogs', summary: 'A process\'s output, line by line, until it ends', answer: 'lines' },
+  // Terminal: an interactive shell on a PTY over WebSocket (sandbox-agent/terminal-routes.ts).
+  { method: 'GET', path: '/terminal/ws', access: 'public', operation: 'terminal', summary: 'An interactive shell on a pseudo-terminal, over WebSocket (input and resize in, output out)', query: terminalQuery, answer: 'websocket' },
   { method: 'GET', path: '/network/process/{pid}/ports', access: 'public', operation: 'processPorts', summary: 'The sockets of a process and its descendants', answer: 'ProcessPorts' },
   { method: 'POST', path: '/network/process/{pid}/monitor', access: 'public', operation: 'startPortMonitor', summary: 'Call back for each port the process starts listening on', body: 'PortMonitorRequest', answer: 'PidMessage' },
   { method: 'DELETE', path: '/network/process/{pid}/monitor', access: 'public', operation: 'stopPortMonitor', summary: 'Stop a port monitor', answer: 'PidMessage' },

@@ -2,6 +2,7 @@ import { directorySchema, directoryTreeSchema, fileContentSchema, fileInfoSchema
 import { pidMessageSchema, portForwardRequestSchema, portForwardSchema, portMonitorRequestSchema, processPortsSchema } from './network';
 import { processLogsSchema, processRecordSchema, processRequestSchema } from './process';
 import type { AnySchema } from './schema';
+import { terminalMessageSchema } from './terminal';
 import { agentActivitySchema, agentErrorSchema, agentHealthSchema, agentIndexSchema, agentReloadSchema } from './service';
 
 /**
@@ -28,6 +29,7 @@ export const AGENT_SCHEMAS = {
   PidMessage: pidMessageSchema,
   PortForwardRequest: portForwardRequestSchema,
   PortForward: portForwardSchema,
+  TerminalMessage: terminalMessageSchema,
 } satisfies Record<string, AnySchema>;
 
 export type SchemaName = keyof typeof AGENT_SCHEMAS;

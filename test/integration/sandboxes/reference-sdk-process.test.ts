@@ -1,5 +1,7 @@
 import { SandboxInstance } from '@blaxel/core';
 import fc from 'fast-check';
+import { once } from 'node:events';
+import WebSocket from 'ws';
 import { unique } from '../../helpers/platform';
 import { startReferenceSdkPlatform, type ReferenceSdkPlatform } from '../../helpers/reference-sdk-platform';
 import { eventually } from '../../helpers/workers';
@@ -136,5 +138,70 @@ describe('process.exec with onLog and waitForCompletion', () => {
     await sandbox.process.kill('kept');
     await expect(sandbox.process.exec({ command: 'true', keepAlive: 'yes' as unknown as boolean })).rejects.toThrow(/'keepAlive'/);
     await expect(sandbox.process.exec({ command: 'true', timeout: -1 })).rejects.toThrow(/'timeout'/);
+  });
+});
+
+/** A terminal client over a real WebSocket: what the terminal showed so far, and a wait for some text to show up. */
+async function openTerminal(url: string, headers: Record<string, string>) {
+  const socket = new WebSocket(url, { headers });
+  const seen = { output: '', errors: [] as string[] };
+  socket.on('message', (raw) => {
+    const message = JSON.parse(raw.toString()) as { type: string; data?: string };
+    if (message.type === 'output') seen.output += message.data;
+    if (message.type === 'error') seen.errors.push(message.data ?? '');
+  });
+  await once(socket, 'open');
+  return {
+    socket,
+    seen,
+    send: (message: object) => socket.send(JSON.stringify(message)),
+    shows: (pattern: RegExp) => eventually(`the terminal shows ${pattern}`, async () => pattern.test(seen.output) || undefined, 20_000),
+  };
+}
+
+describe('terminal (/terminal/ws)', () => {
+  const auth = () => ({ authorization: `Bearer ${platform.tenant.admin.apiKey}`, 'x-service-workspace': platform.tenant.workspace });
+  const terminalUrl = async (query: string) => `${(await deployed()).metadata.url!.replace(/^http/, 'ws')}/terminal/ws${query}`;
+  /** Processes of the sandbox whose command line has `text` (the pattern's brackets keep grep from finding itself). */
+  const running = async (pattern: string) => {
+    const sandbox = await deployed();
+    const found = await sandbox.process.exec({ command: `cat /proc/[0-9]*/cmdline | tr '\\0' ' ' | grep -c '${pattern}' || true`, waitForCompletion: true });
+    return Number(found.stdout.trim());
+  };
+
+  test('a typed command runs in a shell on a terminal of the asked size; a resize reaches stty; closing ends the shell and its jobs', async () => {
+    const terminal = await openTerminal(await terminalUrl('?cols=80&rows=24'), auth());
+    terminal.send({ type: 'input', data: 'echo "sum=$((6*7))"; stty size\r' });
+    await terminal.shows(/sum=42\r?\n24 80\r?\n/);
+
+    terminal.send({ type: 'resize', cols: 132, rows: 40 });
+    terminal.send({ type: 'input', data: 'echo "now:"; stty size; sleep 4321 &\r' });
+    await terminal.shows(/now:\r?\n40 132\r?\n/);
+    expect(terminal.seen.errors).toEqual([]);
+    await eventually('the background job runs', async () => (await running('sleep 432[1]')) === 1 || undefined);
+
+    terminal.socket.close();
+    await eventually('the shell and its job ended', async () => (await running('sleep 432[1]')) === 0 || undefined);
+  });
+
+  test('bad messages are answered with an error naming the field, the terminal goes on; a bad size is a 400 before the upgrade', async () => {
+    const terminal = await openTerminal(await terminalUrl(''), auth());
+    terminal.send({ type: 'resize', cols: 0, rows: 10 });
+    terminal.send({ type: 'paste', data: 'x' });
+    terminal.socket.send('not json');
+    terminal.send({ type: 'input', data: 'echo "still=$((1+1))"\r' });
+    await terminal.shows(/still=2/);
+    expect(terminal.seen.errors).toEqual([expect.stringMatching(/'cols'/), expect.stringMatching(/'type'/), expect.stringMatching(/JSON/)]);
+    terminal.socket.close();
+
+    const refused = new WebSocket(await terminalUrl('?rows=70000'), { headers: auth() });
+    const [, response] = (await once(refused, 'unexpected-response')) as [unknown, import('node:http').IncomingMessage];
+    expect(response.statusCode).toBe(400);
+    let body = '';
+    for await (const chunk of response) body += String(chunk);
+    expect(JSON.parse(body).error).toMatch(/'rows'/);
+
+    const plain = await fetch((await terminalUrl('')).replace(/^ws/, 'http'), { headers: auth() });
+    expect(plain.status).toBe(426);
   });
 });
