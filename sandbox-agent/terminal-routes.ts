@@ -4,7 +4,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import { MAX_TERMINAL_CELLS, parseTerminalMessage, type TerminalMessage } from './contract/terminal';
 import { HttpError, badRequest } from './http';
 import type { RouteHandlers, UpgradeHandler } from './route-handler';
-import { TerminalSession, defaultShell, type TerminalOptions } from './terminal';
+import { TerminalSession, defaultShell, isExecutable, type TerminalOptions } from './terminal';
 
 /** What the terminal's shells start with: the sandbox's process environment and default folder. */
 export interface TerminalDefaults {
@@ -30,15 +30,6 @@ function terminalOptions(query: URLSearchParams, defaults: TerminalDefaults): Te
   const workingDir = query.get('workingDir') || defaults.defaultWorkingDir;
   if (!fs.statSync(workingDir, { throwIfNoEntry: false })?.isDirectory()) throw badRequest(`'workingDir' ${workingDir} is not an existing directory`);
   return { shell, workingDir, env: defaults.env, size: { cols: cells(query, 'cols', 80), rows: cells(query, 'rows', 24) } };
-}
-
-function isExecutable(file: string): boolean {
-  try {
-    fs.accessSync(file, fs.constants.X_OK);
-    return fs.statSync(file).isFile();
-  } catch {
-    return false;
-  }
 }
 
 /** One WebSocket client's terminal: its messages in, the terminal's output out, both ended together. */

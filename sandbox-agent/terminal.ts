@@ -31,18 +31,23 @@ const PTY_HELPERS: readonly PtyHelper[] = [
   { program: 'python3', args: (command) => ['-c', 'import pty,sys; pty.spawn(["/bin/sh", "-c", sys.argv[1]])', command] },
 ];
 
+/** Whether `file` is a file this process may execute. */
+export function isExecutable(file: string): boolean {
+  try {
+    fs.accessSync(file, fs.constants.X_OK);
+    return fs.statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
 /** Where `name` is found on the search path `searchPath`, as an absolute path. */
 function onPath(name: string, searchPath: string): string | undefined {
-  for (const dir of searchPath.split(':').filter(Boolean)) {
-    const candidate = path.join(dir, name);
-    try {
-      fs.accessSync(candidate, fs.constants.X_OK);
-      return candidate;
-    } catch {
-      // Not here.
-    }
-  }
-  return undefined;
+  return searchPath
+    .split(':')
+    .filter(Boolean)
+    .map((dir) => path.join(dir, name))
+    .find(isExecutable);
 }
 
 /** The PTY helper this image has, or undefined when it has none. */
