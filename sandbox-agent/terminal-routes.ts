@@ -32,12 +32,27 @@ function terminalOptions(query: URLSearchParams, defaults: TerminalDefaults): Te
   return { shell, workingDir, env: defaults.env, size: { cols: cells(query, 'cols', 80), rows: cells(query, 'rows', 24) } };
 }
 
+/** Output waiting to go to a client at most; past it, the terminal is not read until it went. */
+const MAX_PENDING_OUTPUT_BYTES = 1024 * 1024;
+
 /** One WebSocket client's terminal: its messages in, the terminal's output out, both ended together. */
 function serveTerminal(socket: WebSocket, options: TerminalOptions): void {
-  const send = (message: TerminalMessage) => {
-    if (socket.readyState === socket.OPEN) socket.send(JSON.stringify(message));
+  let session: TerminalSession | undefined;
+  let paused = false;
+  const sent = () => {
+    if (paused && socket.bufferedAmount < MAX_PENDING_OUTPUT_BYTES / 2) {
+      paused = false;
+      session?.resume();
+    }
   };
-  let session: TerminalSession;
+  const send = (message: TerminalMessage) => {
+    if (socket.readyState !== socket.OPEN) return;
+    socket.send(JSON.stringify(message), sent);
+    if (!paused && socket.bufferedAmount > MAX_PENDING_OUTPUT_BYTES) {
+      paused = true;
+      session?.pause();
+    }
+  };
   try {
     session = new TerminalSession(options, (data) => send({ type: 'output', data }), () => socket.close(1000, 'the shell exited'));
   } catch (err) {
@@ -45,13 +60,14 @@ function serveTerminal(socket: WebSocket, options: TerminalOptions): void {
     socket.close(1011, 'no terminal');
     return;
   }
+  const terminal = session;
   socket.on('message', (raw, isBinary) => {
     // Binary frames carry keys typed as they are, as some terminal clients send them.
     const request = isBinary ? { type: 'input' as const, data: raw.toString() } : parseTerminalMessage(raw.toString());
     if ('problem' in request) send({ type: 'error', data: request.problem });
-    else (request.type === 'input' ? session.write(request.data) : session.resize(request)).catch((err: Error) => send({ type: 'error', data: `${request.type} failed: ${err.message}` }));
+    else (request.type === 'input' ? terminal.write(request.data) : terminal.resize(request)).catch((err: Error) => send({ type: 'error', data: `${request.type} failed: ${err.message}` }));
   });
-  socket.on('close', () => void session.close());
+  socket.on('close', () => void terminal.close());
 }
 
 /**

@@ -83,7 +83,6 @@ export interface TerminalOptions {
  */
 export class TerminalSession {
   private readonly helper: ChildProcess;
-  private readonly decoder = new StringDecoder('utf8');
   private closed = false;
   /** The terminal's device (/dev/pts/N), found once the shell runs on it. */
   private device?: string;
@@ -106,13 +105,28 @@ export class TerminalSession {
       detached: true,
       stdio: ['pipe', 'pipe', 'pipe'],
     });
-    this.helper.stdout!.on('data', (data: Buffer) => onOutput(this.decoder.write(data)));
-    this.helper.stderr!.on('data', (data: Buffer) => onOutput(this.decoder.write(data)));
+    // The terminal's output on stdout; the helper's own complaints, if any, on stderr.
+    const decoders = [new StringDecoder('utf8'), new StringDecoder('utf8')];
+    this.helper.stdout!.on('data', (data: Buffer) => onOutput(decoders[0].write(data)));
+    this.helper.stderr!.on('data', (data: Buffer) => onOutput(decoders[1].write(data)));
     this.helper.stdin!.on('error', () => undefined);
     this.helper.once('exit', () => {
       this.closed = true;
       onExit();
     });
+  }
+
+  /**
+   * Stops reading the terminal until `resume`: its buffer fills, and a program writing to it
+   * waits, as it would behind a slow terminal. So a client that reads slower than the shell
+   * prints (`cat` of a large file) costs the agent no memory.
+   */
+  pause(): void {
+    this.helper.stdout!.pause();
+  }
+
+  resume(): void {
+    this.helper.stdout!.resume();
   }
 
   /** Keys typed, after whatever was asked before them (a resize sent first is in effect first). */

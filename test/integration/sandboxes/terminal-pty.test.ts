@@ -11,6 +11,18 @@ jest.setTimeout(30_000);
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'pty-helpers-'));
 afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }));
 
+/** Every terminal a test opened, closed after it whatever happened (a shell left running would hold jest). */
+const opened: TerminalSession[] = [];
+afterEach(async () => {
+  for (const session of opened.splice(0)) await session.close();
+});
+
+function openTerminal(...args: ConstructorParameters<typeof TerminalSession>): TerminalSession {
+  const session = new TerminalSession(...args);
+  opened.push(session);
+  return session;
+}
+
 /** A folder for a search path with links to these host programs, and nothing else. */
 function searchPathWith(programs: string[]): string {
   const dir = fs.mkdtempSync(path.join(scratch, 'bin-'));
@@ -32,7 +44,7 @@ test.each(['script', 'python3'])('with only %s, a shell runs on a terminal of th
   expect(findPtyHelper(searchPath)?.program).toBe(helper);
   let shown = '';
   let exited = false;
-  const session = new TerminalSession(
+  const session = openTerminal(
     { shell: '/bin/sh', workingDir: scratch, env: { PATH: searchPath, HOME: scratch }, size: { cols: 90, rows: 20 } },
     (text) => (shown += text),
     () => (exited = true),
@@ -52,4 +64,28 @@ test('an image with neither helper cannot open a terminal, and says why', () => 
   expect(() => new TerminalSession({ shell: '/bin/sh', workingDir: scratch, env: { PATH: searchPath }, size: { cols: 80, rows: 24 } }, () => undefined, () => undefined)).toThrow(
     /script or python3/,
   );
+});
+
+test('a paused terminal is not read: a flood of output waits in the terminal, not in the agent, and flows on after resume', async () => {
+  let shown = 0;
+  let tail = '';
+  const session = openTerminal(
+    { shell: '/bin/sh', workingDir: scratch, env: { PATH: '/usr/bin:/bin', HOME: scratch }, size: { cols: 80, rows: 24 } },
+    (text) => {
+      shown += text.length;
+      tail = (tail + text).slice(-200);
+    },
+    () => undefined,
+  );
+  await session.write('stty -echo\r');
+  await eventually('the shell took stty -echo', async () => shown > 0 || undefined);
+  session.pause();
+  const before = shown;
+  // 20 MB would reach the agent in well under the wait below if it were read.
+  await session.write('head -c 20000000 /dev/zero | tr "\\0" x; echo; echo flood-""done\r');
+  await new Promise((resolve) => setTimeout(resolve, 1_000));
+  expect(shown - before).toBeLessThan(1024 * 1024);
+  session.resume();
+  await eventually('the flood came through', async () => /flood-done/.test(tail) || undefined, 20_000);
+  expect(shown - before).toBeGreaterThan(20_000_000);
 });
