@@ -110,9 +110,16 @@ export class TerminalSession {
     this.helper.stdout!.on('data', (data: Buffer) => onOutput(decoders[0].write(data)));
     this.helper.stderr!.on('data', (data: Buffer) => onOutput(decoders[1].write(data)));
     this.helper.stdin!.on('error', () => undefined);
-    this.helper.once('exit', () => {
+    const ended = () => {
+      if (this.closed) return;
       this.closed = true;
       onExit();
+    };
+    this.helper.once('exit', ended);
+    // A helper that could not start at all (removed meanwhile): said on the terminal, then closed.
+    this.helper.once('error', (err) => {
+      onOutput(`the terminal could not start: ${err.message}\r\n`);
+      ended();
     });
   }
 
@@ -170,9 +177,12 @@ export class TerminalSession {
   private async findDevice(): Promise<string | undefined> {
     const deadline = Date.now() + DEVICE_WAIT_MS;
     while (!this.device && !this.closed && this.helper.pid !== undefined && Date.now() < deadline) {
+      // Breadth first: the shell, before anything it started with its input elsewhere.
       for (const pid of processTree(this.helper.pid, await processTable()).slice(1)) {
         const target = await fsp.readlink(`/proc/${pid}/fd/0`).catch(() => '');
-        if (target.startsWith('/dev/pts/')) this.device = target;
+        if (!target.startsWith('/dev/pts/')) continue;
+        this.device = target;
+        break;
       }
       if (!this.device) await new Promise((resolve) => setTimeout(resolve, 10));
     }
@@ -183,7 +193,8 @@ export class TerminalSession {
   /** Ends the shell and everything started from it (background jobs in sessions of their own too). */
   async close(): Promise<void> {
     const pid = this.helper.pid;
-    if (pid === undefined) return;
+    // Once the helper exited, its pid may be another process's: nothing is signalled by it.
+    if (pid === undefined || this.closed) return;
     const tree = processTree(pid, await processTable());
     for (const target of [-pid, ...tree]) {
       try {
