@@ -31,6 +31,7 @@ import { SandboxSpecError } from '../runtime/sandbox-runtime';
 import { ResourceStore } from '../store/resources';
 import type { BuiltinWorkloads } from '../runtime/builtin-workloads';
 import { AgentError, SandboxAgentClient } from '../runtime/agent-client';
+import { pinSocket } from '../runtime/pinned-socket';
 import type { NodeRuntime } from './sandbox-node';
 
 /** How long a new revision may take to listen on its port, unless its spec says otherwise. */
@@ -230,30 +231,14 @@ async function startRevision(node: DeploymentNode, input: StartRevisionInput): P
   const forward = await forwarding.catch((err: Error) => {
     throw err instanceof AgentError ? new Error(`the port forwarder did not start: ${err.reason}`) : err;
   });
-  return linkSocket(node.socketsDir, id, port, path.join(sandboxLayout(node.dataDir, id).runDir, path.basename(forward.socketPath)));
+  const inSandbox = path.join(sandboxLayout(node.dataDir, id).runDir, path.basename(forward.socketPath));
+  return pinSocket(inSandbox, path.join(node.socketsDir, `${id}-${port}.sock`));
 }
 
 async function unlinkSockets(socketsDir: string, sandboxId: string): Promise<void> {
   for (const name of await fsp.readdir(socketsDir).catch(() => [] as string[])) {
     if (name.startsWith(`${sandboxId}-`)) await fsp.rm(path.join(socketsDir, name), { force: true });
   }
-}
-
-/**
- * The forwarder's socket lives in a folder the workload can write; the gateway must never
- * follow something the workload swapped in (a link to a host socket). A hard link in a root
- * folder pins the socket itself.
- */
-async function linkSocket(socketsDir: string, sandboxId: string, port: number, inSandbox: string): Promise<string> {
-  const stat = await fsp.lstat(inSandbox);
-  if (!stat.isSocket()) throw new Error(`the forwarder's socket ${inSandbox} is not a socket`);
-  await fsp.mkdir(socketsDir, { recursive: true, mode: 0o700 });
-  const pinned = path.join(socketsDir, `${sandboxId}-${port}.sock`);
-  await fsp.rm(pinned, { force: true });
-  await fsp.link(inSandbox, pinned);
-  const linked = await fsp.lstat(pinned);
-  if (!linked.isSocket() || linked.ino !== stat.ino) throw new Error('the forwarder socket changed while it was pinned');
-  return pinned;
 }
 
 /**

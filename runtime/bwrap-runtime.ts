@@ -15,6 +15,7 @@ import { validateSpec } from './spec-validation';
 import { RemovalLog } from './removal-log';
 import { StateStore, type SandboxRecord } from './state-store';
 import { WarmPool, isWarmId, setHostname } from './warm-pool';
+import { pinSocket } from './pinned-socket';
 import {
   SandboxNotFoundError,
   type FreezeState,
@@ -98,6 +99,17 @@ export class BwrapRuntime implements SandboxRuntime {
 
   layout(id: string): SandboxLayout {
     return sandboxLayout(this.options.dataDir, id);
+  }
+
+  /**
+   * A host socket reaching `port` inside the sandbox: the sandbox's own forwarder for it (opened
+   * on the first call, a byte pipe to 127.0.0.1:port in its network namespace), pinned in the
+   * sandbox's host-only folder (pinned-socket.ts). Whether anything listens is not checked.
+   */
+  async portSocket(id: string, port: number): Promise<string> {
+    const layout = this.layout(id);
+    const forward = await new SandboxAgentClient(layout.socketPath).forwardPort(port, { timeoutMs: 5_000 });
+    return pinSocket(path.join(layout.runDir, path.basename(forward.socketPath)), path.join(layout.root, 'ports', `${port}.sock`));
   }
 
   /**

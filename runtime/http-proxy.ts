@@ -1,7 +1,7 @@
 import http, { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { Duplex } from 'node:stream';
-import { relayUpgrade } from '../sandbox-agent/contract/upgrade';
+import { relayUpgrade } from './upgrade-relay';
 
 /** Headers that belong to one hop of a connection: never forwarded by any proxy here. */
 export const HOP_BY_HOP_HEADERS: ReadonlySet<string> = new Set([
@@ -104,9 +104,14 @@ export function proxyRequest(req: IncomingMessage, res: ServerResponse, options:
  * Relays an HTTP upgrade (WebSocket) to a Unix socket: the client's headers as `proxyRequest`
  * sends them (no credentials), with the upgrade's own kept, then bytes both ways.
  */
-export function proxyUpgrade(req: IncomingMessage, client: Duplex, head: Buffer, options: { socketPath: string; path: string; onUnreachable(err: Error): void }): void {
+export function proxyUpgrade(
+  req: IncomingMessage,
+  client: Duplex,
+  head: Buffer,
+  options: { socketPath: string; path: string; headers?: Record<string, string>; onUnreachable(err: Error): void },
+): void {
   // Node's HTTP servers refuse a request without Host; the upstream is local.
-  const headers = { ...forwardableHeaders(req.headers), host: 'localhost', connection: 'Upgrade', upgrade: req.headers.upgrade };
+  const headers = { ...forwardableHeaders(req.headers), host: 'localhost', ...options.headers, connection: 'Upgrade', upgrade: req.headers.upgrade };
   relayUpgrade(client, { path: options.socketPath }, { method: req.method ?? 'GET', path: options.path, headers }, head, options.onUnreachable);
 }
 

@@ -15,7 +15,8 @@ export type RouteHandler = (req: IncomingMessage, res: ServerResponse, context: 
 export type RouteHandlers<Operation extends AgentOperation> = Record<Operation, RouteHandler>;
 
 /**
- * Serves an HTTP upgrade (WebSocket) on a route of the contract: the connection is its own from
- * here, `head` the bytes the client sent after its request. Routes without one refuse upgrades.
+ * Serves an HTTP upgrade (WebSocket) on a route of the contract: the connection is the handler's
+ * from here, `head` the bytes the client sent after its request. It throws (an HttpError) to
+ * refuse before taking it. Routes without one refuse upgrades.
  */
 export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer, context: RouteContext) => void;

@@ -4,7 +4,6 @@ import type { Duplex } from 'node:stream';
 import { AGENT_VERSION, type AgentConfig } from './contract/agent-config';
 import { matchRoute, publicEndpoints, type AgentOperation } from './contract/routes';
 import type { AgentActivity, AgentHealth, AgentIndex, AgentReload } from './contract/service';
-import { refuseUpgrade } from './contract/upgrade';
 import { SandboxFiles } from './filesystem';
 import { filesystemRoutes } from './filesystem-routes';
 import { PathPolicy } from './fs-paths';
@@ -12,8 +11,6 @@ import { HttpError, sendError, sendJson } from './http';
 import { networkRoutes } from './network-routes';
 import { PortForwards } from './port-forward';
 import { PortMonitor } from './port-monitor';
-import { PortProxy } from './port-proxy';
-import { portRoutes } from './port-routes';
 import { ProcessManager } from './process-manager';
 import { processRoutes } from './process-routes';
 import type { RouteHandler, RouteHandlers, UpgradeHandler } from './route-handler';
@@ -30,10 +27,9 @@ function buildApi(config: AgentConfig) {
   // ESM loader.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const loadMcp = (): RouteHandler => (require('./mcp') as typeof import('./mcp')).createMcpHandler({ files, processes });
-  const ports = portRoutes(new PortProxy());
-  /** The routes that take HTTP upgrades (WebSocket), by operation. */
   const terminal = terminalRoutes({ env: config.processEnv, defaultWorkingDir: config.defaultWorkingDir });
-  const upgrades: Partial<Record<AgentOperation, UpgradeHandler>> = { ...ports.upgrades, ...terminal.upgrades };
+  /** The routes that take HTTP upgrades (WebSocket), by operation. */
+  const upgrades: Partial<Record<AgentOperation, UpgradeHandler>> = { ...terminal.upgrades };
   return {
     config,
     processes,
@@ -43,7 +39,6 @@ function buildApi(config: AgentConfig) {
       ...processRoutes(processes),
       ...networkRoutes(monitor, new PortForwards(path.dirname(config.eventLog))),
       mcp: (req, res, context) => (mcp ??= loadMcp())(req, res, context),
-      ...ports.handlers,
       ...terminal.handlers,
     } satisfies Partial<RouteHandlers<AgentOperation>>,
     upgrades,
@@ -104,16 +99,16 @@ export function createAgentServer(loadConfig: () => AgentConfig): http.Server {
     return handlers[match.route.operation](req, res, { params: match.params, query });
   }
 
-  /** An upgrade goes to its route's upgrade handler; a route without one refuses it. */
+  /** An upgrade goes to its route's upgrade handler; any other is refused as any request is. */
   function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     const { pathname, query } = splitTarget(req.url);
     const match = matchRoute(req.method ?? 'GET', pathname);
     const handler = typeof match === 'object' ? api.upgrades[match.route.operation] : undefined;
-    if (typeof match !== 'object' || !handler) return refuseUpgrade(socket, 404, { error: `no upgrade endpoint: ${req.method} ${pathname}` });
+    if (typeof match !== 'object' || !handler) return refuseUpgrade(socket, new HttpError(404, `no WebSocket endpoint: ${req.method} ${pathname}`));
     try {
       handler(req, socket, head, { params: match.params, query });
     } catch (err) {
-      refuseUpgrade(socket, err instanceof HttpError ? err.status : 500, { error: (err as Error).message });
+      refuseUpgrade(socket, err);
     }
   }
 
@@ -123,7 +118,7 @@ export function createAgentServer(loadConfig: () => AgentConfig): http.Server {
     route(req, res, pathname, query).catch((err) => sendError(res, err));
   });
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    // An open WebSocket is a request in flight: the sandbox is not idle while it lasts.
+    // An open WebSocket (a terminal) is a request in flight: the sandbox is not idle while it lasts.
     countRequest(traffic, req, socket);
     upgrade(req, socket, head);
   });
@@ -140,6 +135,13 @@ export function createAgentServer(loadConfig: () => AgentConfig): http.Server {
 function splitTarget(target = '/'): { pathname: string; query: URLSearchParams } {
   const queryAt = target.indexOf('?');
   return { pathname: queryAt < 0 ? target : target.slice(0, queryAt), query: new URLSearchParams(queryAt < 0 ? '' : target.slice(queryAt + 1)) };
+}
+
+/** Answers an upgrade that cannot be served with the API's error shape (`{"error": ...}`), and closes it. */
+function refuseUpgrade(socket: Duplex, err: unknown): void {
+  const status = err instanceof HttpError ? err.status : 500;
+  const body = JSON.stringify({ error: err instanceof HttpError ? err.message : `internal error: ${(err as Error)?.message ?? 'unknown'}` });
+  socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? 'Error'}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
 }
 
 /**

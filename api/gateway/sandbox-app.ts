@@ -5,7 +5,7 @@ import { ROUTES_CHANNEL } from '../../domain/resource';
 import { sandboxAddressMatcher, type SandboxAddressMatcher } from '../../domain/sandbox/url-template';
 import { sandboxWorkflowId } from '../../domain/sandbox/sandbox';
 import { reachesInternalRoute } from '../../sandbox-agent/contract/routes';
-import { refuseUpgrade } from '../../sandbox-agent/contract/upgrade';
+import { refuseUpgrade } from '../../runtime/upgrade-relay';
 import type { FreezeState } from '../../runtime/sandbox-runtime';
 import { forbidden, notFound } from '../../domain/errors';
 import type { AppOptions } from '../fastify';
@@ -17,10 +17,14 @@ import { buildGatewayBase, proxiedRouteLogLevel } from './gateway-base';
 import { WorkflowTouches } from '../../store/workflow-touches';
 import { sandboxOpenApiDocument } from './sandbox-openapi';
 import { routeUpgrades, upgradeOf } from './upgrades';
+import { SandboxPortSockets, type SandboxUpstream } from './sandbox-ports';
+import { portTarget } from '../../domain/sandbox/port-path';
 
 /** What the gateway needs from the sandboxes of its node. */
 export interface SandboxNodeAccess {
   socketPath(sandboxId: string): string;
+  /** A socket reaching a port inside the sandbox (its forwarder for that port, pinned on the host). */
+  portSocket(sandboxId: string, port: number): Promise<string>;
   isFrozen(sandboxId: string): Promise<boolean>;
   /** Thaws it (a no-op when running) and answers the freeze generation it now runs in, and since when (thawedAt). */
   thaw(sandboxId: string): Promise<FreezeState>;
@@ -34,6 +38,7 @@ interface SandboxGateway {
   routes: RouteCache;
   matcher: SandboxAddressMatcher;
   agents: SandboxAgents;
+  ports: SandboxPortSockets;
   principals: PrincipalCache;
   touches: WorkflowTouches;
   /** Longest a request holds for a sandbox still starting. */
@@ -68,22 +73,39 @@ async function resume(gateway: SandboxGateway, resourceId: string, workflowId: s
   gateway.touches.resumed(workflowId, thawed.thawedAt ?? Date.now(), thawed.generation);
 }
 
-/** Streams the request to the sandbox's API over its socket. */
-function proxyToSandbox(gateway: SandboxGateway, request: FastifyRequest, reply: FastifyReply, sandbox: { resourceId: string; workflowId: string; path: string }): void {
-  const { node, routes, agents } = gateway;
-  reply.hijack();
-  const unreachable = (err: Error) => {
-    // It may have been removed since its route was cached: look again next time.
-    routes.forget(sandbox.resourceId);
-    return { error: 'sandbox_unreachable', message: `the sandbox did not answer: ${err.message}` };
+/** The sandbox's own API, over its socket. */
+function apiUpstream(gateway: SandboxGateway, resourceId: string, path: string): SandboxUpstream {
+  return {
+    socketPath: gateway.node.socketPath(resourceId),
+    path,
+    poolKey: resourceId,
+    unreachable: (err) => {
+      // It may have been removed since its route was cached: look again next time.
+      gateway.routes.forget(resourceId);
+      return { error: 'sandbox_unreachable', message: `the sandbox did not answer: ${err.message}` };
+    },
   };
+}
+
+/** Streams the request (or relays the upgrade) to the sandbox's API or one of its ports. */
+function proxyToSandbox(
+  gateway: SandboxGateway,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  sandbox: { resourceId: string; workflowId: string; release?: () => void },
+  upstream: SandboxUpstream,
+): void {
+  const { node, agents } = gateway;
+  reply.hijack();
   const upgrade = upgradeOf(request.raw, reply.raw);
+  if (sandbox.release) (upgrade?.socket ?? reply.raw).once('close', sandbox.release);
   if (upgrade) {
-    // A WebSocket (to /port/{port} or any route of the API that takes one): relayed, its frames untouched.
+    // A WebSocket (to a port, or to any route of the API that takes one): relayed, its frames untouched.
     return proxyUpgrade(request.raw, upgrade.socket, upgrade.head, {
-      socketPath: node.socketPath(sandbox.resourceId),
-      path: sandbox.path,
-      onUnreachable: (err) => refuseUpgrade(upgrade.socket, 502, unreachable(err)),
+      socketPath: upstream.socketPath,
+      path: upstream.path,
+      headers: upstream.headers,
+      onUnreachable: (err) => refuseUpgrade(upgrade.socket, 502, upstream.unreachable(err)),
     });
   }
   // The node may have frozen the sandbox between our check and the request reaching it (its
@@ -100,28 +122,37 @@ function proxyToSandbox(gateway: SandboxGateway, request: FastifyRequest, reply:
   }, FREEZE_RECHECK_MS);
   reply.raw.once('close', () => clearTimeout(recheck));
   proxyRequest(request.raw, reply.raw, {
-    upstream: { socketPath: node.socketPath(sandbox.resourceId) },
-    path: sandbox.path,
-    agent: agents.for(sandbox.resourceId),
+    upstream: { socketPath: upstream.socketPath },
+    path: upstream.path,
+    headers: upstream.headers,
+    agent: agents.for(upstream.poolKey),
     onUnreachable: (err) => {
       reply.raw.writeHead(502, { 'content-type': 'application/json' });
-      reply.raw.end(JSON.stringify(unreachable(err)));
+      reply.raw.end(JSON.stringify(upstream.unreachable(err)));
     },
   });
 }
 
-/** One request to `{sandbox_url}/...`: checked, the sandbox woken or touched, then proxied. */
+/**
+ * One request to `{sandbox_url}/...`: checked, the sandbox woken or touched, then proxied to its
+ * API, or for `/port/{port}/...` to that port inside it (domain/sandbox/port-path.ts).
+ */
 async function handleSandboxRequest(gateway: SandboxGateway, request: FastifyRequest, reply: FastifyReply): Promise<void> {
   const [pathOnly, query] = splitQuery(request.url);
   const { resourceId, workflowId, rest } = await addressedSandbox(gateway, request, pathOnly);
+  const port = portTarget(rest, query);
   if (await gateway.node.isFrozen(resourceId)) {
     await resume(gateway, resourceId, workflowId);
     // Idle connections kept across the freeze are closed by the sandbox as soon as it thaws.
     gateway.agents.reset(resourceId);
-  } else {
+  } else if (!port) {
     gateway.touches.touch(workflowId);
   }
-  proxyToSandbox(gateway, request, reply, { resourceId, workflowId, path: rest + (query ? `?${query}` : '') });
+  if (!port) return proxyToSandbox(gateway, request, reply, { resourceId, workflowId }, apiUpstream(gateway, resourceId, rest + (query ? `?${query}` : '')));
+  // A port's traffic passes the sandbox's API by, which therefore cannot count it: the workflow
+  // is told the sandbox is in use for as long as the request (or WebSocket) lasts.
+  const upstream = await gateway.ports.upstream(resourceId, port);
+  proxyToSandbox(gateway, request, reply, { resourceId, workflowId, release: gateway.touches.hold(workflowId) }, upstream);
 }
 
 /**
@@ -149,6 +180,7 @@ export async function buildSandboxGatewayApp(
     matcher: sandboxAddressMatcher(config.sandboxUrlTemplate),
     startWaitSeconds: config.sandboxStartWaitSeconds,
     agents: new SandboxAgents(),
+    ports: new SandboxPortSockets((sandboxId, port) => node.portSocket(sandboxId, port)),
     principals: new PrincipalCache((headers) => app.authenticator.authenticate(headers)),
     touches: new WorkflowTouches(
       (workflowId, which, at, generation) =>
@@ -179,7 +211,7 @@ export async function buildSandboxGatewayApp(
 }
 
 /**
- * Keep-alive connections per sandbox: a sandbox that resumes from standby closes the idle
+ * Keep-alive connections per sandbox and per port of it: a sandbox that resumes from standby closes the idle
  * connections it held, so they are dropped with the sandbox's own pool instead of failing a request.
  */
 class SandboxAgents {
@@ -199,9 +231,13 @@ class SandboxAgents {
     return agent;
   }
 
+  /** Drops the sandbox's pool and those of its ports (`<id>:<port>`). */
   reset(sandboxId: string): void {
-    this.agents.get(sandboxId)?.destroy();
-    this.agents.delete(sandboxId);
+    for (const [key, agent] of this.agents) {
+      if (key !== sandboxId && !key.startsWith(`${sandboxId}:`)) continue;
+      agent.destroy();
+      this.agents.delete(key);
+    }
   }
 
   close(): void {

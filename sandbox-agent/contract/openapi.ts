@@ -22,11 +22,8 @@ const json = (schema: unknown) => ({ 'application/json': { schema } });
 
 /** MCP's streamable HTTP uses these methods; `*` in the table stands for them in the document. */
 const ANY_METHOD = ['get', 'post', 'delete'];
-/** A forwarded route takes every method, and its answer is the program's own. */
-const FORWARDED_METHODS = ['get', 'head', 'post', 'put', 'patch', 'delete', 'options'];
 
 function answerContent(answer: Exclude<RouteAnswer, 'websocket'>): Record<string, unknown> {
-  if (answer === 'forwarded') return { '*/*': { schema: { type: 'string', format: 'binary' } } };
   if (answer === 'lines') return { 'text/plain': { schema: { type: 'string' } } };
   if (answer === 'mcp') return { 'application/json': { schema: { type: 'object' } }, 'text/event-stream': { schema: { type: 'string' } } };
   if (answer === 'file') {
@@ -55,7 +52,7 @@ function parameters(route: AgentRoute): Operation[] {
     name,
     in: 'path',
     required: true,
-    schema: { type: name === 'pid' || name === 'port' ? 'integer' : 'string' },
+    schema: { type: name === 'pid' ? 'integer' : 'string' },
     description: PATH_PARAMETERS[name],
   }));
   const inQuery = (route.query ?? []).map(({ name, type, description }) => ({ name, in: 'query', required: false, schema: { type }, description }));
@@ -66,7 +63,6 @@ const PATH_PARAMETERS: Record<string, string> = {
   path: 'A path inside the sandbox, of any depth (its slashes are part of it).',
   process: 'The process\'s pid or name.',
   pid: 'A process id of the sandbox.',
-  port: 'A TCP port of the sandbox, 1-65535.',
 };
 
 function operation(route: AgentRoute, method: string): Operation {
@@ -105,8 +101,7 @@ function paths(): Record<string, Record<string, Operation>> {
   const document: Record<string, Record<string, Operation>> = {};
   for (const route of publicRoutes()) {
     const item = (document[route.path] ??= {});
-    const methods = route.method !== '*' ? [route.method.toLowerCase()] : route.answer === 'forwarded' ? FORWARDED_METHODS : ANY_METHOD;
-    for (const method of methods) item[method] = operation(route, method);
+    for (const method of route.method === '*' ? ANY_METHOD : [route.method.toLowerCase()]) item[method] = operation(route, method);
   }
   return document;
 }

@@ -21,11 +21,10 @@ export interface QueryParameter {
 
 /**
  * What a route answers with 200: JSON of a named schema (`[]`: a list of it), `lines` (plain
- * text streamed line by line), `file` (a file's JSON or its bytes), `mcp` (MCP messages),
- * `forwarded` (whatever a program of the sandbox answers) or `websocket` (101, then JSON
- * messages of the TerminalMessage schema both ways).
+ * text streamed line by line), `file` (a file's JSON or its bytes), `mcp` (MCP messages) or
+ * `websocket` (101, then JSON messages of the TerminalMessage schema both ways).
  */
-export type RouteAnswer = SchemaName | `${SchemaName}[]` | 'lines' | 'file' | 'mcp' | 'forwarded' | 'websocket';
+export type RouteAnswer = SchemaName | `${SchemaName}[]` | 'lines' | 'file' | 'mcp' | 'websocket';
 
 export interface AgentRoute {
   method: string;
@@ -79,8 +78,6 @@ export const AGENT_ROUTES = [
   { method: 'POST', path: '/network/process/{pid}/monitor', access: 'public', operation: 'startPortMonitor', summary: 'Call back for each port the process starts listening on', body: 'PortMonitorRequest', answer: 'PidMessage' },
   { method: 'DELETE', path: '/network/process/{pid}/monitor', access: 'public', operation: 'stopPortMonitor', summary: 'Stop a port monitor', answer: 'PidMessage' },
   { method: '*', path: '/mcp', access: 'public', operation: 'mcp', summary: 'MCP over streamable HTTP: tools for files and processes', answer: 'mcp' },
-  // Ports: {sandbox_url}/port/{port}/... reaches 127.0.0.1:{port} inside the sandbox (HTTP and upgrades).
-  { method: '*', path: '/port/{port}/{path}', access: 'public', operation: 'forwardToPort', summary: 'Forward a request or a WebSocket upgrade to a port of the sandbox, path and query as sent', answer: 'forwarded' },
   { method: 'POST', path: '/network/forward', access: 'internal', operation: 'forwardPort', summary: 'Forward a Unix socket to a port of the sandbox', body: 'PortForwardRequest', answer: 'PortForward' },
   { method: 'GET', path: '/internal/activity', access: 'internal', operation: 'activity', summary: 'Requests in flight and the last one\'s time', answer: 'Activity' },
   { method: 'POST', path: '/internal/reload', access: 'internal', operation: 'reload', summary: 'Read the configuration again (a fresh sandbox only)', answer: 'Reload' },

@@ -1,7 +1,9 @@
 import { initialize, settings } from '@blaxel/core';
 import type { HangarConfig } from '../../domain/config';
 import { DEFAULT_API_VERSION } from '../../domain/versions';
+import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from './platform';
 import { freePort } from './ports';
+import { startSandboxPlatform, stopRuntimeTest, type SandboxPlatform } from './runtime-platform';
 
 /**
  * The reference service's own TypeScript SDK (`@blaxel/core`) pointed at a Hangar started by the
@@ -98,5 +100,37 @@ export function useReferenceSdk(target: ReferenceSdkTarget): () => void {
     globalThis.fetch = previous;
     if (previousVersion === undefined) delete process.env.BL_API_VERSION;
     else process.env.BL_API_VERSION = previousVersion;
+  };
+}
+
+/** A Hangar for an SDK test file: the app, a tenant, the sandbox platform, and the SDK pointed at them. */
+export interface ReferenceSdkPlatform extends SandboxPlatform {
+  t: TestApp;
+  tenant: TestTenant;
+  /** Restores fetch and the environment, removes the sandboxes left, stops everything. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the app with `overrides`, a tenant (its admin is whom the SDK acts as) and the sandbox
+ * platform, the API and the sandbox gateway listening where the SDK reaches them, and configures
+ * the SDK (useReferenceSdk).
+ */
+export async function startReferenceSdkPlatform(label: string, overrides: Partial<HangarConfig> = {}): Promise<ReferenceSdkPlatform> {
+  const sandboxUrls = await sandboxGatewayConfig();
+  const t = await startTestApp({ taskQueue: unique(label), ...overrides, ...sandboxUrls });
+  const tenant = await createTenant(t.app.pg, label);
+  const platform = await startSandboxPlatform(t);
+  const apiOrigin = await t.app.listen({ host: '127.0.0.1', port: 0 });
+  const sandboxOrigin = await platform.gateway.listen({ host: sandboxUrls.host, port: sandboxUrls.sandboxPort });
+  const restore = useReferenceSdk({ apiOrigin, sandboxOrigin, apiKey: tenant.admin.apiKey, workspace: tenant.workspace });
+  return {
+    ...platform,
+    t,
+    tenant,
+    stop: async () => {
+      restore();
+      await stopRuntimeTest({ ...platform, t });
+    },
   };
 }

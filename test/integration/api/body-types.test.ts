@@ -121,7 +121,7 @@ const LISTENERS: Record<string, (onRoute: (route: RouteOptions) => void) => Prom
   base_url: (onRoute) => buildApp(testConfig(), { onRoute }),
   run_url: (onRoute) => buildRunApp(testConfig(), { onRoute }),
   'sandbox gateway': (onRoute) =>
-    buildSandboxGatewayApp(testConfig(), { socketPath: () => '/nonexistent', isFrozen: async () => false, thaw: async () => ({ generation: 0, frozen: false }) }, { onRoute }),
+    buildSandboxGatewayApp(testConfig(), { socketPath: () => '/nonexistent', portSocket: async () => '/nonexistent', isFrozen: async () => false, thaw: async () => ({ generation: 0, frozen: false }) }, { onRoute }),
 };
 
 describe('schema sweep: every body field of every route refuses every wrong JSON type by name', () => {

@@ -106,12 +106,6 @@ const EXAMPLES: Record<string, () => Promise<Example>> = {
     return { path: `/network/process/${pid}/monitor` };
   },
   '* /mcp': async () => ({ path: '/mcp', body: MCP_INITIALIZE, headers: { accept: 'application/json, text/event-stream' } }),
-  // A program of the sandbox answering on a port (started once), reached through /port.
-  '* /port/{port}/{path}': async () => {
-    const command = `exec node -e "require('http').createServer((q, s) => q.resume().on('end', () => s.end('ok'))).listen(8300, '127.0.0.1')"`;
-    if (!(await host('GET', '/process/surface-port')).json?.pid) expect((await host('POST', '/process', { name: 'surface-port', command, waitForPorts: [8300] })).status).toBe(200);
-    return { path: '/port/8300/any/path?x=1', body: { any: 'body' } };
-  },
   'POST /network/forward': async () => ({ path: '/network/forward', body: { port: 8000 } }),
   'GET /internal/activity': async () => ({ path: '/internal/activity' }),
   'POST /internal/reload': async () => ({ path: '/internal/reload' }),

@@ -13,7 +13,7 @@ let management: FastifyInstance;
 
 beforeAll(async () => {
   const config = testConfig();
-  gateway = await buildSandboxGatewayApp(config, { socketPath: () => '/nonexistent', isFrozen: async () => false, thaw: async () => ({ generation: 0, frozen: false }) });
+  gateway = await buildSandboxGatewayApp(config, { socketPath: () => '/nonexistent', portSocket: async () => '/nonexistent', isFrozen: async () => false, thaw: async () => ({ generation: 0, frozen: false }) });
   management = await buildApp(config);
 });
 

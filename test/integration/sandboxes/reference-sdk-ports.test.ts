@@ -1,40 +1,25 @@
 import { SandboxInstance } from '@blaxel/core';
-import type { FastifyInstance } from 'fastify';
 import fs from 'node:fs';
 import path from 'node:path';
-import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../../helpers/platform';
-import { sandboxGatewayConfig, useReferenceSdk } from '../../helpers/reference-sdk';
-import { startSandboxPlatform, stopRuntimeTest } from '../../helpers/runtime-platform';
-import type { testRuntime } from '../../helpers/sandbox-runtime';
+import { unique } from '../../helpers/platform';
+import { startReferenceSdkPlatform, type ReferenceSdkPlatform } from '../../helpers/reference-sdk';
 import { nextTextFrame, openWebSocket, textFrame } from '../../helpers/websocket';
-import { eventually, type RunningWorker } from '../../helpers/workers';
+import { eventually } from '../../helpers/workers';
 
 // {sandbox_url}/port/{port}/... driven by the reference SDK's own `sandbox.fetch` (issue 16), and
 // WebSocket upgrades through the same path. A small echo server runs in the sandbox
 // (test/fixtures/port-echo-server.js). Real sandboxes on a busy machine: no test asserts on time.
 jest.setTimeout(90_000);
 
-let t: TestApp;
-let tenant: TestTenant;
-let gateway: FastifyInstance;
-let control: RunningWorker;
-let node: RunningWorker;
-let runtime: ReturnType<typeof testRuntime>;
-let restoreFetch: () => void = () => undefined;
-let sandbox: SandboxInstance;
-
 const name = unique('sdk-ports');
 const ECHO_PORT = 8000;
+const IDLE_SECONDS = 2;
+let hangar: ReferenceSdkPlatform | undefined;
+let sandbox: SandboxInstance;
 
 beforeAll(async () => {
-  const sandboxUrls = await sandboxGatewayConfig();
-  t = await startTestApp({ taskQueue: unique('reference-sdk-ports'), ...sandboxUrls });
-  tenant = await createTenant(t.app.pg, 'sdkports');
-  ({ runtime, gateway, control, node } = await startSandboxPlatform(t));
-  const apiOrigin = await t.app.listen({ host: '127.0.0.1', port: 0 });
-  const sandboxOrigin = await gateway.listen({ host: sandboxUrls.host, port: sandboxUrls.sandboxPort });
-  restoreFetch = useReferenceSdk({ apiOrigin, sandboxOrigin, apiKey: tenant.admin.apiKey, workspace: tenant.workspace });
-
+  // A short idle period, so that a test can see an open WebSocket keep the sandbox out of standby.
+  hangar = await startReferenceSdkPlatform('sdkports', { sandboxIdleSeconds: IDLE_SECONDS });
   await SandboxInstance.create({ metadata: { name }, spec: { runtime: { image: 'hangar/base:latest', memory: 256 } } });
   sandbox = await eventually(`${name} DEPLOYED`, async () => {
     const found = await SandboxInstance.get(name);
@@ -45,10 +30,7 @@ beforeAll(async () => {
   await sandbox.process.exec({ name: 'echo', command: `node /tmp/port-echo-server.js ${ECHO_PORT}`, waitForPorts: [ECHO_PORT] });
 }, 120_000);
 
-afterAll(async () => {
-  restoreFetch();
-  await stopRuntimeTest({ runtime, node, control, gateway, t });
-}, 60_000);
+afterAll(() => hangar?.stop(), 60_000);
 
 /** What the echo server saw of a request. */
 interface Echo {
@@ -87,19 +69,19 @@ describe('sandbox.fetch through /port/{port}', () => {
     for (const port of [0, 65536, 70000, 'web', '80a', '-1']) {
       const response = await sandbox.fetch(port as number, '/');
       expect([port, response.status]).toEqual([port, 400]);
-      expect(((await response.json()) as { error: string }).error).toMatch(/^port must be an integer from 1 to 65535/);
+      expect(await response.json()).toEqual({ error: 'bad_request', message: expect.stringMatching(/^port must be an integer from 1 to 65535, got '/) });
     }
   });
 
   test('a port nothing listens on is a 502 saying so', async () => {
     const response = await sandbox.fetch(8999, '/anything');
     expect(response.status).toBe(502);
-    expect(await response.json()).toEqual({ error: 'nothing is listening on port 8999 in the sandbox (ECONNREFUSED)' });
+    expect(await response.json()).toEqual({ error: 'port_unreachable', message: expect.stringMatching(/^nothing answered on port 8999 in the sandbox; is a server listening on 127.0.0.1:8999 there\?/) });
   });
 });
 
 describe('WebSocket upgrades through /port/{port}', () => {
-  const auth = () => ({ 'X-Service-Authorization': `Bearer ${tenant.admin.apiKey}` });
+  const auth = () => ({ 'X-Service-Authorization': `Bearer ${hangar!.tenant.admin.apiKey}` });
 
   test('an upgrade with the caller\'s credential reaches the port with its path and query, and frames go both ways', async () => {
     // Without a credential it goes nowhere, as any sandbox call.
@@ -118,18 +100,26 @@ describe('WebSocket upgrades through /port/{port}', () => {
     opening.socket.destroy();
   });
 
-  test('an upgrade to a port nothing listens on, or to a bad port, is refused in the API\'s shape', async () => {
-    expect(await openWebSocket(`${sandbox.metadata.url}/port/8999/socket`, auth())).toEqual({
-      upgraded: false,
-      status: 502,
-      body: JSON.stringify({ error: 'nothing is listening on port 8999 in the sandbox (ECONNREFUSED)' }),
-    });
-    const badPort = await openWebSocket(`${sandbox.metadata.url}/port/0/socket`, auth());
-    expect(badPort).toMatchObject({ upgraded: false, status: 400 });
-    expect(JSON.parse((badPort as { body: string }).body).error).toMatch(/^port must be an integer from 1 to 65535/);
+  test('an open WebSocket to a port keeps the sandbox out of standby, though its bytes pass the sandbox API by', async () => {
+    const opening = await openWebSocket(`${sandbox.metadata.url}/port/${ECHO_PORT}/socket`, auth());
+    if (!opening.upgraded) throw new Error(`not upgraded: ${opening.status} ${opening.body}`);
+    const { rows } = await hangar!.t.app.pg.query<{ id: string }>("SELECT id FROM resources WHERE kind = 'sandboxes' AND name = $1", [name]);
+    // Three idle periods with the connection open and silent: a sandbox taken for idle would be
+    // frozen by now, and its echo server with it (nothing on this connection would thaw it).
+    await new Promise((resolve) => setTimeout(resolve, 3 * IDLE_SECONDS * 1000));
+    expect(await hangar!.runtime.isFrozen(rows[0].id)).toBe(false);
+    const echoed = nextTextFrame(opening.socket);
+    opening.socket.write(textFrame('still here'));
+    expect(await echoed).toBe('still here');
+    opening.socket.destroy();
   });
 
-  test('an upgrade to a route of the API that takes none is refused with a 404', async () => {
-    expect(await openWebSocket(`${sandbox.metadata.url}/process`, auth())).toMatchObject({ upgraded: false, status: 404 });
+  test('an upgrade to a port nothing listens on, or to a bad port, is refused in the API\'s shape', async () => {
+    const nobody = await openWebSocket(`${sandbox.metadata.url}/port/8999/socket`, auth());
+    expect(nobody).toMatchObject({ upgraded: false, status: 502 });
+    expect(JSON.parse((nobody as { body: string }).body)).toEqual({ error: 'port_unreachable', message: expect.stringMatching(/^nothing answered on port 8999 in the sandbox/) });
+    const badPort = await openWebSocket(`${sandbox.metadata.url}/port/0/socket`, auth());
+    expect(badPort).toMatchObject({ upgraded: false, status: 400 });
+    expect(JSON.parse((badPort as { body: string }).body)).toEqual({ error: 'bad_request', message: "port must be an integer from 1 to 65535, got '0'" });
   });
 });

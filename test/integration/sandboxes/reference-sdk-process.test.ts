@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { once } from 'node:events';
 import WebSocket from 'ws';
 import { unique } from '../../helpers/platform';
-import { startReferenceSdkPlatform, type ReferenceSdkPlatform } from '../../helpers/reference-sdk-platform';
+import { startReferenceSdkPlatform, type ReferenceSdkPlatform } from '../../helpers/reference-sdk';
 import { eventually } from '../../helpers/workers';
 
 // Streamed execution driven by the reference SDK (`process.exec` with onLog/onStdout/onStderr and

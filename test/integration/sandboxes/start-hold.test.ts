@@ -63,7 +63,7 @@ describe('held while DEPLOYING, against real notices', () => {
     const socketPath = path.join(dir, 'sandbox.sock');
     upstream = http.createServer((request, response) => response.end(JSON.stringify({ served: request.url })));
     await new Promise<void>((resolve) => upstream.listen(socketPath, resolve));
-    const node: SandboxNodeAccess = { socketPath: () => socketPath, isFrozen: async () => false, thaw: async () => ({ generation: 0, frozen: false }) };
+    const node: SandboxNodeAccess = { socketPath: () => socketPath, portSocket: async () => socketPath, isFrozen: async () => false, thaw: async () => ({ generation: 0, frozen: false }) };
     gateway = await buildSandboxGatewayApp({ ...t.config, sandboxStartWaitSeconds: 600 }, node);
     impatient = await buildSandboxGatewayApp({ ...t.config, sandboxStartWaitSeconds: 1 }, node);
   }, 60_000);
