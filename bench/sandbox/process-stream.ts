@@ -92,11 +92,17 @@ async function throughGateway(): Promise<number[]> {
   try {
     await gateway.listen({ host: platform.config.host, port: platform.config.sandboxPort });
     const headers = { authorization: `Bearer ${platform.credentials.apiKey}`, 'x-service-workspace': platform.credentials.workspace };
-    const created = await platform.app.inject({ method: 'POST', url: '/v0/sandboxes', headers, payload: { metadata: { name: 'bench-stream' }, spec: { runtime: { memory: 512 } } } });
+    // The platform's data outlives a run: a name of this run's own, deleted at the end.
+    const name = `bench-stream-${Date.now().toString(36)}`;
+    const created = await platform.app.inject({ method: 'POST', url: '/v0/sandboxes', headers, payload: { metadata: { name }, spec: { runtime: { memory: 512 } } } });
     if (created.statusCode !== 200) throw new Error(`create: ${created.body}`);
     const url = new URL(`${created.json().metadata.url}/process`);
-    // The gateway holds the first call until the sandbox runs.
-    return await streamedExecution({ host: url.hostname, port: url.port, path: url.pathname, headers });
+    try {
+      // The gateway holds the first call until the sandbox runs.
+      return await streamedExecution({ host: url.hostname, port: url.port, path: url.pathname, headers });
+    } finally {
+      await platform.app.inject({ method: 'DELETE', url: `/v0/sandboxes/${name}`, headers });
+    }
   } finally {
     await gateway.close();
     await platform.stop();
