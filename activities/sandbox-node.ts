@@ -24,7 +24,8 @@ export function createSandboxNodeActivities({ runtime, volumes, pg }: { runtime:
     startSandbox: (key: SandboxKey, spec: SandboxSpec) => whileHeartbeating(() => startSandbox({ runtime, volumes, store, history }, key, spec)),
 
     /**
-     * Freezes the sandbox unless it is serving a request, running a command someone waits on, or
+     * Freezes the sandbox unless it is serving a request, running a command someone waits on or
+     * one started with keepAlive, or
      * was used within the idle period (the gateway's touches are throttled, the sandbox's own
      * record is exact). Returns the last use it saw, so the workflow can wait again from there,
      * and the node's freeze state either way.
@@ -41,7 +42,7 @@ export function createSandboxNodeActivities({ runtime, volumes, pg }: { runtime:
       if (before.frozen || unseen) return { frozen: before.frozen, lastUsedAt: 0, freeze: before };
       const activity = await runtime.activity(key.id);
       const lastUsedAt = Date.parse(activity.lastRequestAt) || 0;
-      if (activity.inflightRequests > 0) return { frozen: false, lastUsedAt: Date.now(), freeze: before };
+      if (activity.inflightRequests > 0 || activity.keepAliveProcesses > 0) return { frozen: false, lastUsedAt: Date.now(), freeze: before };
       if (Date.now() - lastUsedAt < idleTimeoutMs) return { frozen: false, lastUsedAt, freeze: before };
       return { frozen: true, lastUsedAt, freeze: await runtime.freeze(key.id) };
     },

@@ -75,25 +75,31 @@ export class OutputLog {
 }
 
 /**
- * Turns chunks into whole lines prefixed with their stream ("stdout:..."), the format of the
- * log stream endpoint. A line split across chunks is held until its end arrives.
+ * Cuts each stream's chunks into whole lines, each given with its newline; a line split across
+ * chunks is held until its end arrives. The log stream endpoint and the streamed execution frame
+ * what it gives them each in their own format.
  */
 export class LineFramer {
   private readonly partial: Record<OutputStream, string> = { stdout: '', stderr: '' };
 
-  constructor(private readonly write: (line: string) => void) {}
+  constructor(private readonly line: (stream: OutputStream, text: string) => void) {}
 
   chunk({ stream, text }: OutputChunk): void {
-    const lines = (this.partial[stream] + text).split('\n');
-    this.partial[stream] = lines.pop()!;
-    for (const line of lines) this.write(`${stream}:${line}\n`);
+    const pieces = (this.partial[stream] + text).split('\n');
+    this.partial[stream] = pieces.pop()!;
+    for (const piece of pieces) this.line(stream, `${piece}\n`);
   }
 
-  /** The last line of each stream, even without its newline. */
+  /** The last line of each stream, without a newline if it had none. */
   flush(): void {
     for (const stream of ['stdout', 'stderr'] as const) {
-      if (this.partial[stream]) this.write(`${stream}:${this.partial[stream]}\n`);
+      if (this.partial[stream]) this.line(stream, this.partial[stream]);
       this.partial[stream] = '';
     }
   }
+}
+
+/** A line as the log stream endpoint sends it: its stream first ("stdout:..."), always ended by a newline. */
+export function prefixedLine(stream: OutputStream, text: string): string {
+  return `${stream}:${text.endsWith('\n') ? text : `${text}\n`}`;
 }

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fsp from 'node:fs/promises';
 import { constants as osConstants } from 'node:os';
 import { StringDecoder } from 'node:string_decoder';
-import { MAX_PROCESS_TIMEOUT_SECONDS } from './contract/limits';
+import { KEEP_ALIVE_DEFAULT_TIMEOUT_SECONDS, MAX_PROCESS_TIMEOUT_SECONDS } from './contract/limits';
 import type { ProcessRecord, ProcessRequest, ProcessStatus } from './contract/process';
 import { HttpError, badRequest, field } from './http';
 import { OutputLog } from './output-log';
@@ -48,17 +48,26 @@ export function parseProcessRequest(body: Record<string, unknown>): ProcessReque
     }
     waitForPorts = body.waitForPorts as number[];
   }
+  const keepAlive = field.optionalBoolean(body, 'keepAlive');
   return {
     command,
     name,
     workingDir: field.optionalString(body, 'workingDir'),
     env,
     waitForCompletion: field.optionalBoolean(body, 'waitForCompletion'),
-    timeout: field.optionalNumber(body, 'timeout', (n) => n > 0 && n <= MAX_PROCESS_TIMEOUT_SECONDS, `a number of seconds above 0, at most ${MAX_PROCESS_TIMEOUT_SECONDS}`),
+    timeout: processTimeout(body, keepAlive),
+    keepAlive,
     waitForPorts,
     restartOnFailure: field.optionalBoolean(body, 'restartOnFailure'),
     maxRestarts: field.optionalNumber(body, 'maxRestarts', (n) => Number.isInteger(n) && n >= 0 && n <= 1000, 'an integer from 0 to 1000'),
   };
+}
+
+/** Seconds the process may run (undefined: no limit), as the reference reads `timeout` and `keepAlive`. */
+function processTimeout(body: Record<string, unknown>, keepAlive: boolean | undefined): number | undefined {
+  const timeout = field.optionalNumber(body, 'timeout', (n) => n >= 0 && n <= MAX_PROCESS_TIMEOUT_SECONDS, `a number of seconds from 0 (no limit) to ${MAX_PROCESS_TIMEOUT_SECONDS}`);
+  if (timeout === undefined && keepAlive) return KEEP_ALIVE_DEFAULT_TIMEOUT_SECONDS;
+  return timeout || undefined;
 }
 
 /** One command started through the API, across its restarts. */
@@ -229,6 +238,7 @@ export class ManagedProcess {
       restartOnFailure: this.restartOnFailure,
       maxRestarts: this.maxRestarts,
       restartCount: this.restartCount,
+      keepAlive: this.request.keepAlive ?? false,
     };
   }
 }

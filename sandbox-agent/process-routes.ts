@@ -2,8 +2,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { DEFAULT_PORT_WAIT_SECONDS } from './contract/limits';
 import type { ProcessLogs } from './contract/process';
 import { decodeSegment, readJsonObject, sendJson } from './http';
-import { LineFramer } from './output-log';
+import { LineFramer, prefixedLine } from './output-log';
 import { parseProcessRequest, type ManagedProcess, type ProcessManager } from './process-manager';
+import { streamExecution, wantsExecutionStream } from './process-stream';
 import type { RouteContext, RouteHandler, RouteHandlers } from './route-handler';
 
 type ProcessOperation =
@@ -21,6 +22,7 @@ export function processRoutes(manager: ProcessManager) {
   async function create(req: IncomingMessage, res: ServerResponse) {
     const request = parseProcessRequest(await readJsonObject(req, true));
     const managed = await manager.start(request);
+    if (wantsExecutionStream(req)) return streamExecution(res, managed);
     if (request.waitForCompletion) await managed.finished;
     else if (request.waitForPorts?.length) {
       await managed.waitForPorts(request.waitForPorts, Date.now() + (request.timeout ?? DEFAULT_PORT_WAIT_SECONDS) * 1000);
@@ -31,7 +33,7 @@ export function processRoutes(manager: ProcessManager) {
   function streamLogs(res: ServerResponse, managed: ManagedProcess) {
     res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' });
     res.flushHeaders();
-    const framer = new LineFramer((line) => res.write(line));
+    const framer = new LineFramer((stream, text) => res.write(prefixedLine(stream, text)));
     const unsubscribe = managed.output.follow({
       chunk: (chunk) => framer.chunk(chunk),
       end: () => {

@@ -1,5 +1,6 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import path from 'node:path';
+import type { Duplex } from 'node:stream';
 import { AGENT_VERSION, type AgentConfig } from './contract/agent-config';
 import { matchRoute, publicEndpoints, type AgentOperation } from './contract/routes';
 import type { AgentActivity, AgentHealth, AgentIndex, AgentReload } from './contract/service';
@@ -16,7 +17,8 @@ import { PortMonitor } from './port-monitor';
 import { ProcessManager } from './process-manager';
 import { processRoutes } from './process-routes';
 import { searchRoutes } from './search-routes';
-import type { RouteHandler, RouteHandlers } from './route-handler';
+import type { RouteHandler, RouteHandlers, UpgradeHandler } from './route-handler';
+import { terminalRoutes } from './terminal-routes';
 
 /**
  * The processes' environment as the configuration file says now: the host rewrites the file in
@@ -48,9 +50,13 @@ function buildApi(config: AgentConfig, loadConfig: () => AgentConfig) {
   // ESM loader.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const loadMcp = (): RouteHandler => (require('./mcp') as typeof import('./mcp')).createMcpHandler({ files, processes });
+  const terminal = terminalRoutes({ env: config.processEnv, defaultWorkingDir: config.defaultWorkingDir });
+  /** The routes that take HTTP upgrades (WebSocket), by operation. */
+  const upgrades: Partial<Record<AgentOperation, UpgradeHandler>> = { ...terminal.upgrades };
   return {
     config,
     uploads,
+    processes,
     startedAt: new Date(),
     handlers: {
       ...filesystemRoutes(files),
@@ -60,7 +66,9 @@ function buildApi(config: AgentConfig, loadConfig: () => AgentConfig) {
       ...multipartUploadRoutes(files, uploads),
       ...networkRoutes(monitor, new PortForwards(path.dirname(config.eventLog))),
       mcp: (req, res, context) => (mcp ??= loadMcp())(req, res, context),
+      ...terminal.handlers,
     } satisfies Partial<RouteHandlers<AgentOperation>>,
+    upgrades,
   };
 }
 
@@ -96,7 +104,10 @@ export function createAgentServer(loadConfig: () => AgentConfig): http.Server {
       const uptimeSeconds = Math.floor((Date.now() - startedAt.getTime()) / 1000);
       sendJson(res, 200, { status: 'ok', version: AGENT_VERSION, startedAt: startedAt.toISOString(), uptimeSeconds } satisfies AgentHealth);
     },
-    activity: async (_req, res) => sendJson(res, 200, { inflightRequests: traffic.inflight - 1, lastRequestAt: traffic.lastRequestAt.toISOString() } satisfies AgentActivity),
+    activity: async (_req, res) => {
+      const keepAliveProcesses = api.processes.list().filter((p) => p.isRunning && p.request.keepAlive).length;
+      sendJson(res, 200, { inflightRequests: traffic.inflight - 1, lastRequestAt: traffic.lastRequestAt.toISOString(), keepAliveProcesses } satisfies AgentActivity);
+    },
     reload: async (_req, res) => {
       if (traffic.used) throw new HttpError(409, 'the sandbox API is in use: only a fresh sandbox reloads its configuration');
       api.uploads.stopSweeping();
@@ -116,15 +127,28 @@ export function createAgentServer(loadConfig: () => AgentConfig): http.Server {
     return handlers[match.route.operation](req, res, { params: match.params, query });
   }
 
+  /** An upgrade goes to its route's upgrade handler; any other is refused as any request is. */
+  function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    const { pathname, query } = splitTarget(req.url);
+    const match = matchRoute(req.method ?? 'GET', pathname);
+    const handler = typeof match === 'object' ? api.upgrades[match.route.operation] : undefined;
+    if (typeof match !== 'object' || !handler) return refuseUpgrade(socket, new HttpError(404, `no WebSocket endpoint: ${req.method} ${pathname}`));
+    try {
+      handler(req, socket, head, { params: match.params, query });
+    } catch (err) {
+      refuseUpgrade(socket, err);
+    }
+  }
+
   const server = http.createServer((req, res) => {
     countRequest(traffic, req, res);
-    // The raw path, not a parsed URL: URL parsing would quietly resolve '..' and '%2e%2e',
-    // and the filesystem API must see (and refuse) them.
-    const target = req.url ?? '/';
-    const queryAt = target.indexOf('?');
-    const pathname = queryAt < 0 ? target : target.slice(0, queryAt);
-    const query = new URLSearchParams(queryAt < 0 ? '' : target.slice(queryAt + 1));
+    const { pathname, query } = splitTarget(req.url);
     route(req, res, pathname, query).catch((err) => sendError(res, err));
+  });
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    // An open WebSocket (a terminal) is a request in flight: the sandbox is not idle while it lasts.
+    countRequest(traffic, req, socket);
+    upgrade(req, socket, head);
   });
   // Long-running commands and log streams keep requests open for as long as they need.
   server.requestTimeout = 0;
@@ -132,8 +156,27 @@ export function createAgentServer(loadConfig: () => AgentConfig): http.Server {
   return server;
 }
 
-/** A request is in flight until its response closes; the host's own calls do not count as use. */
-function countRequest(traffic: Traffic, req: IncomingMessage, res: ServerResponse): void {
+/**
+ * A request target's path and query. The raw path, not a parsed URL: URL parsing would quietly
+ * resolve '..' and '%2e%2e', and the filesystem API must see (and refuse) them.
+ */
+function splitTarget(target = '/'): { pathname: string; query: URLSearchParams } {
+  const queryAt = target.indexOf('?');
+  return { pathname: queryAt < 0 ? target : target.slice(0, queryAt), query: new URLSearchParams(queryAt < 0 ? '' : target.slice(queryAt + 1)) };
+}
+
+/** Answers an upgrade that cannot be served with the API's error shape (`{"error": ...}`), and closes it. */
+function refuseUpgrade(socket: Duplex, err: unknown): void {
+  const status = err instanceof HttpError ? err.status : 500;
+  const body = JSON.stringify({ error: err instanceof HttpError ? err.message : `internal error: ${(err as Error)?.message ?? 'unknown'}` });
+  socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? 'Error'}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+}
+
+/**
+ * A request is in flight until its response (or its upgraded connection) closes; the host's own
+ * calls do not count as use.
+ */
+function countRequest(traffic: Traffic, req: IncomingMessage, res: ServerResponse | Duplex): void {
   const counted = req.url !== '/health' && !req.url?.startsWith('/internal/');
   traffic.inflight++;
   if (counted) {

@@ -17,3 +17,5 @@ export const MULTIPART_MAX_PART_BYTES = 5 * 1024 * 1024;
 export const MULTIPART_MAX_PART_NUMBER = 10_000;
 /** An upload that received nothing for this long is abandoned: its parts are deleted. */
 export const MULTIPART_IDLE_SECONDS = 24 * 3600;
+/** The timeout of a keepAlive process that was given none (the reference's 10 minutes). */
+export const KEEP_ALIVE_DEFAULT_TIMEOUT_SECONDS = 600;

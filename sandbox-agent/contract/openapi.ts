@@ -23,7 +23,7 @@ const json = (schema: unknown) => ({ 'application/json': { schema } });
 /** MCP's streamable HTTP uses these methods; `*` in the table stands for them in the document. */
 const ANY_METHOD = ['get', 'post', 'delete'];
 
-function answerContent(answer: RouteAnswer): Record<string, unknown> {
+function answerContent(answer: Exclude<RouteAnswer, 'websocket'>): Record<string, unknown> {
   if (answer === 'lines') return { 'text/plain': { schema: { type: 'string' } } };
   if (answer === 'mcp') return { 'application/json': { schema: { type: 'object' } }, 'text/event-stream': { schema: { type: 'string' } } };
   if (answer === 'file') {
@@ -77,7 +77,9 @@ function operation(route: AgentRoute, method: string): Operation {
     parameters: parameters(route),
     requestBody: requestBody(route),
     responses: {
-      '200': { description: 'OK', content: answerContent(route.answer) },
+      ...(route.answer === 'websocket'
+        ? { '101': { description: 'Switched to WebSocket: JSON text messages both ways.', content: json(ref('TerminalMessage')) } }
+        : { '200': { description: 'OK', content: answerContent(route.answer) } }),
       '4XX': { description: 'The request cannot be served; the message says why.', content: json(ref('ErrorResponse')) },
       '5XX': { description: 'The sandbox failed to serve it.', content: json(ref('ErrorResponse')) },
     },

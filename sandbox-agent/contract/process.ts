@@ -1,4 +1,4 @@
-import { DEFAULT_PORT_WAIT_SECONDS, MAX_PROCESS_TIMEOUT_SECONDS } from './limits';
+import { DEFAULT_PORT_WAIT_SECONDS, KEEP_ALIVE_DEFAULT_TIMEOUT_SECONDS, MAX_PROCESS_TIMEOUT_SECONDS } from './limits';
 import { schemaOf } from './schema';
 
 /** The processes API (`/process...`): what a caller sends and what the agent answers. */
@@ -15,8 +15,10 @@ export interface ProcessRequest {
   workingDir?: string;
   env?: Record<string, string>;
   waitForCompletion?: boolean;
-  /** Seconds the process may run before it is killed. */
+  /** Seconds the process may run before it is killed; 0: no limit. */
   timeout?: number;
+  /** Keep the sandbox out of standby while it runs; its timeout is then 600 s unless given. */
+  keepAlive?: boolean;
   waitForPorts?: number[];
   restartOnFailure?: boolean;
   maxRestarts?: number;
@@ -38,7 +40,16 @@ export interface ProcessRecord {
   restartOnFailure: boolean;
   maxRestarts: number;
   restartCount: number;
+  /** Whether it keeps the sandbox out of standby while it runs. */
+  keepAlive: boolean;
 }
+
+/**
+ * One line of POST /process streamed (NDJSON): a line of output with its newline, a keepalive
+ * when nothing else was said for a while, and last the final record, as a JSON string (as the
+ * reference sends it).
+ */
+export type ExecutionEvent = { type: 'stdout' | 'stderr'; data: string } | { type: 'keepalive' } | { type: 'result'; data: string };
 
 /** GET /process/{process}/logs. */
 export interface ProcessLogs {
@@ -60,7 +71,8 @@ export const processRequestSchema = schemaOf<ProcessRequest>({
     workingDir: { ...text('Folder it starts in; the sandbox\'s default folder when absent.'), optional: true },
     env: { type: 'object', additionalProperties: { type: 'string' }, optional: true, description: 'Environment variables added to the sandbox\'s own.' },
     waitForCompletion: { type: 'boolean', optional: true, description: 'Answer once it ended.' },
-    timeout: { type: 'number', minimum: 0, maximum: MAX_PROCESS_TIMEOUT_SECONDS, optional: true, description: 'Seconds (above 0) it may run before it is killed.' },
+    timeout: { type: 'number', minimum: 0, maximum: MAX_PROCESS_TIMEOUT_SECONDS, optional: true, description: `Seconds it may run before it is killed; 0: no limit (the default, but ${KEEP_ALIVE_DEFAULT_TIMEOUT_SECONDS} with keepAlive).` },
+    keepAlive: { type: 'boolean', optional: true, description: 'Keep the sandbox out of standby while it runs.' },
     waitForPorts: { type: 'array', items: { type: 'integer', minimum: 1, maximum: 65535 }, optional: true, description: `Answer once it listens on these ports (at most ${DEFAULT_PORT_WAIT_SECONDS} s unless timeout says otherwise).` },
     restartOnFailure: { type: 'boolean', optional: true, description: 'Start it again when it exits with a code other than 0.' },
     maxRestarts: { type: 'integer', minimum: 0, maximum: 1000, optional: true, description: 'Restarts allowed (3 by default with restartOnFailure).' },
@@ -85,6 +97,7 @@ export const processRecordSchema = schemaOf<ProcessRecord>({
     restartOnFailure: { type: 'boolean' },
     maxRestarts: { type: 'integer' },
     restartCount: { type: 'integer' },
+    keepAlive: { type: 'boolean', description: 'Whether it keeps the sandbox out of standby while it runs.' },
   },
 });
 

@@ -21,9 +21,10 @@ export interface QueryParameter {
 
 /**
  * What a route answers with 200: JSON of a named schema (`[]`: a list of it), `lines` (plain
- * text streamed line by line), `file` (a file's JSON or its bytes) or `mcp` (MCP messages).
+ * text streamed line by line), `file` (a file's JSON or its bytes), `mcp` (MCP messages) or
+ * `websocket` (101, then JSON messages of the TerminalMessage schema both ways).
  */
-export type RouteAnswer = SchemaName | `${SchemaName}[]` | 'lines' | 'file' | 'mcp';
+export type RouteAnswer = SchemaName | `${SchemaName}[]` | 'lines' | 'file' | 'mcp' | 'websocket';
 
 export interface AgentRoute {
   method: string;
@@ -63,6 +64,12 @@ const contentQuery: readonly QueryParameter[] = [
   excludeDirs,
 ];
 const watchIgnore: QueryParameter = { name: 'ignore', type: 'string', description: 'Comma-separated texts: events whose path contains one are not sent.' };
+const terminalQuery: readonly QueryParameter[] = [
+  { name: 'cols', type: 'integer', description: 'Columns (1-65535, default 80).' },
+  { name: 'rows', type: 'integer', description: 'Rows (1-65535, default 24).' },
+  { name: 'shell', type: 'string', description: 'The shell to run, an absolute path (default: bash, else sh).' },
+  { name: 'workingDir', type: 'string', description: 'Folder it starts in; the sandbox\'s default folder when absent.' },
+];
 
 export const AGENT_ROUTES = [
   { method: 'GET', path: '/', access: 'public', operation: 'index', summary: 'The API\'s name, version and public paths', answer: 'ApiIndex' },
@@ -85,7 +92,7 @@ export const AGENT_ROUTES = [
   { method: 'DELETE', path: '/filesystem-multipart/{uploadId}/abort', access: 'public', operation: 'abortMultipartUpload', summary: 'Abandon an upload and delete its parts', answer: 'PathMessage' },
   { method: 'GET', path: '/filesystem-multipart/{uploadId}/parts', access: 'public', operation: 'listMultipartParts', summary: 'The parts of an upload received so far', answer: 'MultipartListPartsResponse' },
   { method: 'HEAD', path: '/filesystem-multipart/{uploadId}/parts', access: 'public', operation: 'listMultipartPartsHead', summary: 'The parts of an upload, headers only', answer: 'MultipartListPartsResponse' },
-  { method: 'POST', path: '/process', access: 'public', operation: 'startProcess', summary: 'Start a command; optionally wait until it ends or listens', body: 'ProcessRequest', answer: 'Process' },
+  { method: 'POST', path: '/process', access: 'public', operation: 'startProcess', summary: 'Start a command; optionally wait until it ends or listens, or stream its output as NDJSON until it ends (Accept: application/x-ndjson or text/event-stream)', body: 'ProcessRequest', answer: 'Process' },
   { method: 'GET', path: '/process', access: 'public', operation: 'listProcesses', summary: 'The processes started through the API', answer: 'Process[]' },
   { method: 'GET', path: '/process/{process}', access: 'public', operation: 'getProcess', summary: 'One process, by pid or name', answer: 'Process' },
   { method: 'DELETE', path: '/process/{process}', access: 'public', operation: 'stopProcess', summary: 'Stop a process (SIGTERM, then SIGKILL after a grace period)', answer: 'Process' },
@@ -93,6 +100,8 @@ export const AGENT_ROUTES = [
   { method: 'DELETE', path: '/process/{process}/kill', access: 'public', operation: 'killProcessByDelete', summary: 'Kill a process and all its descendants (as POST)', answer: 'Process' },
   { method: 'GET', path: '/process/{process}/logs', access: 'public', operation: 'processLogs', summary: 'A process\'s output so far', answer: 'ProcessLogs' },
   { method: 'GET', path: '/process/{process}/logs/stream', access: 'public', operation: 'streamProcessLogs', summary: 'A process\'s output, line by line, until it ends', answer: 'lines' },
+  // Terminal: an interactive shell on a PTY over WebSocket (sandbox-agent/terminal-routes.ts).
+  { method: 'GET', path: '/terminal/ws', access: 'public', operation: 'terminal', summary: 'An interactive shell on a pseudo-terminal, over WebSocket (input and resize in, output out)', query: terminalQuery, answer: 'websocket' },
   { method: 'GET', path: '/network/process/{pid}/ports', access: 'public', operation: 'processPorts', summary: 'The sockets of a process and its descendants', answer: 'ProcessPorts' },
   { method: 'POST', path: '/network/process/{pid}/monitor', access: 'public', operation: 'startPortMonitor', summary: 'Call back for each port the process starts listening on', body: 'PortMonitorRequest', answer: 'PidMessage' },
   { method: 'DELETE', path: '/network/process/{pid}/monitor', access: 'public', operation: 'stopPortMonitor', summary: 'Stop a port monitor', answer: 'PidMessage' },

@@ -4,6 +4,7 @@ import { pidMessageSchema, portForwardRequestSchema, portForwardSchema, portMoni
 import { processLogsSchema, processRecordSchema, processRequestSchema } from './process';
 import type { AnySchema } from './schema';
 import { contentSearchMatchSchema, contentSearchResponseSchema, fileEventSchema, findMatchSchema, findResponseSchema, fuzzySearchMatchSchema, fuzzySearchResponseSchema } from './search';
+import { terminalMessageSchema } from './terminal';
 import { agentActivitySchema, agentErrorSchema, agentHealthSchema, agentIndexSchema, agentReloadSchema } from './service';
 
 /**
@@ -48,6 +49,8 @@ export const AGENT_SCHEMAS = {
   ContentSearchMatch: contentSearchMatchSchema,
   ContentSearchResponse: contentSearchResponseSchema,
   FileEvent: fileEventSchema,
+  // The terminal.
+  TerminalMessage: terminalMessageSchema,
 } satisfies Record<string, AnySchema>;
 
 export type SchemaName = keyof typeof AGENT_SCHEMAS;

@@ -23,6 +23,8 @@ export interface AgentActivity {
   /** Requests the sandbox API is serving now (a command waited on, a log stream, ...). */
   inflightRequests: number;
   lastRequestAt: string;
+  /** Running processes started with keepAlive: the sandbox stays out of standby while there are any. */
+  keepAliveProcesses: number;
 }
 
 /** POST /internal/reload: a pre-started sandbox handed to its owner. */
@@ -58,7 +60,11 @@ export const agentIndexSchema = schemaOf<AgentIndex>({
 
 export const agentActivitySchema = schemaOf<AgentActivity>({
   type: 'object',
-  properties: { inflightRequests: { type: 'integer' }, lastRequestAt: { type: 'string', format: 'date-time' } },
+  properties: {
+    inflightRequests: { type: 'integer' },
+    lastRequestAt: { type: 'string', format: 'date-time' },
+    keepAliveProcesses: { type: 'integer', description: 'Running processes started with keepAlive.' },
+  },
 });
 
 export const agentReloadSchema = schemaOf<AgentReload>({ type: 'object', properties: { sandbox: { type: 'string' }, message: { type: 'string' } } });

@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
+import { once } from 'node:events';
+import WebSocket from 'ws';
 import type { BwrapRuntime } from '../../../runtime/bwrap-runtime';
 import type { SandboxHandle } from '../../../runtime/sandbox-runtime';
 import { parsePortEvent } from '../../../sandbox-agent/contract/port-events';
@@ -129,7 +131,41 @@ describe('filesystem', () => {
   }
 });
 
+describe('terminal', () => {
+  test('an open terminal is a request in flight (no standby under it); an upgrade elsewhere is a 404 in the API\'s error shape', async () => {
+    const terminal = new WebSocket(`ws+unix://${sandbox.socketPath}:/terminal/ws`);
+    await once(terminal, 'open');
+    expect((await call('GET', '/internal/activity')).json.inflightRequests).toBe(1);
+    terminal.close();
+    await once(terminal, 'close');
+    await eventuallyIdle();
+
+    const elsewhere = new WebSocket(`ws+unix://${sandbox.socketPath}:/filesystem/tmp`);
+    const [, response] = (await once(elsewhere, 'unexpected-response')) as [unknown, http.IncomingMessage];
+    expect(response.statusCode).toBe(404);
+    let body = '';
+    for await (const chunk of response) body += String(chunk);
+    expect(JSON.parse(body)).toEqual({ error: expect.stringMatching(/no WebSocket endpoint/) });
+  });
+});
+
+/** The agent counts a closed connection out once its socket closed on its side too. */
+async function eventuallyIdle(): Promise<void> {
+  for (let i = 0; i < 100 && (await call('GET', '/internal/activity')).json.inflightRequests !== 0; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+  expect((await call('GET', '/internal/activity')).json.inflightRequests).toBe(0);
+}
+
 describe('processes', () => {
+  test('a running keepAlive process keeps the sandbox in use (the host reads it in the activity); timeout 0 sets no limit', async () => {
+    expect((await call('GET', '/internal/activity')).json.keepAliveProcesses).toBe(0);
+    const kept = await call('POST', '/process', { command: 'sleep 60', name: 'kept-alive', keepAlive: true });
+    expect(kept.json).toMatchObject({ status: 'running', keepAlive: true });
+    expect((await call('GET', '/internal/activity')).json).toMatchObject({ inflightRequests: 0, keepAliveProcesses: 1 });
+    await call('POST', '/process/kept-alive/kill');
+    expect((await call('GET', '/internal/activity')).json.keepAliveProcesses).toBe(0);
+    expect((await call('POST', '/process', { command: 'true', timeout: 0, waitForCompletion: true })).json).toMatchObject({ status: 'completed', exitCode: 0 });
+  });
+
   test('POST /process waits for completion and returns the whole process object', async () => {
     const reply = await call('POST', '/process', { command: 'echo out; echo err >&2; exit 3', name: 'shape', waitForCompletion: true });
     expect(reply.status).toBe(200);
@@ -148,6 +184,7 @@ describe('processes', () => {
       restartOnFailure: false,
       maxRestarts: 0,
       restartCount: 0,
+      keepAlive: false,
     });
     expect((await call('GET', '/process/shape')).json.exitCode).toBe(3);
     expect((await call('GET', `/process/${reply.json.pid}`)).json.name).toBe('shape');

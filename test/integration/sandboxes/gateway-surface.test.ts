@@ -44,6 +44,8 @@ interface Example {
   headers?: Record<string, string>;
   /** A stream that never ends by itself (a watch): answered once its head is in. */
   endless?: boolean;
+  /** The agent's own answer when it is not a 2xx (a route that only upgrades). */
+  status?: number;
 }
 
 /** The host's own call to the agent, over the sandbox's socket. */
@@ -129,6 +131,8 @@ const EXAMPLES: Record<string, () => Promise<Example>> = {
   'GET /process/{process}/logs': async () => ({ path: `/process/${(await runningProcess()).name}/logs` }),
   // A finished process: its log stream ends, so the whole answer can be awaited.
   'GET /process/{process}/logs/stream': async () => ({ path: `/process/${(await exec(socketPath, 'echo done')).pid}/logs/stream` }),
+  // A plain GET is the agent's 426; the upgrade itself goes through in reference-sdk-process.test.ts.
+  'GET /terminal/ws': async () => ({ path: '/terminal/ws', status: 426 }),
   'GET /network/process/{pid}/ports': async () => ({ path: `/network/process/${(await runningProcess()).pid}/ports` }),
   'POST /network/process/{pid}/monitor': async () => ({
     path: `/network/process/${(await runningProcess()).pid}/monitor`,
@@ -185,9 +189,14 @@ test('every route of the table has an example', () => {
 
 test.each(AGENT_ROUTES.filter((route) => route.access === 'public').map(keyOf))('public %s answers through the gateway', async (key) => {
   const route = AGENT_ROUTES.find((candidate) => keyOf(candidate) === key)!;
-  const { path, ...example } = await EXAMPLES[key]();
+  const { path, status, ...example } = await EXAMPLES[key]();
   const res = await throughGateway(methodOf(route), path, example);
   if (example.endless) res.stream().destroy();
+  if (status !== undefined) {
+    expect(res.statusCode).toBe(status);
+    expect(res.json()).toEqual({ error: expect.any(String) });
+    return;
+  }
   expect(res.statusCode).toBeGreaterThanOrEqual(200);
   expect(res.statusCode).toBeLessThan(300);
 });

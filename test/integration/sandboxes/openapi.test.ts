@@ -62,7 +62,8 @@ test('the gateway serves a valid OpenAPI 3 document at /openapi.json, with no cr
       expect(METHODS).toContain(method);
       operationIds.push(operation.operationId);
       expect(operation.parameters.filter((p) => p.in === 'path').map((p) => p.name)).toEqual(placeholders);
-      expect(Object.keys(operation.responses)).toContain('200');
+      // The terminal answers 101 and speaks WebSocket from there.
+      expect(Object.keys(operation.responses)).toContain(path === '/terminal/ws' ? '101' : '200');
     }
   }
   expect(new Set(operationIds).size).toBe(operationIds.length);
@@ -90,7 +91,7 @@ test('the process record of the document is the one the agent answers with', asy
   const { components } = await sandboxDocument();
   const process = components.schemas.Process as { required: string[]; properties: Record<string, { type: string; nullable?: boolean; enum?: string[] }> };
   expect(process.required.sort()).toEqual(
-    ['pid', 'name', 'command', 'status', 'startedAt', 'completedAt', 'exitCode', 'workingDir', 'logs', 'stdout', 'stderr', 'restartOnFailure', 'maxRestarts', 'restartCount'].sort(),
+    ['pid', 'name', 'command', 'status', 'startedAt', 'completedAt', 'exitCode', 'workingDir', 'logs', 'stdout', 'stderr', 'restartOnFailure', 'maxRestarts', 'restartCount', 'keepAlive'].sort(),
   );
   expect(process.properties.status.enum).toEqual(['running', 'completed', 'failed', 'killed', 'stopped']);
   expect(process.properties.exitCode).toMatchObject({ type: 'integer', nullable: true });

@@ -65,7 +65,7 @@ test('the contract types what the agent answers: health, a process started, foun
   expect(sleeper.status).toBe('running');
   expect(await client.processPorts(sleeper.pid)).toEqual({ pid: sleeper.pid, ports: [] });
   expect(await client.killProcess('sleeper')).toMatchObject({ name: 'sleeper', status: 'killed' });
-  expect(await client.activity()).toEqual({ inflightRequests: 0, lastRequestAt: expect.any(String) });
+  expect(await client.activity()).toEqual({ inflightRequests: 0, lastRequestAt: expect.any(String), keepAliveProcesses: 0 });
 });
 
 test('a 4xx answer throws AgentError with its status and the contract\'s {error} message', async () => {

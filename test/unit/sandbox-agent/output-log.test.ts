@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { LineFramer, OutputLog, type OutputChunk } from '../../../sandbox-agent/output-log';
+import { LineFramer, OutputLog, prefixedLine, type OutputChunk } from '../../../sandbox-agent/output-log';
 
 test('a follower joining at any point gets every chunk exactly once, in order', () => {
   fc.assert(
@@ -42,7 +42,7 @@ test('past its cap the log drops the oldest output and counts it', () => {
 
 test('LineFramer cuts whole lines per stream and flushes the unfinished ones', () => {
   const lines: string[] = [];
-  const framer = new LineFramer((line) => lines.push(line));
+  const framer = new LineFramer((stream, text) => lines.push(prefixedLine(stream, text)));
   framer.chunk({ stream: 'stdout', text: 'hel' });
   framer.chunk({ stream: 'stderr', text: 'warn\nsecond ' });
   framer.chunk({ stream: 'stdout', text: 'lo\nworld\n\nlast' });
