@@ -13,6 +13,7 @@ const dataDir = runtimeDataDir('sandbox-head');
 let runtime: BwrapRuntime;
 let sandbox: SandboxHandle;
 let sleeper: { pid: number };
+let uploadId: string;
 const call = (method: string, url: string, body?: unknown) => callSandbox(sandbox.socketPath, method, url, body);
 
 beforeAll(async () => {
@@ -21,6 +22,7 @@ beforeAll(async () => {
   expect((await call('PUT', '/filesystem/tmp/head/file.txt', { content: 'sixteen bytes!!\n' })).status).toBe(200);
   await exec(sandbox.socketPath, 'echo out; echo err >&2', { name: 'done' });
   sleeper = (await call('POST', '/process', { command: 'sleep 60', name: 'sleeper' })).json;
+  uploadId = ((await call('POST', '/filesystem-multipart/initiate/tmp/head/big.bin', {})).json as { uploadId: string }).uploadId;
 });
 
 afterAll(async () => {
@@ -28,18 +30,34 @@ afterAll(async () => {
   fs.rmSync(dataDir, { recursive: true, force: true });
 });
 
+/** Routes whose `{path}` is a folder, and the query each needs besides. */
+const FOLDER_ROUTES: Record<string, string> = {
+  '/filesystem/tree/{path}': '',
+  '/filesystem-find/{path}': '',
+  '/filesystem-search/{path}': '',
+  '/filesystem-content-search/{path}': '?query=sixteen',
+  '/watch/filesystem/{path}': '',
+};
+
 /** A GET row's path with its placeholders filled with things that exist in the sandbox (a pid's ports: a running one's). */
 function filled(path: string): string {
-  const file = path.startsWith('/filesystem/tree/') ? 'tmp/head' : 'tmp/head/file.txt';
-  return path.replace('{path}', file).replace('{process}', 'done').replace('{pid}', String(sleeper.pid));
+  const folder = FOLDER_ROUTES[path];
+  const file = folder === undefined ? 'tmp/head/file.txt' : 'tmp/head';
+  const withValues = path.replace('{path}', file).replace('{process}', 'done').replace('{pid}', String(sleeper.pid)).replace('{uploadId}', uploadId);
+  return withValues + (folder ?? '');
 }
 
-const getRows = AGENT_ROUTES.filter((route) => route.method === 'GET');
+/** What a plain GET answers where it is not 200: the terminal takes only an upgrade. */
+const GET_STATUS: Record<string, number> = { '/terminal/ws': 426 };
+/** GETs that stream until the caller goes: their HEAD is checked on its own below. */
+const ENDLESS = new Set(['/watch/filesystem/{path}']);
+
+const getRows = AGENT_ROUTES.filter((route) => route.method === 'GET' && !ENDLESS.has(route.path));
 
 test.each(getRows.map((route) => [`${route.method} ${route.path}`, route] as const))('HEAD %s: the GET\'s status and headers, no body', async (_name, route) => {
   const path = filled(route.path);
   const [get, head] = [await call('GET', path), await call('HEAD', path)];
-  expect([path, get.status]).toEqual([path, 200]);
+  expect([path, get.status]).toEqual([path, GET_STATUS[route.path] ?? 200]);
   expect(head.status).toBe(get.status);
   expect(head.text).toBe('');
   expect(head.headers['content-type']).toBe(get.headers['content-type']);
@@ -71,4 +89,12 @@ test('HEAD of a running process\'s log stream answers with its headers and ends:
   await until('the HEAD to end in the agent', async () => (await call('GET', '/internal/activity')).json.inflightRequests === 0, 10_000);
   expect((await call('GET', '/process/sleeper')).json.status).toBe('running');
   agent.destroy();
+});
+
+test('HEAD of a watch answers its headers and ends, with no watch left running', async () => {
+  const head = await call('HEAD', filled('/watch/filesystem/{path}'));
+  expect([head.status, head.text]).toEqual([200, '']);
+  expect(head.headers['content-type']).toMatch(/ndjson|json|text/);
+  const activity = (await call('GET', '/internal/activity')).json as { inflightRequests: number };
+  expect(activity.inflightRequests).toBe(0);
 });
