@@ -91,7 +91,7 @@ test('the process record of the document is the one the agent answers with', asy
   const { components } = await sandboxDocument();
   const process = components.schemas.Process as { required: string[]; properties: Record<string, { type: string; nullable?: boolean; enum?: string[] }> };
   expect(process.required.sort()).toEqual(
-    ['pid', 'name', 'command', 'status', 'startedAt', 'completedAt', 'exitCode', 'workingDir', 'logs', 'stdout', 'stderr', 'restartOnFailure', 'maxRestarts', 'restartCount', 'keepAlive'].sort(),
+    ['pid', 'name', 'command', 'status', 'startedAt', 'completedAt', 'exitCode', 'workingDir', 'logs', 'stdout', 'stderr', 'restartOnFailure', 'maxRestarts', 'restartCount', 'keepAlive', 'stdin'].sort(),
   );
   expect(process.properties.status.enum).toEqual(['running', 'completed', 'failed', 'killed', 'stopped']);
   expect(process.properties.exitCode).toMatchObject({ type: 'integer', nullable: true });
