@@ -100,6 +100,13 @@ test('the process record of the document is the one the agent answers with', asy
   expect(components.schemas.ErrorResponse).toMatchObject({ required: ['error'], properties: { error: { type: 'string' } } });
 });
 
+test('a process\'s stdin takes raw bytes, not JSON', async () => {
+  const { paths } = await sandboxDocument();
+  const write = paths['/process/{process}/stdin'].post as unknown as { requestBody: { required: boolean; content: Record<string, unknown> } };
+  expect(write.requestBody).toEqual({ required: true, content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } });
+  expect(paths['/process/{process}/stdin'].delete).toMatchObject({ operationId: 'closeProcessStdin' });
+});
+
 test('the management API shows both documents in /docs, the sandbox API\'s being the gateway\'s', async () => {
   const initializer = await management.inject({ method: 'GET', url: '/docs/static/swagger-initializer.js' });
   expect(initializer.statusCode).toBe(200);

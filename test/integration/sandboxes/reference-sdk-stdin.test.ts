@@ -95,6 +95,17 @@ describe('process stdin through the SDK', () => {
     );
   });
 
+  test('a restarted process reads from a new pipe, fed by the same route', async () => {
+    const flaky = unique('flaky');
+    // Reads one line, says it, fails: restartOnFailure starts it again, with stdin again.
+    await sandbox.process.exec({ name: flaky, command: 'IFS= read -r line; echo "got:$line"; exit 1', stdin: true, restartOnFailure: true, maxRestarts: 1 });
+    await sandbox.process.writeStdin(flaky, 'one\n');
+    await eventually('restarted', async () => ((await sandbox.process.get(flaky)).restartCount === 1 ? true : undefined), 60_000);
+    await sandbox.process.writeStdin(flaky, 'two\n');
+    expect(await ended(flaky)).toMatchObject({ status: 'failed', exitCode: 1, restartCount: 1 });
+    expect(await sandbox.process.logs(flaky, 'stdout')).toBe('got:one\ngot:two\n');
+  });
+
   test('409 for a process without stdin, after stdin was closed, and after the process ended; 404 for an unknown one', async () => {
     const plain = unique('plain');
     const started = await sandbox.process.exec({ name: plain, command: 'sleep 300' });
