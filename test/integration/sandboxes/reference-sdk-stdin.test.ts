@@ -1,7 +1,7 @@
 import { SandboxInstance } from '@blaxel/core';
 import fc from 'fast-check';
 import { unique } from '../../helpers/platform';
-import { startReferenceSdkPlatform, type ReferenceSdkPlatform } from '../../helpers/reference-sdk';
+import { deployedSandbox, startReferenceSdkPlatform, type ReferenceSdkPlatform } from '../../helpers/reference-sdk';
 import { eventually } from '../../helpers/workers';
 
 // A process's stdin driven by the reference SDK (process.exec with `stdin: true`, then its
@@ -17,11 +17,7 @@ const name = unique('sdkstdin');
 beforeAll(async () => {
   platform = await startReferenceSdkPlatform('sdk-stdin');
   await SandboxInstance.create({ metadata: { name }, spec: { runtime: { image: 'hangar/base:latest', memory: 256 } } });
-  sandbox = await eventually(`${name} DEPLOYED`, async () => {
-    const found = await SandboxInstance.get(name);
-    if (found.status === 'FAILED') throw new Error(`${name} FAILED`);
-    return found.status === 'DEPLOYED' ? found : undefined;
-  }, 90_000);
+  sandbox = await deployedSandbox(name);
 }, 150_000);
 
 afterAll(() => platform.stop(), 60_000);
