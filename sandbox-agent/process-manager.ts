@@ -7,6 +7,7 @@ import type { ProcessRecord, ProcessRequest, ProcessStatus } from './contract/pr
 import { HttpError, badRequest, field } from './http';
 import { OutputLog } from './output-log';
 import { processTable, processTree, socketsOfProcessTree } from './proc';
+import { StdinPipe } from './process-stdin';
 
 const DEFAULT_MAX_RESTARTS = 3;
 /** How long output still drains after the process exits, when a background child keeps its pipes open. */
@@ -59,6 +60,7 @@ export function parseProcessRequest(body: Record<string, unknown>): ProcessReque
     keepAlive,
     waitForPorts,
     restartOnFailure: field.optionalBoolean(body, 'restartOnFailure'),
+    stdin: field.optionalBoolean(body, 'stdin'),
     maxRestarts: field.optionalNumber(body, 'maxRestarts', (n) => Number.isInteger(n) && n >= 0 && n <= 1000, 'an integer from 0 to 1000'),
   };
 }
@@ -82,6 +84,8 @@ export class ManagedProcess {
   exitCode: number | null = null;
   restartCount = 0;
   readonly output: OutputLog;
+  /** Its stdin, when it was started with `stdin: true` (otherwise stdin is /dev/null). */
+  readonly stdin?: StdinPipe;
   readonly finished: Promise<void>;
   private markFinished!: () => void;
   private requestedEnd?: 'stopped' | 'killed';
@@ -94,6 +98,7 @@ export class ManagedProcess {
     maxOutputBytes: number,
   ) {
     this.output = new OutputLog(maxOutputBytes);
+    if (request.stdin) this.stdin = new StdinPipe();
     this.finished = new Promise((resolve) => (this.markFinished = resolve));
   }
 
@@ -118,7 +123,7 @@ export class ManagedProcess {
       cwd: this.workingDir,
       env: this.env,
       detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: [this.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
     });
     return new Promise((resolve, reject) => {
       if (child.pid === undefined) {
@@ -127,6 +132,7 @@ export class ManagedProcess {
       }
       this.pid = child.pid;
       this.pids.push(child.pid);
+      if (this.stdin) this.stdin.attach(child.stdin!);
       this.capture(child);
       resolve();
     });
@@ -172,6 +178,7 @@ export class ManagedProcess {
     this.status = status;
     this.completedAt = new Date().toISOString();
     this.output.end();
+    this.stdin?.release();
     this.markFinished();
   }
 
@@ -239,6 +246,7 @@ export class ManagedProcess {
       maxRestarts: this.maxRestarts,
       restartCount: this.restartCount,
       keepAlive: this.request.keepAlive ?? false,
+      stdin: this.stdin !== undefined,
     };
   }
 }

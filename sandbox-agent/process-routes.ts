@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { DEFAULT_PORT_WAIT_SECONDS } from './contract/limits';
-import type { ProcessLogs } from './contract/process';
-import { decodeSegment, readJsonObject, sendJson } from './http';
+import { DEFAULT_PORT_WAIT_SECONDS, STDIN_MAX_BODY_BYTES } from './contract/limits';
+import type { ProcessLogs, StdinMessage } from './contract/process';
+import { HttpError, decodeSegment, readBody, readJsonObject, sendJson } from './http';
 import { LineFramer, prefixedLine } from './output-log';
 import { parseProcessRequest, type ManagedProcess, type ProcessManager } from './process-manager';
 import { streamExecution, wantsExecutionStream } from './process-stream';
@@ -15,7 +15,9 @@ type ProcessOperation =
   | 'killProcess'
   | 'killProcessByDelete'
   | 'processLogs'
-  | 'streamProcessLogs';
+  | 'streamProcessLogs'
+  | 'writeProcessStdin'
+  | 'closeProcessStdin';
 
 /** The /process routes of the contract: start, list, show, stop and kill processes, and their output. */
 export function processRoutes(manager: ProcessManager) {
@@ -47,6 +49,13 @@ export function processRoutes(manager: ProcessManager) {
   /** The process a route names, by pid or name. */
   const named = ({ params }: RouteContext) => manager.get(decodeSegment(params.process));
 
+  /** The stdin pipe of the process a route names; 409 for one started without it. */
+  const stdinOf = (context: RouteContext) => {
+    const managed = named(context);
+    if (!managed.stdin) throw new HttpError(409, `process '${managed.name}' was not started with "stdin": true`);
+    return managed.stdin;
+  };
+
   const kill: RouteHandler = async (_req, res, context) => {
     const managed = named(context);
     await managed.kill();
@@ -69,5 +78,15 @@ export function processRoutes(manager: ProcessManager) {
       sendJson(res, 200, { stdout: output.text('stdout'), stderr: output.text('stderr'), logs: output.text() } satisfies ProcessLogs);
     },
     streamProcessLogs: async (_req, res, context) => streamLogs(res, named(context)),
+    writeProcessStdin: async (req, res, context) => {
+      const stdin = stdinOf(context);
+      const body = await readBody(req, STDIN_MAX_BODY_BYTES);
+      await stdin.write(body);
+      sendJson(res, 200, { message: `${body.length} bytes written to stdin` } satisfies StdinMessage);
+    },
+    closeProcessStdin: async (_req, res, context) => {
+      stdinOf(context).close();
+      sendJson(res, 200, { message: 'stdin closed' } satisfies StdinMessage);
+    },
   } satisfies RouteHandlers<ProcessOperation>;
 }

@@ -19,3 +19,5 @@ export const MULTIPART_MAX_PART_NUMBER = 10_000;
 export const MULTIPART_IDLE_SECONDS = 24 * 3600;
 /** The timeout of a keepAlive process that was given none (the reference's 10 minutes). */
 export const KEEP_ALIVE_DEFAULT_TIMEOUT_SECONDS = 600;
+/** POST /process/{process}/stdin: the largest body (the reference's 8 MiB), written whole. */
+export const STDIN_MAX_BODY_BYTES = 8 * 1024 * 1024;

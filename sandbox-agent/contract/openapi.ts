@@ -39,6 +39,8 @@ function answerContent(answer: Exclude<RouteAnswer, 'websocket'>): Record<string
 function requestBody(route: AgentRoute): Operation | undefined {
   // A multipart upload's part: the bytes as the `file` part of a form.
   if (route.operation === 'uploadMultipartPart') return { required: true, content: { 'multipart/form-data': { schema: { type: 'object', properties: { file: { type: 'string', format: 'binary' } } } } } };
+  // A process's stdin: the raw bytes, written verbatim.
+  if (route.operation === 'writeProcessStdin') return { required: true, content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } };
   if (!route.body) return undefined;
   const content: Record<string, unknown> = json(ref(route.body));
   // A file is also written as multipart (a `file` part) or as raw bytes.

@@ -22,6 +22,8 @@ export interface ProcessRequest {
   waitForPorts?: number[];
   restartOnFailure?: boolean;
   maxRestarts?: number;
+  /** Open a pipe to its stdin, fed by POST and closed by DELETE /process/{process}/stdin; otherwise stdin is /dev/null. */
+  stdin?: boolean;
 }
 
 /** One process as the agent reports it: every /process route answers this (or a list of it). */
@@ -42,6 +44,13 @@ export interface ProcessRecord {
   restartCount: number;
   /** Whether it keeps the sandbox out of standby while it runs. */
   keepAlive: boolean;
+  /** Whether it was started with a writable stdin pipe. */
+  stdin: boolean;
+}
+
+/** What POST and DELETE /process/{process}/stdin answer. */
+export interface StdinMessage {
+  message: string;
 }
 
 /**
@@ -76,6 +85,7 @@ export const processRequestSchema = schemaOf<ProcessRequest>({
     waitForPorts: { type: 'array', items: { type: 'integer', minimum: 1, maximum: 65535 }, optional: true, description: `Answer once it listens on these ports (at most ${DEFAULT_PORT_WAIT_SECONDS} s unless timeout says otherwise).` },
     restartOnFailure: { type: 'boolean', optional: true, description: 'Start it again when it exits with a code other than 0.' },
     maxRestarts: { type: 'integer', minimum: 0, maximum: 1000, optional: true, description: 'Restarts allowed (3 by default with restartOnFailure).' },
+    stdin: { type: 'boolean', optional: true, description: 'Open a writable stdin pipe (POST /process/{process}/stdin writes, DELETE closes); default false: stdin is /dev/null.' },
   },
 });
 
@@ -98,6 +108,7 @@ export const processRecordSchema = schemaOf<ProcessRecord>({
     maxRestarts: { type: 'integer' },
     restartCount: { type: 'integer' },
     keepAlive: { type: 'boolean', description: 'Whether it keeps the sandbox out of standby while it runs.' },
+    stdin: { type: 'boolean', description: 'Whether it was started with a writable stdin pipe.' },
   },
 });
 
@@ -105,3 +116,5 @@ export const processLogsSchema = schemaOf<ProcessLogs>({
   type: 'object',
   properties: { stdout: text(), stderr: text(), logs: text('Both streams as written.') },
 });
+
+export const stdinMessageSchema = schemaOf<StdinMessage>({ type: 'object', properties: { message: text() } });

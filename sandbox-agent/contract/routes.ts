@@ -100,6 +100,9 @@ export const AGENT_ROUTES = [
   { method: 'DELETE', path: '/process/{process}/kill', access: 'public', operation: 'killProcessByDelete', summary: 'Kill a process and all its descendants (as POST)', answer: 'Process' },
   { method: 'GET', path: '/process/{process}/logs', access: 'public', operation: 'processLogs', summary: 'A process\'s output so far', answer: 'ProcessLogs' },
   { method: 'GET', path: '/process/{process}/logs/stream', access: 'public', operation: 'streamProcessLogs', summary: 'A process\'s output, line by line, until it ends', answer: 'lines' },
+  // Process stdin (a process started with "stdin": true), as the reference SDK's process.writeStdin and closeStdin call it.
+  { method: 'POST', path: '/process/{process}/stdin', access: 'public', operation: 'writeProcessStdin', summary: 'Write the raw body (application/octet-stream, at most 8 MiB) to the stdin of a process started with stdin: true; each body whole, in order', answer: 'StdinMessage' },
+  { method: 'DELETE', path: '/process/{process}/stdin', access: 'public', operation: 'closeProcessStdin', summary: 'Close a process\'s stdin (EOF); closing again is fine', answer: 'StdinMessage' },
   // Terminal: an interactive shell on a PTY over WebSocket (sandbox-agent/terminal-routes.ts).
   { method: 'GET', path: '/terminal/ws', access: 'public', operation: 'terminal', summary: 'An interactive shell on a pseudo-terminal, over WebSocket (input and resize in, output out)', query: terminalQuery, answer: 'websocket' },
   { method: 'GET', path: '/network/process/{pid}/ports', access: 'public', operation: 'processPorts', summary: 'The sockets of a process and its descendants', answer: 'ProcessPorts' },

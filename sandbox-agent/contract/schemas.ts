@@ -1,7 +1,7 @@
 import { directorySchema, directoryTreeSchema, fileContentSchema, fileInfoSchema, fileWriteSchema, pathMessageSchema, treeRequestSchema } from './filesystem';
 import * as multipartUpload from './multipart-upload';
 import { pidMessageSchema, portForwardRequestSchema, portForwardSchema, portMonitorRequestSchema, processPortsSchema } from './network';
-import { processLogsSchema, processRecordSchema, processRequestSchema } from './process';
+import { processLogsSchema, processRecordSchema, processRequestSchema, stdinMessageSchema } from './process';
 import type { AnySchema } from './schema';
 import { contentSearchMatchSchema, contentSearchResponseSchema, fileEventSchema, findMatchSchema, findResponseSchema, fuzzySearchMatchSchema, fuzzySearchResponseSchema } from './search';
 import { terminalMessageSchema } from './terminal';
@@ -26,6 +26,7 @@ export const AGENT_SCHEMAS = {
   ProcessRequest: processRequestSchema,
   Process: processRecordSchema,
   ProcessLogs: processLogsSchema,
+  StdinMessage: stdinMessageSchema,
   ProcessPorts: processPortsSchema,
   PortMonitorRequest: portMonitorRequestSchema,
   PidMessage: pidMessageSchema,

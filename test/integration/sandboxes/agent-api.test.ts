@@ -185,6 +185,7 @@ describe('processes', () => {
       maxRestarts: 0,
       restartCount: 0,
       keepAlive: false,
+      stdin: false,
     });
     expect((await call('GET', '/process/shape')).json.exitCode).toBe(3);
     expect((await call('GET', `/process/${reply.json.pid}`)).json.name).toBe('shape');

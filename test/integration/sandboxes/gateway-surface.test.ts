@@ -52,9 +52,9 @@ interface Example {
 const host = (method: string, path: string, body?: unknown, headers?: Record<string, string>) => callSandbox(socketPath, method, path, body, headers);
 
 /** A process that runs until the test ends (or a route stops it), by name and pid. */
-async function runningProcess(): Promise<{ name: string; pid: number }> {
+async function runningProcess(extra: Record<string, unknown> = {}): Promise<{ name: string; pid: number }> {
   const name = unique('p');
-  const started = await host('POST', '/process', { command: 'sleep 300', name });
+  const started = await host('POST', '/process', { command: 'sleep 300', name, ...extra });
   expect(started.status).toBe(200);
   return { name, pid: started.json.pid };
 }
@@ -131,6 +131,13 @@ const EXAMPLES: Record<string, () => Promise<Example>> = {
   'GET /process/{process}/logs': async () => ({ path: `/process/${(await runningProcess()).name}/logs` }),
   // A finished process: its log stream ends, so the whole answer can be awaited.
   'GET /process/{process}/logs/stream': async () => ({ path: `/process/${(await exec(socketPath, 'echo done')).pid}/logs/stream` }),
+  // A process reading its stdin (cat, then sleep so it outlives its EOF).
+  'POST /process/{process}/stdin': async () => ({
+    path: `/process/${(await runningProcess({ command: 'cat; sleep 300', stdin: true })).name}/stdin`,
+    body: 'hello\n',
+    headers: { 'content-type': 'application/octet-stream' },
+  }),
+  'DELETE /process/{process}/stdin': async () => ({ path: `/process/${(await runningProcess({ command: 'cat; sleep 300', stdin: true })).name}/stdin` }),
   // A plain GET is the agent's 426; the upgrade itself goes through in reference-sdk-process.test.ts.
   'GET /terminal/ws': async () => ({ path: '/terminal/ws', status: 426 }),
   'GET /network/process/{pid}/ports': async () => ({ path: `/network/process/${(await runningProcess()).pid}/ports` }),

@@ -91,13 +91,20 @@ test('the process record of the document is the one the agent answers with', asy
   const { components } = await sandboxDocument();
   const process = components.schemas.Process as { required: string[]; properties: Record<string, { type: string; nullable?: boolean; enum?: string[] }> };
   expect(process.required.sort()).toEqual(
-    ['pid', 'name', 'command', 'status', 'startedAt', 'completedAt', 'exitCode', 'workingDir', 'logs', 'stdout', 'stderr', 'restartOnFailure', 'maxRestarts', 'restartCount', 'keepAlive'].sort(),
+    ['pid', 'name', 'command', 'status', 'startedAt', 'completedAt', 'exitCode', 'workingDir', 'logs', 'stdout', 'stderr', 'restartOnFailure', 'maxRestarts', 'restartCount', 'keepAlive', 'stdin'].sort(),
   );
   expect(process.properties.status.enum).toEqual(['running', 'completed', 'failed', 'killed', 'stopped']);
   expect(process.properties.exitCode).toMatchObject({ type: 'integer', nullable: true });
   const request = components.schemas.ProcessRequest as { required: string[] };
   expect(request.required).toEqual(['command']);
   expect(components.schemas.ErrorResponse).toMatchObject({ required: ['error'], properties: { error: { type: 'string' } } });
+});
+
+test('a process\'s stdin takes raw bytes, not JSON', async () => {
+  const { paths } = await sandboxDocument();
+  const write = paths['/process/{process}/stdin'].post as unknown as { requestBody: { required: boolean; content: Record<string, unknown> } };
+  expect(write.requestBody).toEqual({ required: true, content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } });
+  expect(paths['/process/{process}/stdin'].delete).toMatchObject({ operationId: 'closeProcessStdin' });
 });
 
 test('the management API shows both documents in /docs, the sandbox API\'s being the gateway\'s', async () => {
