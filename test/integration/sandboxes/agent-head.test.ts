@@ -78,6 +78,13 @@ test('HEAD of a file as bytes gives its length; HEAD of a missing file is the GE
   expect((await call('HEAD', '/network/process/1/monitor')).status).toBe(405);
 });
 
+test('HEAD of a file as bytes does not read it: a FIFO that no one writes to answers its headers', async () => {
+  // Reading it would wait for a writer forever: the HEAD only ends if the bytes are left alone.
+  expect((await exec(sandbox.socketPath, 'mkfifo /tmp/head/pipe')).exitCode).toBe(0);
+  const head = await call('HEAD', '/filesystem/tmp/head/pipe?download=true');
+  expect([head.status, head.headers['content-type'], head.headers['content-length'], head.text]).toEqual([200, 'application/octet-stream', '0', '']);
+}, 20_000);
+
 /** A HEAD over a kept-alive connection, as the gateway's (a closed connection would end it anyway): its status once it has ended. */
 function headKeptAlive(path: string, agent: http.Agent): Promise<number | undefined> {
   return new Promise((resolve, reject) => {
