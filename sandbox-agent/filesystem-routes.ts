@@ -8,7 +8,7 @@ import { multipartBoundary, parseMultipart } from './multipart';
 import type { RouteContext, RouteHandlers } from './route-handler';
 
 
-type FilesystemOperation = 'readFile' | 'readFileHead' | 'writeFile' | 'writeFileByPost' | 'deleteFile' | 'fileTree';
+type FilesystemOperation = 'readFile' | 'writeFile' | 'writeFileByPost' | 'deleteFile' | 'fileTree';
 
 /** The /filesystem routes of the contract: read, write and delete (/{path}), and a bounded recursive listing (/tree/{path}). */
 export function filesystemRoutes(files: SandboxFiles) {
@@ -31,6 +31,11 @@ export function filesystemRoutes(files: SandboxFiles) {
       'content-length': info.size,
       'content-disposition': `attachment; filename*=UTF-8''${encodeURIComponent(info.name)}`,
     });
+    // HEAD (served by this GET route): the length is known from the file's size, its bytes are not read.
+    if (req.method === 'HEAD') {
+      res.end();
+      return;
+    }
     await pipeline(createReadStream(real), res);
   }
 
@@ -68,7 +73,6 @@ export function filesystemRoutes(files: SandboxFiles) {
 
   return {
     readFile: (req, res, context) => read(req, res, pathOf(context), context.query),
-    readFileHead: (req, res, context) => read(req, res, pathOf(context), context.query),
     writeFile: (req, res, context) => write(req, res, pathOf(context), context.query),
     writeFileByPost: (req, res, context) => write(req, res, pathOf(context), context.query),
     deleteFile: (_req, res, context) => remove(res, pathOf(context), context.query),

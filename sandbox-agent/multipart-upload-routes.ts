@@ -9,13 +9,11 @@ import type { RouteContext, RouteHandlers } from './route-handler';
 
 type MultipartUploadOperation =
   | 'listMultipartUploads'
-  | 'listMultipartUploadsHead'
   | 'initiateMultipartUpload'
   | 'uploadMultipartPart'
   | 'completeMultipartUpload'
   | 'abortMultipartUpload'
-  | 'listMultipartParts'
-  | 'listMultipartPartsHead';
+  | 'listMultipartParts';
 
 /** The /filesystem-multipart routes: a file sent in numbered parts, then assembled (see MultipartUploads). */
 export function multipartUploadRoutes(files: SandboxFiles, uploads: MultipartUploads) {
@@ -62,13 +60,11 @@ export function multipartUploadRoutes(files: SandboxFiles, uploads: MultipartUpl
 
   return {
     listMultipartUploads: list,
-    listMultipartUploadsHead: list,
     initiateMultipartUpload: initiate,
     uploadMultipartPart: part,
     completeMultipartUpload: complete,
     abortMultipartUpload: async (_req, res, context) => sendJson(res, 200, { path: await uploads.abort(uploadIdOf(context)), message: 'Multipart upload aborted' }),
     listMultipartParts: parts,
-    listMultipartPartsHead: parts,
   } satisfies RouteHandlers<MultipartUploadOperation>;
 }
 

@@ -1,12 +1,12 @@
 import fsp from 'node:fs/promises';
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { searchContent } from './content-search';
 import type { ContentSearchResponse, FindResponse, FuzzySearchResponse } from './contract/search';
 import { fuzzyFind, findEntries } from './file-search';
 import { FolderWatch } from './file-watch';
 import type { SandboxFiles } from './filesystem';
 import { badRequest, sendJson } from './http';
-import type { RouteContext, RouteHandler, RouteHandlers } from './route-handler';
+import type { RouteContext, RouteHandlers } from './route-handler';
 import {
   booleanOf,
   contextLinesOf,
@@ -18,19 +18,13 @@ import {
   searchTextOf,
 } from './search-options';
 
-type SearchOperation =
-  | 'findFiles'
-  | 'findFilesHead'
-  | 'fuzzySearch'
-  | 'fuzzySearchHead'
-  | 'contentSearch'
-  | 'contentSearchHead'
-  | 'watchFiles'
-  | 'watchFilesHead';
+type SearchOperation = 'findFiles' | 'fuzzySearch' | 'contentSearch' | 'watchFiles';
 
 /** A watch stream says it is alive this often, as the reference's does, so that no proxy takes it for idle. */
 const WATCH_KEEPALIVE_MS = 30_000;
 const KEEPALIVE_LINE = '[keepalive]\n';
+const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8' };
+const WATCH_HEADERS = { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no', 'x-content-type-options': 'nosniff' };
 
 export interface SearchRoutesOptions {
   /** The environment of the user's processes: its PATH tells whether the image has ripgrep. */
@@ -47,6 +41,18 @@ async function searchableFolder(files: SandboxFiles, asked: string): Promise<str
   return real;
 }
 
+/**
+ * HEAD, served by these GET routes, asks whether the folder can be served: once it is known to be
+ * one, the headers are answered and nothing is searched or watched (so no length: RFC 9110 lets a
+ * HEAD leave out what only the body would tell). Whether it was answered.
+ */
+function answeredHead(req: IncomingMessage, res: ServerResponse, headers: Record<string, string>): boolean {
+  if (req.method !== 'HEAD') return false;
+  res.writeHead(200, headers);
+  res.end();
+  return true;
+}
+
 /** The folder to watch: `/**` at the end of the path asks for the folders below it too. */
 function watchTarget(files: SandboxFiles, params: Record<string, string>): { asked: string; recursive: boolean } {
   const asked = files.parse(params.path);
@@ -55,10 +61,11 @@ function watchTarget(files: SandboxFiles, params: Record<string, string>): { ask
 }
 
 /** GET /watch/filesystem/{path}: one FileEvent JSON a line, and keepalive lines, until the caller leaves. */
-async function streamChanges(files: SandboxFiles, res: ServerResponse, { params, query }: RouteContext): Promise<void> {
+async function streamChanges(files: SandboxFiles, req: IncomingMessage, res: ServerResponse, { params, query }: RouteContext): Promise<void> {
   const { asked, recursive } = watchTarget(files, params);
-  const ignore = ignoreOf(query);
   const real = await searchableFolder(files, asked);
+  if (answeredHead(req, res, WATCH_HEADERS)) return;
+  const ignore = ignoreOf(query);
   const watch = new FolderWatch({
     real,
     shown: asked,
@@ -74,7 +81,7 @@ async function streamChanges(files: SandboxFiles, res: ServerResponse, { params,
     clearInterval(keepalive);
     watch.close();
   });
-  res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no', 'x-content-type-options': 'nosniff' });
+  res.writeHead(200, WATCH_HEADERS);
   await inPlace;
   // Once every folder is watched, not only after the first interval: the caller learns that the watch is in place.
   res.write(KEEPALIVE_LINE);
@@ -89,27 +96,31 @@ export function searchRoutes(files: SandboxFiles, options: SearchRoutesOptions) 
     isHidden: (real: string) => files.policy.isHidden(real),
   });
 
-  async function find(res: ServerResponse, { params, query }: RouteContext) {
+  async function find(req: IncomingMessage, res: ServerResponse, { params, query }: RouteContext) {
+    const root = await searchableFolder(files, files.parse(params.path));
+    if (answeredHead(req, res, JSON_HEADERS)) return;
     const type = findTypeOf(query);
     const patterns = globsOf(query, 'patterns');
     const maxResults = maxResultsOf(query, 20);
-    const root = await searchableFolder(files, files.parse(params.path));
     const matches = await findEntries(root, { ...walkOptions(query), type, patterns, maxResults });
     sendJson(res, 200, { matches, total: matches.length } satisfies FindResponse);
   }
 
-  async function fuzzy(res: ServerResponse, { params, query }: RouteContext) {
+  async function fuzzy(req: IncomingMessage, res: ServerResponse, { params, query }: RouteContext) {
+    const asked = files.parse(params.path);
+    const root = await searchableFolder(files, asked);
+    if (answeredHead(req, res, JSON_HEADERS)) return;
     const patterns = globsOf(query, 'patterns');
     const maxResults = maxResultsOf(query, 20);
-    const asked = files.parse(params.path);
     // The reference SDK's fs.search never sends its query; the reference then matches the path itself.
     const text = query.get('query') || asked;
-    const root = await searchableFolder(files, asked);
     const matches = await fuzzyFind(root, { ...walkOptions(query), text, patterns, maxResults });
     sendJson(res, 200, { matches, total: matches.length } satisfies FuzzySearchResponse);
   }
 
-  async function content(res: ServerResponse, { params, query }: RouteContext) {
+  async function content(req: IncomingMessage, res: ServerResponse, { params, query }: RouteContext) {
+    const root = await searchableFolder(files, files.parse(params.path));
+    if (answeredHead(req, res, JSON_HEADERS)) return;
     const text = searchTextOf(query);
     const contentQuery = {
       text,
@@ -119,7 +130,6 @@ export function searchRoutes(files: SandboxFiles, options: SearchRoutesOptions) 
       filePattern: globsOf(query, 'filePattern')[0],
       excludeDirs: excludeDirsOf(query),
     };
-    const root = await searchableFolder(files, files.parse(params.path));
     // A caller that leaves stops the search (ripgrep is killed).
     const gone = new AbortController();
     res.on('close', () => gone.abort());
@@ -127,25 +137,10 @@ export function searchRoutes(files: SandboxFiles, options: SearchRoutesOptions) 
     sendJson(res, 200, { query: text, matches, total: matches.length } satisfies ContentSearchResponse);
   }
 
-  /** HEAD: whether the route would serve the folder; nothing is searched. */
-  const head =
-    (contentType: string, target: (params: Record<string, string>) => string): RouteHandler =>
-    async (_req, res, { params }) => {
-      await searchableFolder(files, target(params));
-      res.writeHead(200, { 'content-type': contentType });
-      res.end();
-    };
-  const json = 'application/json; charset=utf-8';
-  const pathOf = (params: Record<string, string>) => files.parse(params.path);
-
   return {
-    findFiles: (_req, res, context) => find(res, context),
-    findFilesHead: head(json, pathOf),
-    fuzzySearch: (_req, res, context) => fuzzy(res, context),
-    fuzzySearchHead: head(json, pathOf),
-    contentSearch: (_req, res, context) => content(res, context),
-    contentSearchHead: head(json, pathOf),
-    watchFiles: (_req, res, context) => streamChanges(files, res, context),
-    watchFilesHead: head('text/plain; charset=utf-8', (params) => watchTarget(files, params).asked),
+    findFiles: find,
+    fuzzySearch: fuzzy,
+    contentSearch: content,
+    watchFiles: (req, res, context) => streamChanges(files, req, res, context),
   } satisfies RouteHandlers<SearchOperation>;
 }

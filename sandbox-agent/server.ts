@@ -96,9 +96,8 @@ export function createAgentServer(loadConfig: () => AgentConfig): http.Server {
 
   const index: RouteHandler = async (_req, res) =>
     sendJson(res, 200, { name: 'hangar-sandbox-api', version: AGENT_VERSION, sandbox: api.config.sandboxName, endpoints: publicEndpoints() } satisfies AgentIndex);
-  const service: RouteHandlers<'index' | 'indexHead' | 'health' | 'activity' | 'reload'> = {
+  const service: RouteHandlers<'index' | 'health' | 'activity' | 'reload'> = {
     index,
-    indexHead: index,
     health: async (_req, res) => {
       const { startedAt } = api;
       const uptimeSeconds = Math.floor((Date.now() - startedAt.getTime()) / 1000);

@@ -102,25 +102,20 @@ function standardSchema(schema: AnySchema): AnySchema {
   return out;
 }
 
-/**
- * HEAD of a route: the agent answers it with the GET's status and headers and no body, by the
- * GET route itself where the table lists no HEAD for its path.
- */
+/** HEAD of a GET route: the agent answers it with the GET's status and headers and no body, by the GET route itself. */
 function headOperation(route: AgentRoute): Operation {
   const head = operation(route, 'head');
   const responses = Object.fromEntries(Object.entries(head.responses as Record<string, { description: string }>).map(([status, { description }]) => [status, { description }]));
-  const own = route.method === 'HEAD';
-  return { ...head, operationId: own ? route.operation : `${route.operation}Head`, summary: own ? route.summary : `${route.summary} (headers only)`, responses };
+  return { ...head, operationId: `${route.operation}Head`, summary: `${route.summary} (headers only)`, responses };
 }
 
 function paths(): Record<string, Record<string, Operation>> {
   const document: Record<string, Record<string, Operation>> = {};
   for (const route of publicRoutes()) {
     const item = (document[route.path] ??= {});
-    if (route.method === 'HEAD') item.head = headOperation(route);
-    else for (const method of route.method === '*' ? ANY_METHOD : [route.method.toLowerCase()]) item[method] = operation(route, method);
+    for (const method of route.method === '*' ? ANY_METHOD : [route.method.toLowerCase()]) item[method] = operation(route, method);
+    if (route.method === 'GET') item.head = headOperation(route);
   }
-  for (const route of publicRoutes().filter((candidate) => candidate.method === 'GET')) document[route.path].head ??= headOperation(route);
   return document;
 }
 

@@ -8,7 +8,7 @@ import type { SchemaName } from './schemas';
  * for them however their path is spelt. This table is the one place that says which is which.
  *
  * Paths use `{placeholders}` for one segment; `{path}` stands for a file path of any depth.
- * `*` as the method: any method.
+ * `*` as the method: any method. HEAD has no rows: every GET route answers it (see matchRoute).
  */
 export type RouteAccess = 'public' | 'internal';
 
@@ -26,8 +26,11 @@ export interface QueryParameter {
  */
 export type RouteAnswer = SchemaName | `${SchemaName}[]` | 'lines' | 'file' | 'mcp' | 'websocket';
 
+/** A row's method; never HEAD, which the GET row of the path serves. */
+export type RouteMethod = 'GET' | 'PUT' | 'POST' | 'DELETE' | '*';
+
 export interface AgentRoute {
-  method: string;
+  method: RouteMethod;
   path: string;
   access: RouteAccess;
   /** Its name: the operationId in the OpenAPI document. */
@@ -73,10 +76,8 @@ const terminalQuery: readonly QueryParameter[] = [
 
 export const AGENT_ROUTES = [
   { method: 'GET', path: '/', access: 'public', operation: 'index', summary: 'The API\'s name, version and public paths', answer: 'ApiIndex' },
-  { method: 'HEAD', path: '/', access: 'public', operation: 'indexHead', summary: 'The API\'s index, headers only', answer: 'ApiIndex' },
   { method: 'GET', path: '/health', access: 'public', operation: 'health', summary: 'Whether the sandbox API is up, and since when', answer: 'Health' },
   { method: 'GET', path: '/filesystem/{path}', access: 'public', operation: 'readFile', summary: 'Read a file (text or bytes) or list a directory', query: [download], answer: 'file' },
-  { method: 'HEAD', path: '/filesystem/{path}', access: 'public', operation: 'readFileHead', summary: 'A file\'s headers', query: [download], answer: 'file' },
   { method: 'PUT', path: '/filesystem/{path}', access: 'public', operation: 'writeFile', summary: 'Write a file (JSON, multipart with a file part, or raw bytes) or create a directory', body: 'FileWrite', query: [permissions], answer: 'PathMessage' },
   { method: 'POST', path: '/filesystem/{path}', access: 'public', operation: 'writeFileByPost', summary: 'Write a file or create a directory (as PUT)', body: 'FileWrite', query: [permissions], answer: 'PathMessage' },
   { method: 'DELETE', path: '/filesystem/{path}', access: 'public', operation: 'deleteFile', summary: 'Delete a file or a directory', query: [recursive], answer: 'PathMessage' },
@@ -85,13 +86,11 @@ export const AGENT_ROUTES = [
   { method: 'PUT', path: '/filesystem/tree/{path}', access: 'public', operation: 'writeTree', summary: 'Write several text files below a directory (created as needed); answers the directory', body: 'TreeRequest', answer: 'Directory' },
   { method: 'DELETE', path: '/filesystem/tree/{path}', access: 'public', operation: 'deleteTree', summary: 'Delete a directory (recursive=true: and everything in it)', query: [recursive], answer: 'PathMessage' },
   { method: 'GET', path: '/filesystem-multipart', access: 'public', operation: 'listMultipartUploads', summary: 'The multipart uploads in progress', answer: 'MultipartListUploadsResponse' },
-  { method: 'HEAD', path: '/filesystem-multipart', access: 'public', operation: 'listMultipartUploadsHead', summary: 'The multipart uploads in progress, headers only', answer: 'MultipartListUploadsResponse' },
   { method: 'POST', path: '/filesystem-multipart/initiate/{path}', access: 'public', operation: 'initiateMultipartUpload', summary: 'Start a multipart upload of a file', body: 'MultipartInitiateRequest', answer: 'MultipartInitiateResponse' },
   { method: 'PUT', path: '/filesystem-multipart/{uploadId}/part', access: 'public', operation: 'uploadMultipartPart', summary: 'Upload one part (multipart/form-data, a `file` part of at most 5 MiB); sending a part number again replaces it', query: [partNumber], answer: 'MultipartUploadPartResponse' },
   { method: 'POST', path: '/filesystem-multipart/{uploadId}/complete', access: 'public', operation: 'completeMultipartUpload', summary: 'Assemble the listed parts, in part-number order, into the file', body: 'MultipartCompleteRequest', answer: 'PathMessage' },
   { method: 'DELETE', path: '/filesystem-multipart/{uploadId}/abort', access: 'public', operation: 'abortMultipartUpload', summary: 'Abandon an upload and delete its parts', answer: 'PathMessage' },
   { method: 'GET', path: '/filesystem-multipart/{uploadId}/parts', access: 'public', operation: 'listMultipartParts', summary: 'The parts of an upload received so far', answer: 'MultipartListPartsResponse' },
-  { method: 'HEAD', path: '/filesystem-multipart/{uploadId}/parts', access: 'public', operation: 'listMultipartPartsHead', summary: 'The parts of an upload, headers only', answer: 'MultipartListPartsResponse' },
   { method: 'POST', path: '/process', access: 'public', operation: 'startProcess', summary: 'Start a command; optionally wait until it ends or listens, or stream its output as NDJSON until it ends (Accept: application/x-ndjson or text/event-stream)', body: 'ProcessRequest', answer: 'Process' },
   { method: 'GET', path: '/process', access: 'public', operation: 'listProcesses', summary: 'The processes started through the API', answer: 'Process[]' },
   { method: 'GET', path: '/process/{process}', access: 'public', operation: 'getProcess', summary: 'One process, by pid or name', answer: 'Process' },
@@ -110,13 +109,9 @@ export const AGENT_ROUTES = [
   { method: 'DELETE', path: '/network/process/{pid}/monitor', access: 'public', operation: 'stopPortMonitor', summary: 'Stop a port monitor', answer: 'PidMessage' },
   // Find, fuzzy search, content search and watch, as the reference SDK's fs.find, fs.search, fs.grep and fs.watch call them.
   { method: 'GET', path: '/filesystem-find/{path}', access: 'public', operation: 'findFiles', summary: 'Files or directories below a folder, by type and name patterns', query: findQuery, answer: 'FindResponse' },
-  { method: 'HEAD', path: '/filesystem-find/{path}', access: 'public', operation: 'findFilesHead', summary: 'Whether the folder can be searched, headers only', answer: 'FindResponse' },
   { method: 'GET', path: '/filesystem-search/{path}', access: 'public', operation: 'fuzzySearch', summary: 'Files and directories whose relative path fuzzily matches a query, best first', query: fuzzyQuery, answer: 'FuzzySearchResponse' },
-  { method: 'HEAD', path: '/filesystem-search/{path}', access: 'public', operation: 'fuzzySearchHead', summary: 'Whether the folder can be searched, headers only', answer: 'FuzzySearchResponse' },
   { method: 'GET', path: '/filesystem-content-search/{path}', access: 'public', operation: 'contentSearch', summary: 'Lines of the files below a folder holding a text (ripgrep where the image has it)', query: contentQuery, answer: 'ContentSearchResponse' },
-  { method: 'HEAD', path: '/filesystem-content-search/{path}', access: 'public', operation: 'contentSearchHead', summary: 'Whether the folder can be searched, headers only', answer: 'ContentSearchResponse' },
   { method: 'GET', path: '/watch/filesystem/{path}', access: 'public', operation: 'watchFiles', summary: 'Changes in a folder (below it too when the path ends in /**), one FileEvent JSON per line, until the caller leaves', query: [watchIgnore], answer: 'lines' },
-  { method: 'HEAD', path: '/watch/filesystem/{path}', access: 'public', operation: 'watchFilesHead', summary: 'Whether the folder can be watched, headers only', answer: 'lines' },
   { method: '*', path: '/mcp', access: 'public', operation: 'mcp', summary: 'MCP over streamable HTTP: tools for files and processes', answer: 'mcp' },
   { method: 'POST', path: '/network/forward', access: 'internal', operation: 'forwardPort', summary: 'Forward a Unix socket to a port of the sandbox', body: 'PortForwardRequest', answer: 'PortForward' },
   { method: 'GET', path: '/internal/activity', access: 'internal', operation: 'activity', summary: 'Requests in flight and the last one\'s time', answer: 'Activity' },
@@ -171,9 +166,9 @@ function paramsOf(segments: string[], route: string[]): Record<string, string> {
 
 /**
  * The route a request takes (path as sent, without its query; a trailing slash is allowed): the
- * most literal path pattern that matches, then the method (`*` for any; HEAD, where the table
- * lists none for the path, takes the GET route). `undefined`: no route has the path (404); `method-not-allowed`: the path is served,
- * not with this method (405).
+ * most literal path pattern that matches, then the method (`*` for any; HEAD takes the GET route,
+ * whose handler answers it with the GET's status and headers and no body). `undefined`: no route
+ * has the path (404); `method-not-allowed`: the path is served, not with this method (405).
  */
 export function matchRoute(method: string, pathname: string): RouteMatch | 'method-not-allowed' | undefined {
   const segments = pathname.split('/').slice(1);
@@ -182,9 +177,8 @@ export function matchRoute(method: string, pathname: string): RouteMatch | 'meth
   if (owners.length === 0) return undefined;
   const owner = owners.reduce((best, route) => (literalCount(route) > literalCount(best) ? route : best));
   const pattern = `/${owner.join('/')}`;
-  const withMethod = (wanted: string) => AGENT_ROUTES.find((candidate) => candidate.path === pattern && (candidate.method === wanted || candidate.method === '*'));
-  // HEAD is served on every GET: by the GET route itself, with its headers and no body.
-  const route = withMethod(method) ?? (method === 'HEAD' ? withMethod('GET') : undefined);
+  const wanted = method === 'HEAD' ? 'GET' : method;
+  const route = AGENT_ROUTES.find((candidate) => candidate.path === pattern && (candidate.method === wanted || candidate.method === '*'));
   if (!route) return 'method-not-allowed';
   // {path} keeps a trailing slash as sent, as the filesystem API always saw it.
   const raw = pathname.split('/').slice(1);
