@@ -8,11 +8,14 @@ import { buildSandboxGatewayApp } from '../../api/gateway/sandbox-app';
 import { formatTable } from '../../domain/text-table';
 import { benchConfig, startBenchPlatform } from '../common/platform';
 import { percentile } from '../common/stats';
+import { clearBareRelay, startBareRelay } from './bare-upload-relay';
 
 /**
  * Multipart upload through the sandbox gateway, the way the reference SDK's fs.write sends a big
  * file (5 MiB parts, 3 at a time, then complete), next to its floor: `cp` of the same bytes on the
  * host, into the same data folder. The ratio is the upload's throughput over cp's (target >= 0.3).
+ * A second floor is the same upload through a bare Node relay (bare-upload-relay.ts): the same
+ * processes and hops moving bytes and nothing else, the ceiling of any Node gateway and sandbox API.
  * Run by hand after a build, as root: `node dist/bench/sandbox/multipart.js`.
  * Options (environment): BENCH_MULTIPART_MB (200), BENCH_RUNS (3), BENCH_PHASES=1 (print each upload's
  * time sending parts and completing).
@@ -128,16 +131,22 @@ async function main() {
     // Once each outside the timings: page cache, the agent's first parse, the first connections.
     await cpFloor(source, scratch);
     await upload(target, data.subarray(0, PART_BYTES * 2), '/tmp/warm.bin');
+    const relay = await startBareRelay(path.join(scratch, 'bare'));
+    const bareTarget = { port: relay.port, host: '127.0.0.1', basePath: '', authorization: '' };
     const uploads: number[] = [];
     const copies: number[] = [];
+    const bare: number[] = [];
     for (let i = 0; i < RUNS; i++) {
       copies.push(await cpFloor(source, scratch));
+      bare.push(await upload(bareTarget, data, '/bare.bin'));
+      clearBareRelay(path.join(scratch, 'bare'));
       uploads.push(await upload(target, data, `/tmp/upload-${i}.bin`));
       const size = await sizeInSandbox(target, `/tmp/upload-${i}.bin`);
       if (size !== SIZE) throw new Error(`the uploaded file has ${size} bytes, not ${SIZE}`);
       await call(target, 'DELETE', `/filesystem/tmp/upload-${i}.bin`);
     }
-    printRatio(uploads, copies);
+    await relay.stop();
+    printRatio(uploads, copies, bare);
   } finally {
     if (sandboxName) await platform.app.inject({ method: 'DELETE', url: `/v0/sandboxes/${sandboxName}`, headers: { authorization: `Bearer ${platform.credentials.apiKey}`, 'x-service-workspace': platform.credentials.workspace } });
     fs.rmSync(scratch, { recursive: true, force: true });
@@ -146,16 +155,22 @@ async function main() {
   }
 }
 
-function printRatio(uploads: number[], copies: number[]): void {
+function printRatio(uploads: number[], copies: number[], bare: number[]): void {
   const mb = SIZE / 1024 / 1024;
   const upload = percentile(uploads, 50);
   const copy = percentile(copies, 50);
+  const relay = percentile(bare, 50);
   const rate = (ms: number) => (mb / (ms / 1000)).toFixed(0);
+  const what = `multipart upload of ${mb} MiB (5 MiB parts, ${PARALLEL_PARTS} at a time)`;
   log(
     '\n' +
       formatTable(
         ['measure', 'p50 ms', 'MiB/s', 'floor', 'p50 ms', 'MiB/s', 'ratio', 'target'],
-        [[`multipart upload of ${mb} MiB through the gateway (5 MiB parts, ${PARALLEL_PARTS} at a time)`, upload.toFixed(0), rate(upload), `cp of ${mb} MiB on the host`, copy.toFixed(0), rate(copy), (copy / upload).toFixed(2), '>= 0.3']],
+        [
+          [`${what} through the gateway`, upload.toFixed(0), rate(upload), `cp of ${mb} MiB on the host`, copy.toFixed(0), rate(copy), (copy / upload).toFixed(2), '>= 0.3'],
+          [`the same through a bare Node relay`, relay.toFixed(0), rate(relay), `cp of ${mb} MiB on the host`, copy.toFixed(0), rate(copy), (copy / relay).toFixed(2), ''],
+          [`${what} through the gateway`, upload.toFixed(0), rate(upload), 'the bare Node relay', relay.toFixed(0), rate(relay), (relay / upload).toFixed(2), ''],
+        ],
       ),
   );
 }
