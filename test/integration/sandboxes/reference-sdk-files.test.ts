@@ -1,49 +1,31 @@
 import { SandboxInstance } from '@blaxel/core';
-import type { FastifyInstance } from 'fastify';
 import { createHash, randomBytes } from 'node:crypto';
 import http from 'node:http';
-import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../../helpers/platform';
-import { sandboxGatewayConfig, useReferenceSdk } from '../../helpers/reference-sdk';
-import { startSandboxPlatform, stopRuntimeTest } from '../../helpers/runtime-platform';
-import type { testRuntime } from '../../helpers/sandbox-runtime';
-import { eventually, type RunningWorker } from '../../helpers/workers';
+import { unique, type TestTenant } from '../../helpers/platform';
+import { deployedSandbox, startReferenceSdkPlatform, type ReferenceSdkPlatform } from '../../helpers/reference-sdk';
+import { eventually } from '../../helpers/workers';
 
 // Big files and file trees through the reference SDK (issue 16): fs.write above 5 MB goes through
 // /filesystem-multipart, fs.writeTree through PUT /filesystem/tree. The refusals the SDK never
 // provokes itself are sent as raw HTTP to the same sandbox URL, through the same gateway.
 jest.setTimeout(180_000);
 
-let t: TestApp;
+let hangar: ReferenceSdkPlatform | undefined;
 let tenant: TestTenant;
-let gateway: FastifyInstance;
-let control: RunningWorker;
-let node: RunningWorker;
-let runtime: ReturnType<typeof testRuntime>;
-let restoreFetch: () => void = () => undefined;
 let sandbox: SandboxInstance;
 
 const name = unique('sdkfiles');
 const MiB = 1024 * 1024;
 
 beforeAll(async () => {
-  const sandboxUrls = await sandboxGatewayConfig();
-  t = await startTestApp({ taskQueue: unique('reference-sdk-files'), ...sandboxUrls });
-  tenant = await createTenant(t.app.pg, 'sdkfiles');
-  ({ runtime, gateway, control, node } = await startSandboxPlatform(t));
-  const apiOrigin = await t.app.listen({ host: '127.0.0.1', port: 0 });
-  const sandboxOrigin = await gateway.listen({ host: sandboxUrls.host, port: sandboxUrls.sandboxPort });
-  restoreFetch = useReferenceSdk({ apiOrigin, sandboxOrigin, apiKey: tenant.admin.apiKey, workspace: tenant.workspace });
+  hangar = await startReferenceSdkPlatform('sdkfiles');
+  tenant = hangar.tenant;
   await SandboxInstance.create({ metadata: { name }, spec: { runtime: { image: 'hangar/base:latest', memory: 512 } } });
-  sandbox = await eventually(`${name} DEPLOYED`, async () => {
-    const found = await SandboxInstance.get(name);
-    if (found.status === 'FAILED') throw new Error(`${name} FAILED`);
-    return found.status === 'DEPLOYED' ? found : undefined;
-  }, 90_000);
+  sandbox = await deployedSandbox(name);
 }, 180_000);
 
 afterAll(async () => {
-  restoreFetch();
-  await stopRuntimeTest({ runtime, node, control, gateway, t });
+  await hangar?.stop();
 }, 60_000);
 
 const sha256 = (data: Buffer | string) => createHash('sha256').update(data).digest('hex');

@@ -1,49 +1,31 @@
 import { SandboxInstance } from '@blaxel/core';
-import type { FastifyInstance } from 'fastify';
-import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../../helpers/platform';
-import { sandboxGatewayConfig, useReferenceSdk } from '../../helpers/reference-sdk';
-import { startSandboxPlatform, stopRuntimeTest } from '../../helpers/runtime-platform';
-import type { testRuntime } from '../../helpers/sandbox-runtime';
-import { eventually, type RunningWorker } from '../../helpers/workers';
+import { unique, type TestApp, type TestTenant } from '../../helpers/platform';
+import { deployedSandbox, startReferenceSdkPlatform, type ReferenceSdkPlatform } from '../../helpers/reference-sdk';
+import { eventually } from '../../helpers/workers';
 
 // Hangar driven by the reference service's own SDK, unchanged but for header names and base URLs
-// (test/helpers/reference-sdk.ts). Only what Hangar serves today is here; issue 16 lists the rest.
+// (test/helpers/reference-sdk.ts): SandboxInstance, fs and process basics. The other
+// reference-sdk-*.test.ts files cover the rest of the surface, one capability each.
 // Real sandboxes on a busy 2-core machine: generous limits; no test asserts on time.
 jest.setTimeout(90_000);
 
+let hangar: ReferenceSdkPlatform | undefined;
 let t: TestApp;
 let tenant: TestTenant;
-let gateway: FastifyInstance;
-let control: RunningWorker;
-let node: RunningWorker;
-let runtime: ReturnType<typeof testRuntime>;
-let restoreFetch: () => void = () => undefined;
 
 const name = unique('sdk');
-// The SDK's long form: its short form sends fields Hangar refuses today (see the report of issue 16).
 const createRequest = { metadata: { name }, spec: { runtime: { image: 'hangar/base:latest', memory: 256 } } };
 
 beforeAll(async () => {
-  const sandboxUrls = await sandboxGatewayConfig();
-  t = await startTestApp({ taskQueue: unique('reference-sdk'), ...sandboxUrls });
-  tenant = await createTenant(t.app.pg, 'sdk');
-  ({ runtime, gateway, control, node } = await startSandboxPlatform(t));
-  const apiOrigin = await t.app.listen({ host: '127.0.0.1', port: 0 });
-  const sandboxOrigin = await gateway.listen({ host: sandboxUrls.host, port: sandboxUrls.sandboxPort });
-  restoreFetch = useReferenceSdk({ apiOrigin, sandboxOrigin, apiKey: tenant.admin.apiKey, workspace: tenant.workspace });
+  hangar = await startReferenceSdkPlatform('sdk');
+  ({ t, tenant } = hangar);
 }, 90_000);
 
 afterAll(async () => {
-  restoreFetch();
-  await stopRuntimeTest({ runtime, node, control, gateway, t });
+  await hangar?.stop();
 }, 60_000);
 
-/** The sandbox once DEPLOYED, read back through the SDK. */
-const deployed = () => eventually(`${name} DEPLOYED`, async () => {
-  const sandbox = await SandboxInstance.get(name);
-  if (sandbox.status === 'FAILED') throw new Error(`${name} FAILED`);
-  return sandbox.status === 'DEPLOYED' ? sandbox : undefined;
-}, 60_000);
+const deployed = () => deployedSandbox(name);
 
 describe('SandboxInstance', () => {
   test('create returns the sandbox Hangar made; get and list find it in this workspace', async () => {
