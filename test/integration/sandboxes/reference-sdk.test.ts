@@ -1,4 +1,7 @@
 import { SandboxInstance } from '@blaxel/core';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { unique, type TestApp, type TestTenant } from '../../helpers/platform';
 import { deployedSandbox, startReferenceSdkPlatform, type ReferenceSdkPlatform } from '../../helpers/reference-sdk';
 import { eventually } from '../../helpers/workers';
@@ -89,6 +92,61 @@ describe('process', () => {
       return record.status === 'running' ? undefined : record;
     });
     expect(ended.status).toBe('killed');
+  });
+});
+
+describe('what runs commands underneath: fs.cp, and process wait, stop and streamLogs', () => {
+  test('cp copies a tree inside the sandbox; download writes a file\'s bytes to the local disk', async () => {
+    const sandbox = await deployed();
+    await sandbox.fs.write('/tmp/sdk-cp/a/one.txt', 'one\n');
+    await sandbox.fs.write('/tmp/sdk-cp/a/deeper/two.txt', 'two\n');
+    expect(await sandbox.fs.cp('/tmp/sdk-cp/a', '/tmp/sdk-cp/b')).toMatchObject({ source: '/tmp/sdk-cp/a', destination: '/tmp/sdk-cp/b' });
+    expect(await sandbox.fs.read('/tmp/sdk-cp/b/deeper/two.txt')).toBe('two\n');
+    await expect(sandbox.fs.cp('/tmp/sdk-cp/missing', '/tmp/sdk-cp/c')).rejects.toThrow(/Could not copy/);
+
+    const local = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'sdk-download-')), 'one.txt');
+    await sandbox.fs.download('/tmp/sdk-cp/b/one.txt', local);
+    expect(fs.readFileSync(local, 'utf8')).toBe('one\n');
+    fs.rmSync(path.dirname(local), { recursive: true });
+  });
+
+  test('wait returns once the process ends; stop ends a running one', async () => {
+    const sandbox = await deployed();
+    await sandbox.process.exec({ name: 'brief', command: 'sleep 0.3; echo finished' });
+    const waited = await sandbox.process.wait('brief', { maxWait: 30_000, interval: 50 });
+    expect(waited).toMatchObject({ name: 'brief', status: 'completed', exitCode: 0 });
+    expect(await sandbox.process.logs('brief', 'stdout')).toBe('finished\n');
+
+    await sandbox.process.exec({ name: 'stoppable', command: 'sleep 300' });
+    await sandbox.process.stop('stoppable');
+    const stopped = await eventually('stoppable ended', async () => {
+      const record = await sandbox.process.get('stoppable');
+      return record.status === 'running' ? undefined : record;
+    });
+    expect(['stopped', 'killed']).toContain(stopped.status);
+  });
+
+  test('streamLogs delivers each line once, on the stream it was printed to, while the process runs', async () => {
+    const sandbox = await deployed();
+    // The command waits for a file the test writes only after the first line arrived.
+    await sandbox.process.exec({ name: 'talker', command: 'echo first; while [ ! -e /tmp/sdk-go ]; do sleep 0.05; done; echo second; echo problem >&2' });
+    const stdout: string[] = [];
+    const stderr: string[] = [];
+    let sawFirst: () => void = () => undefined;
+    const first = new Promise<void>((resolve) => (sawFirst = resolve));
+    const stream = sandbox.process.streamLogs('talker', {
+      onStdout: (line) => {
+        stdout.push(line);
+        sawFirst();
+      },
+      onStderr: (line) => stderr.push(line),
+    });
+    await first;
+    expect((await sandbox.process.get('talker')).status).toBe('running');
+    await sandbox.fs.write('/tmp/sdk-go', '');
+    await stream.wait();
+    expect(stdout.map((line) => line.trim())).toEqual(['first', 'second']);
+    expect(stderr.map((line) => line.trim())).toEqual(['problem']);
   });
 });
 
