@@ -1,4 +1,4 @@
-import busboy from 'busboy';
+import type busboy from 'busboy';
 import { Readable } from 'node:stream';
 import { HttpError, badRequest } from './http';
 
@@ -22,6 +22,14 @@ export interface MultipartOptions {
   /** Consumes the file's bytes as they arrive; the parse waits for it. */
   onFile: (data: Readable) => Promise<void>;
 }
+
+/**
+ * busboy, loaded on the first multipart body rather than at the agent's start: an idle sandbox's
+ * memory is the agent's at start, and many sandboxes never receive one.
+ */
+let busboyModule: typeof busboy | undefined;
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const loadBusboy = (): typeof busboy => (busboyModule ??= require('busboy') as typeof busboy);
 
 /**
  * Streams a multipart/form-data body through busboy: the part named `fileField` goes to `onFile`
@@ -54,7 +62,7 @@ export function parseMultipart(body: Readable, boundary: string, options: Multip
     };
     let parser: busboy.Busboy;
     try {
-      parser = busboy({
+      parser = loadBusboy()({
         headers: { 'content-type': `multipart/form-data; boundary="${boundary}"` },
         // busboy says 'limit' on reaching its bound, not on passing it: one byte more tells a
         // file of exactly the maximum from a bigger one.

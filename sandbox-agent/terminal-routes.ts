@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { WebSocketServer, type WebSocket } from 'ws';
+import type { WebSocket, WebSocketServer } from 'ws';
 import { MAX_TERMINAL_CELLS, parseTerminalMessage, type TerminalMessage } from './contract/terminal';
 import { HttpError, badRequest } from './http';
 import type { RouteHandlers, UpgradeHandler } from './route-handler';
@@ -76,10 +76,14 @@ function serveTerminal(socket: WebSocket, options: TerminalOptions): void {
  * when the connection closes. A request without the upgrade is answered 426.
  */
 export function terminalRoutes(defaults: TerminalDefaults) {
-  const server = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES });
+  let server: WebSocketServer | undefined;
+  // The WebSocket library loads on the first terminal, as the MCP SDK on the first /mcp request:
+  // an idle sandbox's memory is the agent's at start, and most sandboxes never open a terminal.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const loadServer = () => new (require('ws') as typeof import('ws')).WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES });
   const upgrade: UpgradeHandler = (req, socket, head, { query }) => {
     const options = terminalOptions(query, defaults);
-    server.handleUpgrade(req, socket, head, (client) => serveTerminal(client, options));
+    (server ??= loadServer()).handleUpgrade(req, socket, head, (client) => serveTerminal(client, options));
   };
   return {
     handlers: {
