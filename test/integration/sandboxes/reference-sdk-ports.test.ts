@@ -2,9 +2,8 @@ import { SandboxInstance } from '@blaxel/core';
 import fs from 'node:fs';
 import path from 'node:path';
 import { unique } from '../../helpers/platform';
-import { startReferenceSdkPlatform, type ReferenceSdkPlatform } from '../../helpers/reference-sdk';
+import { deployedSandbox, startReferenceSdkPlatform, type ReferenceSdkPlatform } from '../../helpers/reference-sdk';
 import { nextTextFrame, openWebSocket, textFrame } from '../../helpers/websocket';
-import { eventually } from '../../helpers/workers';
 
 // {sandbox_url}/port/{port}/... driven by the reference SDK's own `sandbox.fetch` (issue 16), and
 // WebSocket upgrades through the same path. A small echo server runs in the sandbox
@@ -21,11 +20,7 @@ beforeAll(async () => {
   // A short idle period, so that a test can see an open WebSocket keep the sandbox out of standby.
   hangar = await startReferenceSdkPlatform('sdkports', { sandboxIdleSeconds: IDLE_SECONDS });
   await SandboxInstance.create({ metadata: { name }, spec: { runtime: { image: 'hangar/base:latest', memory: 256 } } });
-  sandbox = await eventually(`${name} DEPLOYED`, async () => {
-    const found = await SandboxInstance.get(name);
-    if (found.status === 'FAILED') throw new Error(`${name} FAILED`);
-    return found.status === 'DEPLOYED' ? found : undefined;
-  }, 60_000);
+  sandbox = await deployedSandbox(name, 60_000);
   await sandbox.fs.write('/tmp/port-echo-server.js', fs.readFileSync(path.join(__dirname, '../../fixtures/port-echo-server.js'), 'utf8'));
   await sandbox.process.exec({ name: 'echo', command: `node /tmp/port-echo-server.js ${ECHO_PORT}`, waitForPorts: [ECHO_PORT] });
 }, 120_000);

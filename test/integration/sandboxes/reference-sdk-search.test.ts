@@ -1,5 +1,5 @@
 import { SandboxInstance } from '@blaxel/core';
-import { startReferenceSdkPlatform, type ReferenceSdkPlatform } from '../../helpers/reference-sdk';
+import { deployedSandbox, startReferenceSdkPlatform, type ReferenceSdkPlatform } from '../../helpers/reference-sdk';
 import { unique } from '../../helpers/platform';
 import { eventually } from '../../helpers/workers';
 
@@ -16,11 +16,7 @@ const name = unique('sdk-search');
 beforeAll(async () => {
   hangar = await startReferenceSdkPlatform('sdk-search');
   await SandboxInstance.create({ metadata: { name }, spec: { runtime: { image: 'hangar/base:latest', memory: 256 } } });
-  sandbox = await eventually(`${name} DEPLOYED`, async () => {
-    const found = await SandboxInstance.get(name);
-    if (found.status === 'FAILED') throw new Error(`${name} FAILED`);
-    return found.status === 'DEPLOYED' ? found : undefined;
-  }, 60_000);
+  sandbox = await deployedSandbox(name, 60_000);
 }, 120_000);
 
 afterAll(() => hangar?.stop(), 60_000);
