@@ -6,11 +6,12 @@ let t: TestApp;
 let tenantA: TestTenant;
 let tenantB: TestTenant;
 
+// Starting the app and writing the fixtures can take longer than jest's 5 s hook limit on a busy machine.
 beforeAll(async () => {
   t = await startTestApp();
   tenantA = await createTenant(t.app.pg, 'auth-a');
   tenantB = await createTenant(t.app.pg, 'auth-b');
-});
+}, 60_000);
 afterAll(() => t.close());
 
 const listWorkspaces = (headers: Record<string, string | undefined>) => t.app.inject({ method: 'GET', url: '/v0/workspaces', headers });

@@ -12,6 +12,7 @@ async function get(url: string, credential = t.admin.apiKey) {
   return h.call(credential, { method: 'GET', url });
 }
 
+// Starting the app and writing the fixtures can take longer than jest's 5 s hook limit on a busy machine.
 beforeAll(async () => {
   h = await startBillingHarness();
   t = await createBillingTenant(h.pg);
@@ -53,7 +54,7 @@ beforeAll(async () => {
   );
   expect((await ingest(h, t, events)).statusCode).toBe(202);
   await h.flush();
-});
+}, 60_000);
 afterAll(() => h.close());
 
 describe('GET /v0/accounts/{accountId}/metrics', () => {
