@@ -3,6 +3,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import type { ContentSearchMatch } from './contract/search';
+import { findOnPath } from './executables';
 import { walk } from './file-walk';
 import { within } from './fs-paths';
 import { nameGlob } from './glob';
@@ -111,12 +112,8 @@ export async function searchWithNode(scope: SearchScope, query: ContentQuery, si
 // With ripgrep
 
 /** ripgrep on the PATH the sandbox's processes get, if the image has it. */
-export async function findRipgrep(env: Record<string, string>): Promise<string | undefined> {
-  for (const dir of (env.PATH ?? '').split(':').filter((d) => d.startsWith('/'))) {
-    const candidate = path.posix.join(dir, 'rg');
-    if (await fsp.access(candidate, fsp.constants.X_OK).then(() => true, () => false)) return candidate;
-  }
-  return undefined;
+export function findRipgrep(env: Record<string, string>): string | undefined {
+  return findOnPath('rg', env.PATH ?? '');
 }
 
 /** A name as a literal glob: ripgrep's globs quote with a backslash. */
@@ -206,7 +203,7 @@ export async function searchWithRipgrep(rg: string, env: Record<string, string>,
 
 /** The search, with ripgrep where the image has it. */
 export async function searchContent(env: Record<string, string>, scope: SearchScope, query: ContentQuery, signal?: AbortSignal): Promise<ContentSearchMatch[]> {
-  const rg = await findRipgrep(env);
+  const rg = findRipgrep(env);
   const found = rg ? await searchWithRipgrep(rg, env, scope, query, signal) : undefined;
   return found ?? searchWithNode(scope, query, signal);
 }

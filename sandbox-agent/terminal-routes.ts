@@ -4,7 +4,8 @@ import type { WebSocket, WebSocketServer } from 'ws';
 import { MAX_TERMINAL_CELLS, parseTerminalMessage, type TerminalMessage } from './contract/terminal';
 import { HttpError, badRequest } from './http';
 import type { RouteHandlers, UpgradeHandler } from './route-handler';
-import { TerminalSession, defaultShell, isExecutable, type TerminalOptions } from './terminal';
+import { isExecutable } from './executables';
+import { TerminalSession, defaultShell, type TerminalOptions } from './terminal';
 
 /** What the terminal's shells start with: the sandbox's process environment and default folder. */
 export interface TerminalDefaults {

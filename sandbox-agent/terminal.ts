@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
-import path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
+import { findOnPath } from './executables';
 import { processTable, processTree } from './proc';
 
 /** A terminal's size in character cells. */
@@ -31,29 +31,10 @@ const PTY_HELPERS: readonly PtyHelper[] = [
   { program: 'python3', args: (command) => ['-c', 'import pty,sys; pty.spawn(["/bin/sh", "-c", sys.argv[1]])', command] },
 ];
 
-/** Whether `file` is a file this process may execute. */
-export function isExecutable(file: string): boolean {
-  try {
-    fs.accessSync(file, fs.constants.X_OK);
-    return fs.statSync(file).isFile();
-  } catch {
-    return false;
-  }
-}
-
-/** Where `name` is found on the search path `searchPath`, as an absolute path. */
-function onPath(name: string, searchPath: string): string | undefined {
-  return searchPath
-    .split(':')
-    .filter(Boolean)
-    .map((dir) => path.join(dir, name))
-    .find(isExecutable);
-}
-
 /** The PTY helper this image has, or undefined when it has none. */
 export function findPtyHelper(searchPath: string): (PtyHelper & { path: string }) | undefined {
   for (const helper of PTY_HELPERS) {
-    const found = onPath(helper.program, searchPath);
+    const found = findOnPath(helper.program, searchPath);
     if (found) return { ...helper, path: found };
   }
   return undefined;
@@ -161,7 +142,7 @@ export class TerminalSession {
     const handle = await fsp.open(device, fs.constants.O_RDWR | fs.constants.O_NOCTTY);
     try {
       await new Promise<void>((resolve) => {
-        const stty = spawn(onPath('stty', this.searchPath) ?? 'stty', ['rows', String(rows), 'cols', String(cols)], { stdio: [handle.fd, 'ignore', 'ignore'] });
+        const stty = spawn(findOnPath('stty', this.searchPath) ?? 'stty', ['rows', String(rows), 'cols', String(cols)], { stdio: [handle.fd, 'ignore', 'ignore'] });
         stty.once('exit', () => resolve());
         stty.once('error', () => resolve());
       });

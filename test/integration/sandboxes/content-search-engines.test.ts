@@ -14,7 +14,7 @@ let rg: string;
 let scratch: string;
 
 beforeAll(async () => {
-  const found = await findRipgrep(env);
+  const found = findRipgrep(env);
   if (!found) throw new Error('ripgrep (rg) is not installed: scripts/install-deps.sh installs it');
   rg = found;
   scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'hangar-grep-'));
