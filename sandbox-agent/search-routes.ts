@@ -28,7 +28,7 @@ const WATCH_HEADERS = { 'content-type': 'text/plain; charset=utf-8', 'cache-cont
 
 export interface SearchRoutesOptions {
   /** The environment of the user's processes: its PATH tells whether the image has ripgrep. */
-  processEnv: Record<string, string>;
+  processEnv: () => Record<string, string>;
 }
 
 /** The real path of the folder a route names; anything but a readable folder is a 400 naming it. */
@@ -133,7 +133,7 @@ export function searchRoutes(files: SandboxFiles, options: SearchRoutesOptions) 
     // A caller that leaves stops the search (ripgrep is killed).
     const gone = new AbortController();
     res.on('close', () => gone.abort());
-    const matches = await searchContent(options.processEnv, { root, hiddenRoots: files.policy.hidden }, contentQuery, gone.signal);
+    const matches = await searchContent(options.processEnv(), { root, hiddenRoots: files.policy.hidden }, contentQuery, gone.signal);
     sendJson(res, 200, { query: text, matches, total: matches.length } satisfies ContentSearchResponse);
   }
 

@@ -41,7 +41,9 @@ function currentEnvironment(loadConfig: () => AgentConfig, first: AgentConfig): 
 /** What the API serves for one configuration: the handlers of its configuration-bound routes. */
 function buildApi(config: AgentConfig, loadConfig: () => AgentConfig) {
   const files = new SandboxFiles(new PathPolicy(config.writableRoots, config.hiddenRoots), config.writableRoots);
-  const processes = new ProcessManager({ env: currentEnvironment(loadConfig, config), defaultWorkingDir: config.defaultWorkingDir });
+  // One source of the environment for everything that starts a program in the sandbox.
+  const env = currentEnvironment(loadConfig, config);
+  const processes = new ProcessManager({ env, defaultWorkingDir: config.defaultWorkingDir });
   const monitor = new PortMonitor({ eventLog: config.eventLog, sandbox: config.sandboxName });
   const uploads = openMultipartUploads(path.dirname(config.eventLog), files);
   let mcp: RouteHandler | undefined;
@@ -50,7 +52,7 @@ function buildApi(config: AgentConfig, loadConfig: () => AgentConfig) {
   // ESM loader.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const loadMcp = (): RouteHandler => (require('./mcp') as typeof import('./mcp')).createMcpHandler({ files, processes });
-  const terminal = terminalRoutes({ env: config.processEnv, defaultWorkingDir: config.defaultWorkingDir });
+  const terminal = terminalRoutes({ env, defaultWorkingDir: config.defaultWorkingDir });
   /** The routes that take HTTP upgrades (WebSocket), by operation. */
   const upgrades: Partial<Record<AgentOperation, UpgradeHandler>> = { ...terminal.upgrades };
   return {
@@ -60,7 +62,7 @@ function buildApi(config: AgentConfig, loadConfig: () => AgentConfig) {
     startedAt: new Date(),
     handlers: {
       ...filesystemRoutes(files),
-      ...searchRoutes(files, { processEnv: config.processEnv }),
+      ...searchRoutes(files, { processEnv: env }),
       ...processRoutes(processes),
       ...fileTreeRoutes(files),
       ...multipartUploadRoutes(files, uploads),

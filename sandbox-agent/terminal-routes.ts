@@ -7,9 +7,9 @@ import type { RouteHandlers, UpgradeHandler } from './route-handler';
 import { isExecutable } from './executables';
 import { TerminalSession, defaultShell, type TerminalOptions } from './terminal';
 
-/** What the terminal's shells start with: the sandbox's process environment and default folder. */
+/** What the terminal's shells start with: the sandbox's process environment (as it is now) and default folder. */
 export interface TerminalDefaults {
-  env: Record<string, string>;
+  env: () => Record<string, string>;
   defaultWorkingDir: string;
 }
 
@@ -30,7 +30,7 @@ function terminalOptions(query: URLSearchParams, defaults: TerminalDefaults): Te
   if (!path.isAbsolute(shell) || !isExecutable(shell)) throw badRequest(`'shell' ${shell} is not an executable file of the sandbox (an absolute path)`);
   const workingDir = query.get('workingDir') || defaults.defaultWorkingDir;
   if (!fs.statSync(workingDir, { throwIfNoEntry: false })?.isDirectory()) throw badRequest(`'workingDir' ${workingDir} is not an existing directory`);
-  return { shell, workingDir, env: defaults.env, size: { cols: cells(query, 'cols', 80), rows: cells(query, 'rows', 24) } };
+  return { shell, workingDir, env: defaults.env(), size: { cols: cells(query, 'cols', 80), rows: cells(query, 'rows', 24) } };
 }
 
 /** Output waiting to go to a client at most; past it, the terminal is not read until it went. */
