@@ -83,6 +83,30 @@ export async function startBenchPlatform(config: HangarConfig, log: (line: strin
   };
 }
 
+/** A sandbox a benchmark made through the management API, once DEPLOYED. */
+export interface BenchSandbox {
+  name: string;
+  /** Its metadata.url: the sandbox gateway's address for it. */
+  url: URL;
+  /** The node's id for it (its socket, its ports' forwarders). */
+  resourceId: string;
+}
+
+/** Creates a sandbox with `memoryMb` through the API as the bootstrap admin, and waits until it is DEPLOYED. */
+export async function createBenchSandbox(platform: BenchPlatform, name: string, memoryMb: number): Promise<BenchSandbox> {
+  const headers = { authorization: `Bearer ${platform.credentials.apiKey}`, 'x-service-workspace': platform.credentials.workspace };
+  const created = await platform.app.inject({ method: 'POST', url: '/v0/sandboxes', headers, payload: { metadata: { name }, spec: { runtime: { memory: memoryMb } } } });
+  if (created.statusCode !== 200) throw new Error(`create ${name}: ${created.statusCode} ${created.body}`);
+  for (;;) {
+    const got = await platform.app.inject({ method: 'GET', url: `/v0/sandboxes/${name}`, headers });
+    if (got.json().status === 'DEPLOYED') break;
+    if (got.json().status === 'FAILED') throw new Error(`sandbox ${name} failed: ${got.body}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  const { rows } = await platform.pg.query<{ id: string }>("SELECT id FROM resources WHERE kind = 'sandboxes' AND name = $1", [name]);
+  return { name, url: new URL(created.json().metadata.url), resourceId: rows[0].id };
+}
+
 /**
  * The environment that configures a benchmark: its own data folder (`.data-bench/<name>`, or
  * BENCH_DATA_DIR), its own task queue, and eight consecutive ports from `portBase` so benchmarks

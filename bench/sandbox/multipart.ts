@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { buildSandboxGatewayApp } from '../../api/gateway/sandbox-app';
 import { formatTable } from '../../domain/text-table';
-import { benchConfig, startBenchPlatform } from '../common/platform';
+import { benchConfig, createBenchSandbox, startBenchPlatform } from '../common/platform';
 import { percentile } from '../common/stats';
 import { clearBareRelay, startBareRelay } from './bare-upload-relay';
 
@@ -97,21 +97,10 @@ async function cpFloor(source: string, dir: string): Promise<number> {
   return took;
 }
 
-/** A sandbox made through the API, reachable through a listening gateway once it runs commands. */
+/** A sandbox made through the API, reached through the listening gateway. */
 async function readySandbox(platform: Awaited<ReturnType<typeof startBenchPlatform>>, gatewayPort: number): Promise<SandboxTarget & { name: string }> {
-  const authorization = `Bearer ${platform.credentials.apiKey}`;
-  const headers = { authorization, 'x-service-workspace': platform.credentials.workspace };
-  const name = `bench-multipart-${Date.now().toString(36)}`;
-  const created = await platform.app.inject({ method: 'POST', url: '/v0/sandboxes', headers, payload: { metadata: { name }, spec: { runtime: { memory: 1024 } } } });
-  if (created.statusCode !== 200) throw new Error(`create: ${created.body}`);
-  const url = new URL(created.json().metadata.url);
-  const target = { name, port: gatewayPort, host: url.host, basePath: url.pathname.replace(/\/$/, ''), authorization };
-  for (;;) {
-    const res = await call(target, 'POST', '/process', JSON.stringify({ command: 'true', waitForCompletion: true }));
-    if (res.status === 200) return target;
-    if (res.status !== 503) throw new Error(`process: ${res.status} ${JSON.stringify(res.json)}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+  const { name, url } = await createBenchSandbox(platform, `bench-multipart-${Date.now().toString(36)}`, 1024);
+  return { name, port: gatewayPort, host: url.host, basePath: url.pathname.replace(/\/$/, ''), authorization: `Bearer ${platform.credentials.apiKey}` };
 }
 
 async function main() {

@@ -7,7 +7,7 @@ import { SandboxAgentClient } from '../../runtime/agent-client';
 import { proxyRequest } from '../../runtime/http-proxy';
 import { HttpClient } from '../common/http';
 import { measureInterleaved } from '../common/load';
-import { benchConfig, startBenchPlatform, type BenchPlatform } from '../common/platform';
+import { benchConfig, createBenchSandbox, startBenchPlatform } from '../common/platform';
 import type { LatencySummary } from '../common/stats';
 
 /**
@@ -26,21 +26,6 @@ const PORT_IN_SANDBOX = 8000;
 const SERVER = "require('http').createServer((q, s) => q.resume().on('end', () => s.end('ok'))).listen(Number(process.argv[1]), '127.0.0.1')";
 
 const log = (line: string) => console.log(line);
-
-/** POST /v0/sandboxes, then until DEPLOYED: its address and node id. */
-async function createSandbox(platform: BenchPlatform, headers: Record<string, string>): Promise<{ url: URL; resourceId: string }> {
-  const name = `bench-port-${Date.now().toString(36)}`;
-  const created = await platform.app.inject({ method: 'POST', url: '/v0/sandboxes', headers, payload: { metadata: { name }, spec: { runtime: { memory: 256 } } } });
-  if (created.statusCode !== 200) throw new Error(`create: ${created.body}`);
-  for (;;) {
-    const got = await platform.app.inject({ method: 'GET', url: `/v0/sandboxes/${name}`, headers });
-    if (got.json().status === 'DEPLOYED') break;
-    if (got.json().status === 'FAILED') throw new Error(`sandbox failed: ${got.body}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  const { rows } = await platform.pg.query<{ id: string }>("SELECT id FROM resources WHERE kind = 'sandboxes' AND name = $1", [name]);
-  return { url: new URL(created.json().metadata.url), resourceId: rows[0].id };
-}
 
 /** The same server program on the host, on a port of its own. */
 async function hostServer(): Promise<{ child: ChildProcess; port: number }> {
@@ -87,7 +72,7 @@ async function main() {
   const host = await hostServer();
   const closers: (() => unknown)[] = [() => host.child.kill(), () => gateway.close(), () => platform.stop()];
   try {
-    const { url, resourceId } = await createSandbox(platform, headers);
+    const { url, resourceId } = await createBenchSandbox(platform, `bench-port-${Date.now().toString(36)}`, 256);
     const agent = new SandboxAgentClient(platform.runtime.socketPath(resourceId));
     await agent.startProcess({ name: 'server', command: `exec node -e "${SERVER}" ${PORT_IN_SANDBOX}`, waitForPorts: [PORT_IN_SANDBOX] });
 

@@ -4,7 +4,7 @@ import { buildSandboxGatewayApp } from '../../api/gateway/sandbox-app';
 import { formatTable } from '../../domain/text-table';
 import { SandboxAgentClient } from '../../runtime/agent-client';
 import { sandboxLayout } from '../../runtime/layout';
-import { benchConfig, startBenchPlatform, type BenchPlatform } from '../common/platform';
+import { benchConfig, createBenchSandbox, startBenchPlatform, type BenchPlatform } from '../common/platform';
 import { percentile } from '../common/stats';
 
 /**
@@ -64,13 +64,11 @@ async function manage(platform: BenchPlatform, method: 'POST' | 'GET', url: stri
 
 /** A sandbox that runs the server, with its id and its URL. */
 async function sandboxWithServer(platform: BenchPlatform, gateway: FastifyInstance, name: string): Promise<{ id: string; url: URL }> {
-  const created = await manage(platform, 'POST', '/v0/sandboxes', { metadata: { name }, spec: { runtime: { memory: 256 } } });
-  const url = new URL(created.metadata.url);
+  const { url, resourceId } = await createBenchSandbox(platform, name, 256);
   const headers = { host: url.host, authorization: `Bearer ${platform.credentials.apiKey}`, 'content-type': 'application/json' };
   const started = await gateway.inject({ method: 'POST', url: `${url.pathname}/process`, headers, payload: JSON.stringify({ name: 'server', command: `node -e "${SERVER}"`, waitForPorts: [PORT] }) });
   if (started.statusCode !== 200) throw new Error(`server: ${started.statusCode} ${started.body}`);
-  const { rows } = await platform.pg.query<{ id: string }>("SELECT id FROM resources WHERE kind = 'sandboxes' AND name = $1", [name]);
-  return { id: rows[0].id, url };
+  return { id: resourceId, url };
 }
 
 /**

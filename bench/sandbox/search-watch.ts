@@ -5,6 +5,7 @@ import path from 'node:path';
 import { BwrapRuntime } from '../../runtime/bwrap-runtime';
 import { searchWithNode, searchWithRipgrep } from '../../sandbox-agent/content-search';
 import { DEFAULT_EXCLUDED_DIRS } from '../../sandbox-agent/file-walk';
+import { repoRoot } from '../../scripts/stack/binaries';
 import { percentile } from '../common/stats';
 
 /**
@@ -28,14 +29,7 @@ const FILES_PER_DIR = 200;
 const NEEDLE = 'needle-token';
 
 const log = (line: string) => process.stdout.write(`${line}\n`);
-const dataDir = path.join(repoRoot(__dirname), '.data-bench', `search-watch-${process.pid}`);
-
-function repoRoot(from: string): string {
-  for (let dir = from; dir !== path.dirname(dir); dir = path.dirname(dir)) {
-    if (fs.existsSync(path.join(dir, 'package.json'))) return dir;
-  }
-  throw new Error(`no package.json above ${from}`);
-}
+const dataDir = path.join(repoRoot(), '.data-bench', `search-watch-${process.pid}`);
 
 const now = () => performance.now();
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
