@@ -82,8 +82,8 @@ export async function createSandbox(services: SandboxServices, workspace: Worksp
   const spec = body.spec ?? {};
   checkSpec(spec);
   const volumeIds = await resolveVolumes(store, workspace, spec);
-  await removeFailed(services, workspace, body.metadata.name);
-  const row = await createNamed(store, workspace, SANDBOXES, { metadata: body.metadata, spec: spec as Record<string, unknown>, status: 'DEPLOYING', message: 'creating the sandbox', actor });
+  const insert = () => createNamed(store, workspace, SANDBOXES, { metadata: body.metadata, spec: spec as Record<string, unknown>, status: 'DEPLOYING', message: 'creating the sandbox', actor });
+  const row = await insertOverFailed(services, workspace, body.metadata.name, insert);
   const input = withVolumeIds(lifecycleInput(config, row, workspace.id, 'create'), volumeIds);
   await startOwningWorkflow(store, row.id, () => startLifecycle(services, workspace, input));
   return row;
@@ -101,16 +101,23 @@ function previousLifeEnded(temporal: Client, workflowId: string): Promise<boolea
 }
 
 /**
- * A FAILED sandbox gives its name to a create, as in the reference (whose SDK creates again at
- * once over a failed one): it is deleted, and the create goes on once its lifecycle has ended.
+ * Inserts the sandbox's row; a FAILED sandbox of that name gives it up, as in the reference (whose
+ * SDK creates again at once over a failed one): it is deleted, and the insert is made again once
+ * its lifecycle has ended. Only a create whose name is taken looks at what holds it.
  */
-async function removeFailed(services: SandboxServices, workspace: WorkspaceGrant, name: string): Promise<void> {
-  const existing = await services.store.get({ workspaceId: workspace.id, kind: SANDBOXES.path, name });
-  if (existing?.status !== 'FAILED') return;
+async function insertOverFailed(services: SandboxServices, workspace: WorkspaceGrant, name: string, insert: () => Promise<ResourceRow>): Promise<ResourceRow> {
+  try {
+    return await insert();
+  } catch (err) {
+    if (!(err instanceof ApiError) || err.statusCode !== 409) throw err;
+    const existing = await services.store.get({ workspaceId: workspace.id, kind: SANDBOXES.path, name });
+    if (existing?.status !== 'FAILED') throw err;
+  }
   await deleteSandbox(services, workspace, name);
   if (!(await previousLifeEnded(services.temporal, sandboxWorkflowId(workspace.name, name)))) {
     throw conflict(`the failed sandbox named '${name}' is still being removed; retry shortly`);
   }
+  return insert();
 }
 
 /**
