@@ -21,7 +21,8 @@ export function createSandboxNodeActivities({ runtime, volumes, pg }: { runtime:
 
   return {
     /** Starts the sandbox and marks it DEPLOYED; answers since when it runs (see startSandbox below). */
-    startSandbox: (key: SandboxKey, spec: SandboxSpec) => whileHeartbeating(() => startSandbox({ runtime, volumes, store, history }, key, spec)),
+    startSandbox: (key: SandboxKey, spec: SandboxSpec, seedSnapshotId?: string) =>
+      whileHeartbeating(() => startSandbox({ runtime, volumes, store, history }, key, spec, seedSnapshotId)),
 
     /**
      * Freezes the sandbox unless it is serving a request, running a command someone waits on or
@@ -100,6 +101,7 @@ async function startSandbox(
   { runtime, volumes, store, history }: { runtime: NodeRuntime; volumes?: VolumeStore; store: ResourceStore; history: StateHistory },
   key: SandboxKey,
   spec: SandboxSpec,
+  seedSnapshotId: string | undefined,
 ): Promise<{ startedAt: number }> {
   const mounts = await volumeMounts(volumes, spec);
   const memoryMb = spec.runtime?.memory ?? DEFAULT_SANDBOX_MEMORY_MB;
@@ -112,6 +114,7 @@ async function startSandbox(
       memoryMb,
       envs: runtimeEnvs(spec),
       volumes: mounts,
+      ...(seedSnapshotId ? { seedSnapshotId } : {}),
     });
   } catch (err) {
     // A spec the runtime cannot honour will not get better by retrying.

@@ -5,12 +5,13 @@ import path from 'node:path';
 import { SandboxAgentClient, waitForAgent } from './agent-client';
 import { bwrapArguments, type LaunchPlan } from './bwrap-args';
 import { SandboxSeccompFilter } from './seccomp/seccomp-filter';
+import { captureTree, removeTree, seedTree } from './snapshot-files';
 import { detectCgroupDriver, type CgroupDriver, type CgroupOptions, type SandboxCgroup } from './cgroups';
 import { SANDBOX_ETC_FILE_NAMES } from './etc-files';
 import { isSameProcess, processStartTicks } from './host-process';
 import { diskUsageBytes } from './disk-usage';
 import { DEFAULT_IMAGE, ImageCatalog, imageDefinition } from './image';
-import { SANDBOX_AGENT_CONFIG, assertSandboxId, sandboxLayout, type SandboxLayout } from './layout';
+import { SANDBOX_AGENT_CONFIG, assertSandboxId, sandboxLayout, snapshotFilesDir, type SandboxLayout } from './layout';
 import { SANDBOX_ENV, installCode, prepareSandboxFolders, writeIdentityFiles, type SandboxUser } from './sandbox-files';
 import { validateSpec } from './spec-validation';
 import { RemovalLog } from './removal-log';
@@ -119,6 +120,26 @@ export class BwrapRuntime implements SandboxRuntime {
   }
 
   /**
+   * Copies the sandbox's writable layer into the snapshot `snapshotId` and answers its size on
+   * disk; a capture asked again answers the first copy. The sandbox goes on running meanwhile
+   * (a freeze for the copy would be seen as a standby by whoever looks), so a file it writes
+   * during the copy may be caught part-written, as in a backup of a live disk.
+   */
+  captureFiles(id: string, snapshotId: string): Promise<number> {
+    assertSandboxId(id);
+    const target = snapshotFilesDir(this.options.dataDir, snapshotId);
+    return this.exclusive(id, async () => {
+      if (!(await this.store.read(id))) throw new SandboxNotFoundError(id);
+      return captureTree(this.layout(id).fsRoot, target);
+    });
+  }
+
+  /** Deletes a snapshot's files from this node. */
+  removeSnapshotFiles(snapshotId: string): Promise<void> {
+    return removeTree(snapshotFilesDir(this.options.dataDir, snapshotId));
+  }
+
+  /**
    * A sandbox's image storage: its image as the platform stores it plus what the sandbox wrote
    * to its own writable layer (its folders under `fs/`), whatever else the node has installed.
    */
@@ -178,7 +199,8 @@ export class BwrapRuntime implements SandboxRuntime {
    * its configuration. Undefined when no warm sandbox fits; a failed take-over is cleaned up.
    */
   private async takeOverWarm(spec: RuntimeSandboxSpec): Promise<SandboxHandle | undefined> {
-    if (spec.volumes.length > 0 || imageDefinition(spec.image).name !== DEFAULT_IMAGE) return undefined;
+    // A fork's files are copied in before its first start; a warm sandbox has started already.
+    if (spec.volumes.length > 0 || spec.seedSnapshotId || imageDefinition(spec.image).name !== DEFAULT_IMAGE) return undefined;
     const layout = this.layout(spec.id);
     if (await fsp.stat(layout.root).then(() => true, () => false)) return undefined;
     const warmId = this.pool.take();
@@ -208,6 +230,7 @@ export class BwrapRuntime implements SandboxRuntime {
   private async launch(spec: RuntimeSandboxSpec): Promise<SandboxHandle> {
     const image = this.images.resolve(spec.image);
     const layout = this.layout(spec.id);
+    if (spec.seedSnapshotId) await seedTree(snapshotFilesDir(this.options.dataDir, spec.seedSnapshotId), layout.fsRoot);
     await prepareSandboxFolders(spec, layout, this.identity());
     const cgroup = await this.cgroups.create(spec.id);
     const record: SandboxRecord = { spec, cgroupDirs: cgroup.dirs, phase: 'starting' };

@@ -20,6 +20,11 @@ export interface RuntimeSandboxSpec {
    * before anyone knew the code, can take it over.
    */
   code?: string;
+  /**
+   * A snapshot (its id) whose files become the sandbox's writable layer at its first start:
+   * a fork. A later start keeps the files the sandbox has.
+   */
+  seedSnapshotId?: string;
 }
 
 export interface RuntimeVolumeMount {

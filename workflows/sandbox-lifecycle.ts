@@ -31,6 +31,8 @@ export interface SandboxLifecycleInput {
   meteredUntil?: number;
   /** The node's freezes and thaws known so far (continue-as-new carries it over). */
   ledger?: StandbyLedger;
+  /** A fork: the snapshot whose files the sandbox starts with. */
+  seedSnapshotId?: string;
 }
 
 /** A request reached the sandbox (sent by the gateway, throttled). */
@@ -143,7 +145,8 @@ class SandboxRun {
   async start(): Promise<boolean> {
     let started: { startedAt: number };
     try {
-      started = await this.node.startSandbox(this.key, this.spec);
+      const seed = this.input.seedSnapshotId;
+      started = await (seed ? this.node.startSandbox(this.key, this.spec, seed) : this.node.startSandbox(this.key, this.spec));
     } catch (err) {
       await this.control.markSandboxFailed(this.key, `failed to start: ${(err as Error).message}`);
       await condition(() => this.deleting);

@@ -26,7 +26,13 @@ export interface SandboxRequest {
   spec?: SandboxSpec;
 }
 
-function lifecycleInput(config: HangarConfig, row: ResourceRow, workspaceId: string, phase: SandboxLifecycleInput['phase']): SandboxLifecycleInput {
+function lifecycleInput(
+  config: HangarConfig,
+  row: ResourceRow,
+  workspaceId: string,
+  phase: SandboxLifecycleInput['phase'],
+  seedSnapshotId?: string,
+): SandboxLifecycleInput {
   const key: SandboxKey = { id: row.id, workspace: row.workspace, workspaceId, name: row.name };
   return {
     key,
@@ -35,6 +41,7 @@ function lifecycleInput(config: HangarConfig, row: ResourceRow, workspaceId: str
     idleTimeoutMs: config.sandboxIdleSeconds * 1000,
     createdAt: row.created_at.getTime(),
     phase,
+    ...(seedSnapshotId ? { seedSnapshotId } : {}),
   };
 }
 
@@ -76,15 +83,18 @@ export function findSandbox(services: SandboxServices, workspace: WorkspaceGrant
   return findNamed(services.store, SANDBOXES.path, SANDBOXES.singular, workspace, name);
 }
 
-/** Inserts the sandbox as DEPLOYING and starts its lifecycle workflow, which starts it. */
-export async function createSandbox(services: SandboxServices, workspace: WorkspaceGrant, body: SandboxRequest, actor: string): Promise<ResourceRow> {
+/**
+ * Inserts the sandbox as DEPLOYING and starts its lifecycle workflow, which starts it; a fork
+ * names the snapshot whose files it starts with.
+ */
+export async function createSandbox(services: SandboxServices, workspace: WorkspaceGrant, body: SandboxRequest, actor: string, seedSnapshotId?: string): Promise<ResourceRow> {
   const { store, config } = services;
   const spec = body.spec ?? {};
   checkSpec(spec);
   const volumeIds = await resolveVolumes(store, workspace, spec);
   const insert = () => createNamed(store, workspace, SANDBOXES, { metadata: body.metadata, spec: spec as Record<string, unknown>, status: 'DEPLOYING', message: 'creating the sandbox', actor });
   const row = await insertOverFailed(services, workspace, body.metadata.name, insert);
-  const input = withVolumeIds(lifecycleInput(config, row, workspace.id, 'create'), volumeIds);
+  const input = withVolumeIds(lifecycleInput(config, row, workspace.id, 'create', seedSnapshotId), volumeIds);
   await startOwningWorkflow(store, row.id, () => startLifecycle(services, workspace, input));
   return row;
 }

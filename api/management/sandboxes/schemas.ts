@@ -8,7 +8,7 @@ export const RFC3339_PATTERN = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\
 /** A region goes into a host name or path of the sandbox URL: a DNS label. */
 const REGION_PATTERN = '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$';
 
-const Env = Type.Object(
+export const Env = Type.Object(
   {
     name: Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$', maxLength: 255 }),
     value: Type.String({ maxLength: 32_768 }),

@@ -1,0 +1,29 @@
+import { ApplicationFailure } from '@temporalio/activity';
+import { SandboxNotFoundError } from '../runtime/sandbox-runtime';
+import { whileHeartbeating } from './support/heartbeat';
+
+/** What a node does with snapshots' files (runtime/snapshot-files.ts through the runtime's locks). */
+export interface SnapshotRuntime {
+  captureFiles(sandboxId: string, snapshotId: string): Promise<number>;
+  removeSnapshotFiles(snapshotId: string): Promise<void>;
+}
+
+/** The node side of a snapshot: its files. Both are idempotent, so retries after a crash are safe. */
+export function createSnapshotNodeActivities({ runtime }: { runtime: SnapshotRuntime }) {
+  return {
+    /** Copies the sandbox's files into the snapshot; answers their size on disk. */
+    captureSandboxFiles: (sandboxId: string, snapshotId: string): Promise<number> =>
+      whileHeartbeating(async () => {
+        try {
+          return await runtime.captureFiles(sandboxId, snapshotId);
+        } catch (err) {
+          // A sandbox that is not on this node will not appear by retrying.
+          if (err instanceof SandboxNotFoundError) throw ApplicationFailure.nonRetryable('the sandbox is no longer on its node', 'SandboxNotFoundError');
+          throw err;
+        }
+      }),
+    removeSnapshotFiles: (snapshotId: string): Promise<void> => whileHeartbeating(() => runtime.removeSnapshotFiles(snapshotId)),
+  };
+}
+
+export type SnapshotNodeActivities = ReturnType<typeof createSnapshotNodeActivities>;
