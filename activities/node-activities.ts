@@ -31,7 +31,7 @@ export interface NodeActivityDeps {
 export function createNodeActivities({ config, runtime, volumes, pg, platform, temporal, jobMounts }: NodeActivityDeps) {
   return {
     ...createSandboxNodeActivities({ runtime, volumes, pg }),
-    ...createSnapshotNodeActivities({ runtime }),
+    ...createSnapshotNodeActivities({ runtime, pg }),
     ...createVolumeNodeActivities({ volumes }),
     ...createDeploymentNodeActivities({ runtime, dataDir: config.dataDir, builtins: new BuiltinWorkloads(config), pg, platform }),
     ...createJobNodeActivities({ runtime, pg, volumes: jobMounts }),

@@ -1,13 +1,10 @@
 import { SandboxSnapshotStore } from '../store/sandbox-snapshots';
 import type { ActivityDeps } from './support/activity-deps';
 
-/** The control-plane side of a snapshot: its record in PostgreSQL. */
+/** The control-plane side of a snapshot: its record in PostgreSQL (the node records a capture done). */
 export function createSnapshotControlActivities({ pg }: Pick<ActivityDeps, 'pg'>) {
   const store = new SandboxSnapshotStore(pg);
   return {
-    async markSnapshotReady(id: string, sizeBytes: number): Promise<void> {
-      await store.settle(id, { status: 'ready', sizeBytes });
-    },
     async markSnapshotFailed(id: string, message: string): Promise<void> {
       await store.settle(id, { status: 'failed', message });
     },

@@ -46,7 +46,7 @@ export async function snapshotLifecycle(input: SnapshotLifecycleInput): Promise<
 
   if (!deleting) {
     try {
-      await control.markSnapshotReady(key.id, await node.captureSandboxFiles(input.sourceId, key.id));
+      await node.captureSandboxFiles(input.sourceId, key.id);
       outcome = 'ready';
     } catch (err) {
       await control.markSnapshotFailed(key.id, `capture failed: ${failureReason(err)}`);
