@@ -1,7 +1,7 @@
 import { SandboxInstance, Snapshot } from '@blaxel/core';
 import fs from 'node:fs';
 import path from 'node:path';
-import { unique, type TestApp, type TestTenant } from '../../helpers/platform';
+import { createTenant, unique, type TestApp, type TestTenant } from '../../helpers/platform';
 import { deployedSandbox, startReferenceSdkPlatform, type ReferenceSdkPlatform } from '../../helpers/reference-sdk';
 import { eventually } from '../../helpers/workers';
 
@@ -29,12 +29,12 @@ async function source(envs: { name: string; value: string }[] = []): Promise<San
 
 const run = async (sandbox: SandboxInstance, command: string) => (await sandbox.process.exec({ command, waitForCompletion: true })).logs ?? '';
 
-/** The management API answered directly, for what the SDK would not send. */
-async function call(method: string, route: string, body?: unknown): Promise<{ status: number; json: any }> {
+/** The management API answered directly, for what the SDK would not send; as `as`, the SDK's tenant by default. */
+async function call(method: string, route: string, body?: unknown, as: TestTenant = tenant): Promise<{ status: number; json: any }> {
   const response = await t.app.inject({
     method: method as 'POST',
     url: route,
-    headers: { authorization: `Bearer ${tenant.admin.apiKey}`, 'x-service-workspace': tenant.workspace, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: { authorization: `Bearer ${as.admin.apiKey}`, 'x-service-workspace': as.workspace, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
     ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
   });
   return { status: response.statusCode, json: response.json() };
@@ -143,4 +143,18 @@ describe('bad input: 4xx naming what is wrong', () => {
     expect((await call('DELETE', `/v0/sandboxes/${unique('other')}/snapshots/${name}`)).status).toBe(404);
     expect((await call('GET', `/v0/snapshots/${name}`)).status).toBe(200);
   });
+});
+
+test("another workspace neither sees nor forks nor deletes a workspace's snapshots", async () => {
+  const src = await source();
+  const snapshot = await src.snapshots.create(unique('private'));
+  const other = await createTenant(t.app.pg, 'other');
+  for (const key of [snapshot.id, snapshot.name]) {
+    expect((await call('GET', `/v0/snapshots/${key}`, undefined, other)).status).toBe(404);
+    expect((await call('POST', `/v0/snapshots/${key}/fork`, { targetName: unique('steal') }, other)).status).toBe(404);
+    expect((await call('DELETE', `/v0/snapshots/${key}`, undefined, other)).status).toBe(404);
+  }
+  expect((await call('GET', '/v0/snapshots', undefined, other)).json).toEqual([]);
+  expect((await call('GET', `/v0/sandboxes/${src.metadata.name}/snapshots`, undefined, other)).json).toEqual([]);
+  expect((await call('GET', `/v0/snapshots/${snapshot.id}`)).json.status).toBe('ready');
 });
