@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { diskUsageBytes } from './disk-usage';
+import { SandboxSpecError } from './sandbox-runtime';
 
 const exists = (file: string) => fsp.stat(file).then(() => true, () => false);
 
@@ -52,7 +53,8 @@ export async function captureTree(fsRoot: string, snapshotDir: string): Promise<
 /** A new sandbox's writable layer from a snapshot; one the sandbox already has (a restart) is kept. */
 export async function seedTree(snapshotDir: string, fsRoot: string): Promise<void> {
   if (await exists(fsRoot)) return;
-  if (!(await exists(snapshotDir))) throw new Error(`the snapshot's files are not on this node (${path.basename(path.dirname(snapshotDir))})`);
+  // Deleted meanwhile (or on another node): retrying will not bring it back.
+  if (!(await exists(snapshotDir))) throw new SandboxSpecError(`the snapshot's files are not on this node (${path.basename(path.dirname(snapshotDir))}): was it deleted?`);
   await copyTree(snapshotDir, fsRoot);
 }
 

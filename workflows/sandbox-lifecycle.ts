@@ -10,6 +10,7 @@ import {
 } from '@temporalio/workflow';
 import type { SandboxControlActivities } from '../activities/sandbox-control';
 import type { SandboxNodeActivities } from '../activities/sandbox-node';
+import { failureReason } from '../domain/failure-reason';
 import { nextExpiry } from '../domain/sandbox/expiry';
 import { knownGeneration, lastChangeAt, noteObserved, noteThaw, sandboxState, usagePeriods, type StandbyLedger } from '../domain/sandbox/lifecycle';
 import { idlePeriodOver, nextSandboxStep } from '../domain/sandbox/next-step';
@@ -148,7 +149,8 @@ class SandboxRun {
       const seed = this.input.seedSnapshotId;
       started = await (seed ? this.node.startSandbox(this.key, this.spec, seed) : this.node.startSandbox(this.key, this.spec));
     } catch (err) {
-      await this.control.markSandboxFailed(this.key, `failed to start: ${(err as Error).message}`);
+      // The node's own reason (files or a spec it cannot use), not Temporal's wrapper around it.
+      await this.control.markSandboxFailed(this.key, `failed to start: ${failureReason(err)}`);
       await condition(() => this.deleting);
       return false;
     }

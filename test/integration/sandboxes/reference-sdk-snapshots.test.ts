@@ -1,4 +1,5 @@
 import { SandboxInstance, Snapshot } from '@blaxel/core';
+import fc from 'fast-check';
 import fs from 'node:fs';
 import path from 'node:path';
 import { createTenant, unique, type TestApp, type TestTenant } from '../../helpers/platform';
@@ -157,4 +158,51 @@ test("another workspace neither sees nor forks nor deletes a workspace's snapsho
   expect((await call('GET', '/v0/snapshots', undefined, other)).json).toEqual([]);
   expect((await call('GET', `/v0/sandboxes/${src.metadata.name}/snapshots`, undefined, other)).json).toEqual([]);
   expect((await call('GET', `/v0/snapshots/${snapshot.id}`)).json.status).toBe('ready');
+});
+
+test('forks racing the deletion of their snapshot: each fork has the files or fails saying why, and the files go', async () => {
+  const src = await source();
+  await src.fs.write('/home/user/marker.txt', 'from the snapshot');
+  let round = 0;
+  await fc.assert(
+    fc.asyncProperty(fc.array(fc.nat(60), { minLength: 1, maxLength: 3 }), fc.nat(200), async (forkDelays, deleteDelay) => {
+      const snapshot = await src.snapshots.create(unique(`race${round++}`));
+      const names = forkDelays.map(() => unique('racer'));
+      const later = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+      const forks = forkDelays.map((ms, i) => later(ms).then(() => call('POST', `/v0/snapshots/${snapshot.id}/fork`, { targetName: names[i] })));
+      const deletion = later(deleteDelay).then(() => call('DELETE', `/v0/snapshots/${snapshot.id}`));
+      const answers = await Promise.all(forks);
+      expect((await deletion).status).toBe(200);
+      for (const [i, answer] of answers.entries()) {
+        // Refused: the snapshot was already going when the fork looked.
+        if (answer.status !== 200) {
+          expect(answer).toMatchObject({ status: 404 });
+          continue;
+        }
+        const settled = await eventually(`${names[i]} settled`, async () => {
+          const got = await call('GET', `/v0/sandboxes/${names[i]}`);
+          return ['DEPLOYED', 'FAILED'].includes(got.json.status) ? got.json : undefined;
+        });
+        if (settled.status === 'DEPLOYED') expect(await (await SandboxInstance.get(names[i])).fs.read('/home/user/marker.txt')).toBe('from the snapshot');
+        else expect(JSON.stringify(settled.events)).toMatch(/snapshot's files are not on this node/);
+        await SandboxInstance.delete(names[i]);
+      }
+      await eventually('the snapshot files removed', async () => (fs.existsSync(path.join(t.config.dataDir, 'snapshots', snapshot.id)) ? undefined : true));
+    }),
+    { numRuns: Number(process.env.HANGAR_INTERLEAVING_RUNS ?? 6), ...(process.env.HANGAR_INTERLEAVING_SEED ? { seed: Number(process.env.HANGAR_INTERLEAVING_SEED) } : {}) },
+  );
+});
+
+test("a fork whose snapshot's files went before it started fails at once, saying so", async () => {
+  const src = await source();
+  const snapshot = await src.snapshots.create(unique('gone'));
+  // What a deletion that wins the race leaves for the fork's start: no files.
+  fs.rmSync(path.join(t.config.dataDir, 'snapshots', snapshot.id), { recursive: true, force: true });
+  const name = unique('orphan');
+  expect((await call('POST', `/v0/snapshots/${snapshot.id}/fork`, { targetName: name })).status).toBe(200);
+  const failed = await eventually(`${name} FAILED`, async () => {
+    const got = await call('GET', `/v0/sandboxes/${name}`);
+    return got.json.status === 'FAILED' ? got.json : undefined;
+  });
+  expect(JSON.stringify(failed.events)).toMatch(/snapshot's files are not on this node/);
 });
