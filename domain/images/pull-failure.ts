@@ -31,3 +31,26 @@ function skopeoMessage(stderr: string): string {
   }
   return lines[0] ?? 'skopeo failed without a message';
 }
+
+const WHAT_HAPPENED: Record<PullFailureKind, string> = {
+  not_found: 'was not found in its registry',
+  unauthorized: 'was refused by its registry (credentials missing or wrong)',
+  unreachable: 'could not be pulled: its registry could not be reached',
+  failed: 'could not be pulled',
+};
+
+/** A pull that failed: the message names the image, what happened and skopeo's reason. */
+export class ImagePullError extends Error {
+  readonly kind: PullFailureKind;
+  readonly reason: string;
+
+  constructor(
+    readonly reference: string,
+    failure: PullFailure,
+  ) {
+    super(`image '${reference}' ${WHAT_HAPPENED[failure.kind]}: ${failure.reason}`);
+    this.name = 'ImagePullError';
+    this.kind = failure.kind;
+    this.reason = failure.reason;
+  }
+}
