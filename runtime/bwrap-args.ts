@@ -7,6 +7,8 @@ import type { RuntimeVolumeMount } from './sandbox-runtime';
 export const AGENT_ROOT = '/opt/hangar';
 export const AGENT_NODE = `${AGENT_ROOT}/bin/node`;
 export const AGENT_ENTRY = `${AGENT_ROOT}/agent/main.js`;
+/** Where a sandbox on a pulled image sees the host's loader, libraries and setpriv (host-loader.ts). */
+export const AGENT_LIB = `${AGENT_ROOT}/lib`;
 
 /** Paths a volume may not cover: the image, kernel views and the agent's own folders. */
 export const RESERVED_PATHS = ['/usr', '/bin', '/sbin', '/lib', '/lib64', '/etc', '/proc', '/dev', '/sys', SANDBOX_RUN_DIR, SANDBOX_API_DIR, SANDBOX_PLATFORM_DIR, AGENT_ROOT];
@@ -75,7 +77,7 @@ export function bwrapArguments(plan: LaunchPlan): string[] {
   };
 
   for (const mount of plan.image.mounts) {
-    if (mount.kind === 'ro-bind') mountAt(mount.path, '--ro-bind', mount.path, mount.path);
+    if (mount.kind === 'ro-bind') mountAt(mount.path, '--ro-bind', mount.source ?? mount.path, mount.path);
     else mountAt(mount.path, '--symlink', mount.target, mount.path);
   }
   mountAt('/proc', '--proc', '/proc');
@@ -95,15 +97,30 @@ export function bwrapArguments(plan: LaunchPlan): string[] {
   mountAt(`${AGENT_ROOT}/agent`, '--ro-bind', plan.agent.agentDir, `${AGENT_ROOT}/agent`);
   mountAt(`${AGENT_ROOT}/node_modules`, '--ro-bind', plan.agent.nodeModulesDir, `${AGENT_ROOT}/node_modules`);
   mountAt(AGENT_NODE, '--ro-bind', plan.agent.nodeBinary, AGENT_NODE);
+  if (plan.image.hostLoader) mountAt(AGENT_LIB, '--ro-bind', plan.image.hostLoader.dir, AGENT_LIB);
 
   mountAt(SANDBOX_CODE_DIR, '--ro-bind', plan.codeDir, SANDBOX_CODE_DIR);
   for (const volume of plan.volumes) {
     mountAt(volume.mountPath, volume.readOnly ? '--ro-bind' : '--bind', volume.hostPath, volume.mountPath);
   }
 
-  args.push('--chdir', SANDBOX_HOME, '--');
-  args.push(
-    '/usr/bin/setpriv',
+  args.push('--chdir', SANDBOX_HOME, '--', ...agentCommand(plan));
+  return args;
+}
+
+/**
+ * setpriv drops to the sandbox user and every capability, then runs the agent. On a built-in
+ * image both come from the image's own /usr; on a pulled image, whose libc may not be the host's,
+ * both are the host's programs started through the host's loader with the host's libraries
+ * (host-loader.ts), which no variable passes on to the user's processes.
+ */
+function agentCommand(plan: LaunchPlan): string[] {
+  const hostLoader = plan.image.hostLoader;
+  const loader = hostLoader ? [`${AGENT_LIB}/${hostLoader.loader}`, '--library-path', AGENT_LIB] : [];
+  const setpriv = hostLoader ? [...loader, `${AGENT_LIB}/setpriv`] : ['/usr/bin/setpriv'];
+  const node = hostLoader ? [...loader, '--argv0', AGENT_NODE, AGENT_NODE] : [AGENT_NODE];
+  return [
+    ...setpriv,
     '--reuid',
     String(plan.uid),
     '--regid',
@@ -114,11 +131,10 @@ export function bwrapArguments(plan: LaunchPlan): string[] {
     '--inh-caps',
     '-all',
     '--',
-    AGENT_NODE,
+    ...node,
     ...plan.agent.nodeFlags,
     AGENT_ENTRY,
-  );
-  return args;
+  ];
 }
 
 /** A volume's mount path: absolute, normalized, and clear of the reserved paths. */

@@ -10,7 +10,11 @@ import { detectCgroupDriver, type CgroupDriver, type CgroupOptions, type Sandbox
 import { SANDBOX_ETC_FILE_NAMES } from './etc-files';
 import { isSameProcess, processStartTicks } from './host-process';
 import { diskUsageBytes } from './disk-usage';
-import { DEFAULT_IMAGE, ImageCatalog, imageDefinition } from './image';
+import { DEFAULT_IMAGE, imageName } from './image';
+import type { StoredImage } from './image-store';
+import { sandboxOwnedPaths } from './image-tree';
+import { SandboxImages } from './sandbox-images';
+import type { RegistryCredentials } from './skopeo';
 import { SANDBOX_AGENT_CONFIG, assertSandboxId, sandboxLayout, snapshotFilesDir, type SandboxLayout } from './layout';
 import { SANDBOX_ENV, installCode, prepareSandboxFolders, writeIdentityFiles, type SandboxUser } from './sandbox-files';
 import { validateSpec } from './spec-validation';
@@ -42,6 +46,10 @@ export interface BwrapRuntimeOptions {
   nodeModulesDir?: string;
   /** Node binary that runs the agent; shown read-only inside the sandbox. Default: this process's. */
   nodeBinary?: string;
+  /** The host's setpriv, run through the host's loader in sandboxes on pulled images. */
+  setprivPath?: string;
+  /** Images pulled from registries (runtime/image-store.ts): the tools, and registries reached without TLS checks besides loopback ones. */
+  images?: { skopeoPath?: string; umociPath?: string; insecureRegistries?: string[] };
   /** Host uid and gid of the sandbox user (named `user` inside). */
   uid?: number;
   gid?: number;
@@ -74,7 +82,7 @@ const LAUNCH_SCRIPT = ['IFS=:', 'for f in $HANGAR_CGROUP_PROCS; do echo $$ > "$f
 export class BwrapRuntime implements SandboxRuntime {
   private readonly store: StateStore;
   private readonly removals: RemovalLog;
-  private readonly images: ImageCatalog;
+  private readonly images: SandboxImages;
   private readonly cgroups: CgroupDriver;
   private readonly locks = new Map<string, Promise<unknown>>();
   private readonly uid: number;
@@ -90,7 +98,13 @@ export class BwrapRuntime implements SandboxRuntime {
     this.uid = options.uid ?? 1000;
     this.gid = options.gid ?? this.uid;
     this.bwrapPath = options.bwrapPath ?? findOnPath('bwrap');
-    this.images = new ImageCatalog(options.dataDir, { uid: this.uid, gid: this.gid });
+    this.images = new SandboxImages({
+      dataDir: options.dataDir,
+      identity: { uid: this.uid, gid: this.gid },
+      nodeBinary: options.nodeBinary ?? process.execPath,
+      setprivBinary: options.setprivPath ?? '/usr/bin/setpriv',
+      ...options.images,
+    });
     this.seccomp = new SandboxSeccompFilter(options.dataDir);
     this.pool = new WarmPool(options.warmPool ?? 0, {
       start: (id) => this.exclusive(id, () => this.launch({ id, workspaceId: 'warm', image: DEFAULT_IMAGE, memoryMb: WARM_MEMORY_MB, envs: [], volumes: [] })),
@@ -145,12 +159,26 @@ export class BwrapRuntime implements SandboxRuntime {
    */
   async imageStorageBytes(id: string, image: string): Promise<number> {
     const layer = this.layout(id).writable.map((folder) => folder.hostPath).filter((folder) => fs.existsSync(folder));
-    return this.images.storedBytes(image) + (await diskUsageBytes(layer));
+    return (await this.images.storedBytes(image)) + (await diskUsageBytes(layer));
+  }
+
+  /**
+   * Pulls an image from its registry into this node's store, where every sandbox on it shares
+   * one copy; a sandbox can then start from the reference. Anonymous unless credentials are
+   * given. A failure is an ImagePullError naming the image and the registry's reason.
+   */
+  pullImage(reference: string, options: { credentials?: RegistryCredentials } = {}): Promise<StoredImage> {
+    return this.images.pull(reference, options);
+  }
+
+  /** The image a reference was last pulled as on this node, if it was. */
+  findImage(reference: string): Promise<StoredImage | undefined> {
+    return this.images.store.find(reference);
   }
 
   async start(spec: RuntimeSandboxSpec): Promise<SandboxHandle> {
     validateSpec(spec);
-    this.images.resolve(spec.image);
+    await this.images.check(spec.image);
     return this.exclusive(spec.id, async () => {
       const record = await this.store.read(spec.id);
       if (record && (await this.isAlive(record))) {
@@ -200,7 +228,7 @@ export class BwrapRuntime implements SandboxRuntime {
    */
   private async takeOverWarm(spec: RuntimeSandboxSpec): Promise<SandboxHandle | undefined> {
     // A fork's files are copied in before its first start; a warm sandbox has started already.
-    if (spec.volumes.length > 0 || spec.seedSnapshotId || imageDefinition(spec.image).name !== DEFAULT_IMAGE) return undefined;
+    if (spec.volumes.length > 0 || spec.seedSnapshotId || !this.images.isBuiltin(spec.image) || imageName(spec.image) !== DEFAULT_IMAGE) return undefined;
     const layout = this.layout(spec.id);
     if (await fsp.stat(layout.root).then(() => true, () => false)) return undefined;
     const warmId = this.pool.take();
@@ -228,10 +256,10 @@ export class BwrapRuntime implements SandboxRuntime {
   }
 
   private async launch(spec: RuntimeSandboxSpec): Promise<SandboxHandle> {
-    const image = this.images.resolve(spec.image);
     const layout = this.layout(spec.id);
+    const image = await this.images.resolve(spec.image, sandboxOwnedPaths(layout.writable, spec.volumes));
     if (spec.seedSnapshotId) await seedTree(snapshotFilesDir(this.options.dataDir, spec.seedSnapshotId), layout.fsRoot);
-    await prepareSandboxFolders(spec, layout, this.identity());
+    await prepareSandboxFolders(spec, layout, this.identity(), image.run);
     const cgroup = await this.cgroups.create(spec.id);
     const record: SandboxRecord = { spec, cgroupDirs: cgroup.dirs, phase: 'starting' };
     try {
@@ -307,7 +335,7 @@ export class BwrapRuntime implements SandboxRuntime {
       const updated: SandboxRecord = { ...record, spec: { ...record.spec, envs } };
       validateSpec(updated.spec);
       await this.store.write(updated);
-      await writeIdentityFiles(updated.spec, this.layout(id), this.identity());
+      await writeIdentityFiles(updated.spec, this.layout(id), this.identity(), await this.images.runSettings(updated.spec.image));
     });
   }
 

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { SANDBOX_ETC_FILE_NAMES, imageEtcFiles } from './etc-files';
+import type { HostLoader } from './host-loader';
 import { SANDBOX_AGENT_CONFIG, SANDBOX_HOME } from './layout';
 import { SandboxSpecError } from './sandbox-runtime';
 
@@ -32,14 +33,32 @@ export interface ImageDefinition {
   storedBytes: number;
 }
 
-/** One step of the image's read-only tree, as found on this host. */
-export type SystemMount = { kind: 'ro-bind'; path: string } | { kind: 'symlink'; path: string; target: string };
+/**
+ * One step of the image's read-only tree, as found on this host: a bind of the host's `source`
+ * (the same path when absent, as for the built-in image's system folders) or a symbolic link.
+ */
+export type SystemMount = { kind: 'ro-bind'; path: string; source?: string } | { kind: 'symlink'; path: string; target: string };
 
 export interface ResolvedImage {
   name: string;
   mounts: SystemMount[];
   /** The image's /etc on the host: synthesized files, the allowed host entries, mount points. */
   etcDir: string;
+  /**
+   * For an image pulled from a registry, whose libc may not be the host's: the folder of the
+   * host's loader and libraries the agent is started through (host-loader.ts).
+   */
+  hostLoader?: HostLoader;
+  /** For an image pulled from a registry: what its config asks of its processes. */
+  run?: ImageRunSettings;
+}
+
+/** An image's settings for the processes of its sandboxes. */
+export interface ImageRunSettings {
+  /** Its `Env`, under the sandbox's own envs. */
+  env: [string, string][];
+  /** Its `WorkingDir`, when the image has that folder: where processes start unless told otherwise. */
+  workingDir?: string;
 }
 
 const BASE: ImageDefinition = {
