@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { imageName } from '../domain/images/builtin';
 import { SANDBOX_ETC_FILE_NAMES, imageEtcFiles } from './etc-files';
 import type { HostLoader } from './host-loader';
 import { SANDBOX_AGENT_CONFIG, SANDBOX_HOME } from './layout';
@@ -93,19 +94,7 @@ const BASE: ImageDefinition = {
 
 const IMAGES = new Map<string, ImageDefinition>([[BASE.name, BASE]]);
 
-/** Other names of the built-in images: the reference service (and its SDK's default) calls the default one `base-image`. */
-const ALIASES = new Map<string, string>([['base-image', 'base']]);
-
-/**
- * The image name in a reference written with container habits, `[namespace/]name[:tag]`
- * (`blaxel/base-image:latest`, `hangar/base`). The images here are built from the host, one
- * version each and shared by every workspace: namespace, tag and digest name nothing more.
- */
-export function imageName(reference: string): string {
-  const lastPart = reference.slice(reference.lastIndexOf('/') + 1);
-  const name = lastPart.split(/[:@]/, 1)[0];
-  return ALIASES.get(name) ?? name;
-}
+export { imageName };
 
 export const DEFAULT_IMAGE = BASE.name;
 
