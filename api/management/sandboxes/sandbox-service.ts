@@ -6,6 +6,7 @@ import type { ResourceStatus } from '../../../domain/resource';
 import { sandboxWorkflowId, type SandboxKey, type SandboxSpec } from '../../../domain/sandbox/sandbox';
 import { sandboxSpecChangeProblem, sandboxSpecProblem } from '../../../domain/sandbox/spec-rules';
 import { volumeMountError } from '../../../runtime/bwrap-args';
+import { ImageReferenceError, parseImageReference } from '../../../domain/images/reference';
 import { availableImages, imageExists } from '../../../runtime/image';
 import type { ResourceRow, ResourceStore } from '../../../store/resources';
 import type { SandboxLifecycleInput, sandboxLifecycle } from '../../../workflows/sandbox-lifecycle';
@@ -55,8 +56,16 @@ function checkSpec(spec: SandboxSpec, before?: SandboxSpec): void {
   const problem = sandboxSpecProblem(spec, Date.now(), before);
   if (problem) throw badRequest(problem);
   const image = spec.runtime?.image;
+  if (image === undefined || imageExists(image)) return;
+  // A reference naming its registry is pulled before the start; a malformed one is refused here.
+  try {
+    if (parseImageReference(image).registry !== undefined) return;
+  } catch (err) {
+    if (err instanceof ImageReferenceError) throw badRequest(`body.spec.runtime.image: ${err.message}`);
+    throw err;
+  }
   // Every node has the same built-in images: an unknown one is refused here, not left to fail the start.
-  if (image !== undefined && !imageExists(image)) throw badRequest(`body.spec.runtime.image: image '${image}' does not exist; available: ${availableImages().join(', ')}`);
+  throw badRequest(`body.spec.runtime.image: image '${image}' does not exist; available: ${availableImages().join(', ')}, or an image of a registry named with its host (registry.example.com/team/image:tag)`);
 }
 
 /**
