@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { ImageReferenceError } from '../domain/images/reference';
+import { ImageReferenceError, parseImageReference } from '../domain/images/reference';
 import { prepareHostLoader, type HostLoader } from './host-loader';
-import { ImageCatalog, imageExists, type ImageRunSettings, type ResolvedImage } from './image';
+import { ImageCatalog, availableImages, imageExists, type ImageRunSettings, type ResolvedImage } from './image';
 import { buildImageEtc } from './image-etc';
 import { OciImageStore, type StoredImage } from './image-store';
 import type { RegistryCredentials } from './skopeo';
@@ -93,6 +93,10 @@ export class SandboxImages {
       image = await this.store.find(reference);
     } catch (err) {
       throw err instanceof ImageReferenceError ? new SandboxSpecError(err.message) : err;
+    }
+    if (!image && parseImageReference(reference).registry === undefined) {
+      // As before images could be pulled: a name of no registry is first of all not a built-in image.
+      throw new SandboxSpecError(`image '${reference}' does not exist; available: ${availableImages().join(', ')}, or an image pulled onto this node`);
     }
     if (!image) throw new SandboxSpecError(`image '${reference}' is not on this node: pull it first`);
     return image;

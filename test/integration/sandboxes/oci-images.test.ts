@@ -76,6 +76,8 @@ describe('a sandbox on a pulled image', () => {
     expect(write.stderr).toMatch(/Read-only file system/);
     const own = await exec(sandbox.socketPath, 'echo kept > /home/user/a && echo t > /tmp/b && cat /home/user/a; id -u; whoami; grep -E "^(CapEff|NoNewPrivs)" /proc/self/status');
     expect(own.stdout).toMatch(/^kept\n1000\nuser\nCapEff:\s+0+\nNoNewPrivs:\s+1\n$/);
+    // The image's /etc with the sandbox's user (the image has no accounts of its own), none of the host's.
+    expect((await exec(sandbox.socketPath, 'cat /etc/passwd; ls /etc/shadow')).stdout).toBe('user:x:1000:1000:sandbox user:/home/user:/bin/sh\n');
     // No variable of the agent's host loader reaches the user's processes.
     expect((await exec(sandbox.socketPath, 'env')).stdout).not.toMatch(/LD_|hangar\/lib/);
   });
