@@ -51,6 +51,8 @@ function stop(child: ChildProcess): Promise<void> {
 export interface TestImage {
   /** Files of the image besides busybox: path -> content. */
   files: Record<string, string>;
+  /** Files of random bytes (nothing compresses them): path -> size in bytes. */
+  randomFiles?: Record<string, number>;
   env: string[];
   workingDir?: string;
 }
@@ -84,6 +86,16 @@ export function buildTestImage(layoutDir: string, tag: string, image: TestImage,
     const target = path.join(bundle, 'rootfs', file);
     fs.mkdirSync(path.dirname(target), { recursive: true, mode: 0o755 });
     fs.writeFileSync(target, content, { mode: 0o644 });
+  }
+  for (const [file, size] of Object.entries(image.randomFiles ?? {})) {
+    const target = path.join(bundle, 'rootfs', file);
+    fs.mkdirSync(path.dirname(target), { recursive: true, mode: 0o755 });
+    const out = fs.openSync(target, 'w', 0o644);
+    try {
+      execFileSync('head', ['-c', String(size), '/dev/urandom'], { stdio: ['ignore', out, 'inherit'] });
+    } finally {
+      fs.closeSync(out);
+    }
   }
   umoci('repack', '--image', `${layoutDir}:${tag}`, bundle);
   const config = image.env.flatMap((entry) => ['--config.env', entry]);
