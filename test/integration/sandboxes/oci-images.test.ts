@@ -82,6 +82,18 @@ describe('a sandbox on a pulled image', () => {
     expect((await exec(sandbox.socketPath, 'env')).stdout).not.toMatch(/LD_|hangar\/lib/);
   });
 
+  test("the agent's file and search routes work on the image (content search without ripgrep in it)", async () => {
+    expect((await callSandbox(sandbox.socketPath, 'PUT', '/filesystem/workspace/notes.txt', { content: 'needle here\n' })).status).toBe(200);
+    const read = await callSandbox(sandbox.socketPath, 'GET', '/filesystem/workspace/notes.txt');
+    expect(read.text).toContain('needle here');
+    const found = await callSandbox(sandbox.socketPath, 'GET', '/filesystem-content-search/workspace?query=needle');
+    expect(found.status).toBe(200);
+    expect(JSON.stringify(found.json)).toContain('notes.txt');
+    // The image's own files are readable through the API, and read-only.
+    expect((await callSandbox(sandbox.socketPath, 'GET', '/filesystem/marker.txt')).text).toContain('from the image');
+    expect((await callSandbox(sandbox.socketPath, 'PUT', '/filesystem/marker.txt', { content: 'x' })).status).toBeGreaterThanOrEqual(400);
+  });
+
   test('two sandboxes on one image share one unpacked copy of it on disk', async () => {
     const other = await runtime.start(sandboxSpec({ image: box }));
     expect(await runtime.pullImage(box)).toMatchObject({ digest: (await runtime.findImage(box))!.digest });
