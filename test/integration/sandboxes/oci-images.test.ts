@@ -76,6 +76,11 @@ describe('a sandbox on a pulled image', () => {
     expect(write.stderr).toMatch(/Read-only file system/);
     const own = await exec(sandbox.socketPath, 'echo kept > /home/user/a && echo t > /tmp/b && cat /home/user/a; id -u; whoami; grep -E "^(CapEff|NoNewPrivs)" /proc/self/status');
     expect(own.stdout).toMatch(/^kept\n1000\nuser\nCapEff:\s+0+\nNoNewPrivs:\s+1\n$/);
+    // The image's files are bound read-only, nosuid and nodev: no setuid program or device node of an image gives anything.
+    const bin = (await exec(sandbox.socketPath, "grep ' /bin ' /proc/self/mountinfo")).stdout;
+    expect(bin.split(' ')[5].split(',')).toEqual(expect.arrayContaining(['ro', 'nosuid', 'nodev']));
+    // The same seccomp filter as on base (mode 2: a filter).
+    expect((await exec(sandbox.socketPath, 'grep Seccomp: /proc/self/status')).stdout).toMatch(/^Seccomp:\s+2\n$/);
     // The image's /etc with the sandbox's user (the image has no accounts of its own), none of the host's.
     expect((await exec(sandbox.socketPath, 'cat /etc/passwd; ls /etc/shadow')).stdout).toBe('user:x:1000:1000:sandbox user:/home/user:/bin/sh\n');
     // No variable of the agent's host loader reaches the user's processes.
