@@ -116,6 +116,29 @@ describe('a sandbox on a pulled image', () => {
   });
 });
 
+test("new envs reach a sandbox on an image over the image's Env, and a restart runs from the same image", async () => {
+  await runtime.pullImage(box);
+  const spec = sandboxSpec({ image: box });
+  const first = await runtime.start(spec);
+  await runtime.updateEnvs(spec.id, [{ name: 'IMAGE_ONLY', value: 'overridden' }]);
+  expect((await exec(first.socketPath, 'echo "$FOO $IMAGE_ONLY"')).stdout).toBe('from-image overridden\n');
+  await runtime.stop(spec.id);
+  const again = await runtime.start({ ...spec, envs: [{ name: 'IMAGE_ONLY', value: 'overridden' }] });
+  expect((await exec(again.socketPath, 'cat /marker.txt; echo "$FOO $IMAGE_ONLY"')).stdout).toBe('from the image\nfrom-image overridden\n');
+  await runtime.remove(spec.id);
+});
+
+test('pulls of one new image at once make one copy, with no staging left', async () => {
+  buildTestImage(layout, 'twice', { files: { '/twice.txt': 'pulled twice at once\n' }, env: ['PATH=/bin'] }, 'box');
+  pushTestImage(layout, 'twice', `${registry.address}/test/twice:1`);
+  const unpackedBefore = new Set(listing(path.join(storeDir, 'unpacked')));
+  const [a, b] = await Promise.all([runtime.pullImage(`${registry.address}/test/twice:1`), runtime.pullImage(`${registry.address}/test/twice:1`)]);
+  expect(a.digest).toBe(b.digest);
+  // Listings include dot entries: an unpack's staging folder left behind would show.
+  expect(listing(path.join(storeDir, 'unpacked')).filter((name) => !unpackedBefore.has(name))).toEqual([a.digest.slice('sha256:'.length)]);
+  expect(listing(path.join(storeDir, 'pulls'))).toEqual([]);
+});
+
 test('an image sharing a layer with a stored one adds only its own blobs to the store', async () => {
   await runtime.pullImage(box);
   const blobs = path.join(storeDir, 'blobs', 'sha256');
