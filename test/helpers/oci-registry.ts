@@ -53,6 +53,11 @@ export interface TestImage {
   files: Record<string, string>;
   /** Files of random bytes (nothing compresses them): path -> size in bytes. */
   randomFiles?: Record<string, number>;
+  /** Symbolic links: path -> target. */
+  links?: Record<string, string>;
+  /** busybox in /usr/bin with /bin a link to it, as Debian's merged /usr has it (else in /bin). */
+  mergedUsr?: boolean;
+  user?: string;
   env: string[];
   workingDir?: string;
 }
@@ -74,8 +79,9 @@ export function buildTestImage(layoutDir: string, tag: string, image: TestImage,
   } else {
     umoci('new', '--image', `${layoutDir}:${tag}`);
     umoci('unpack', '--image', `${layoutDir}:${tag}`, bundle);
-    const bin = path.join(bundle, 'rootfs', 'bin');
+    const bin = path.join(bundle, 'rootfs', image.mergedUsr ? 'usr/bin' : 'bin');
     fs.mkdirSync(bin, { recursive: true, mode: 0o755 });
+    if (image.mergedUsr) fs.symlinkSync('usr/bin', path.join(bundle, 'rootfs', 'bin'));
     fs.copyFileSync('/bin/busybox', path.join(bin, 'busybox'));
     fs.chmodSync(path.join(bin, 'busybox'), 0o755);
     for (const applet of execFileSync('/bin/busybox', ['--list'], { encoding: 'utf8' }).split('\n').filter(Boolean)) {
@@ -97,9 +103,14 @@ export function buildTestImage(layoutDir: string, tag: string, image: TestImage,
       fs.closeSync(out);
     }
   }
+  for (const [link, target] of Object.entries(image.links ?? {})) {
+    fs.mkdirSync(path.dirname(path.join(bundle, 'rootfs', link)), { recursive: true, mode: 0o755 });
+    fs.symlinkSync(target, path.join(bundle, 'rootfs', link));
+  }
   umoci('repack', '--image', `${layoutDir}:${tag}`, bundle);
   const config = image.env.flatMap((entry) => ['--config.env', entry]);
   if (image.workingDir) config.push('--config.workingdir', image.workingDir);
+  if (image.user) config.push('--config.user', image.user);
   umoci('config', '--image', `${layoutDir}:${tag}`, ...config, '--config.cmd', '/bin/sh');
   fs.rmSync(bundle, { recursive: true, force: true });
 }

@@ -139,6 +139,50 @@ test('pulls of one new image at once make one copy, with no staging left', async
   expect(listing(path.join(storeDir, 'pulls'))).toEqual([]);
 });
 
+test("an image laid out as Debian's: merged /usr, its own accounts, /home and /var entered around the sandbox's folders, its links kept inside", async () => {
+  buildTestImage(layout, 'debianish', {
+    mergedUsr: true,
+    files: {
+      '/etc/passwd': 'root:x:0:0:root:/root:/bin/sh\nnode:x:1000:1000::/home/node:/bin/sh\n',
+      '/etc/group': 'root:x:0:\nnode:x:1000:\n',
+      '/home/node/notes.txt': 'the image user\'s\n',
+      '/opt/tool/version': '1.0\n',
+      '/var/cache/tool/state': 'cached\n',
+    },
+    // A link where the sandbox puts its own file, one leading out of the image: neither is followed on the host.
+    links: { '/var/run': '/run', '/etc/hosts': '/proc/self/mounts', '/etc/hangar': '/root' },
+    env: ['PATH=/usr/bin:/bin'],
+    workingDir: '/home/node',
+    user: 'node',
+  });
+  const image = `${registry.address}/test/debianish:1`;
+  pushTestImage(layout, 'debianish', image);
+  await runtime.pullImage(image);
+  const sandbox = await runtime.start(sandboxSpec({ image }));
+  const seen = await exec(sandbox.socketPath, 'whoami; pwd; cat notes.txt /opt/tool/version /var/cache/tool/state; ls /home; touch /var/tmp/w /home/user/w && echo writable; readlink /bin; readlink /var/run; cat /etc/passwd; head -1 /etc/hosts');
+  expect(seen.stdout).toBe(
+    [
+      // The image's `User` is kept, not used: the sandbox's own user, in place of the image's account with its uid.
+      'user',
+      '/home/node',
+      "the image user's",
+      '1.0',
+      'cached',
+      'node',
+      'user',
+      'writable',
+      'usr/bin',
+      '/run',
+      'root:x:0:0:root:/root:/bin/sh',
+      'user:x:1000:1000:sandbox user:/home/user:/bin/sh',
+      `127.0.0.1\tlocalhost ${sandbox.id}`,
+      '',
+    ].join('\n'),
+  );
+  expect((await runtime.findImage(image))!.config).toMatchObject({ user: 'node', workingDir: '/home/node' });
+  await runtime.remove(sandbox.id);
+});
+
 test('an image sharing a layer with a stored one adds only its own blobs to the store', async () => {
   await runtime.pullImage(box);
   const blobs = path.join(storeDir, 'blobs', 'sha256');
