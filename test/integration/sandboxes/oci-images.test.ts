@@ -128,6 +128,17 @@ test("new envs reach a sandbox on an image over the image's Env, and a restart r
   await runtime.remove(spec.id);
 });
 
+test('a reference by digest pulls the same image, and a sandbox starts from it', async () => {
+  const { digest } = await runtime.pullImage(box);
+  const byDigest = `${registry.address}/test/box@${digest}`;
+  expect((await runtime.pullImage(byDigest)).digest).toBe(digest);
+  const sandbox = await runtime.start(sandboxSpec({ image: byDigest }));
+  expect((await exec(sandbox.socketPath, 'cat /marker.txt')).stdout).toBe('from the image\n');
+  await runtime.remove(sandbox.id);
+  const missing = `${registry.address}/test/box@sha256:${'0'.repeat(64)}`;
+  await expect(runtime.pullImage(missing)).rejects.toMatchObject({ kind: 'not_found' });
+});
+
 test('pulls of one new image at once make one copy, with no staging left', async () => {
   buildTestImage(layout, 'twice', { files: { '/twice.txt': 'pulled twice at once\n' }, env: ['PATH=/bin'] }, 'box');
   pushTestImage(layout, 'twice', `${registry.address}/test/twice:1`);
