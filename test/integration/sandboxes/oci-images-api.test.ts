@@ -16,6 +16,7 @@ let t: TestApp;
 let tenant: TestTenant;
 let platform: SandboxPlatform;
 let registry: TestRegistry;
+let privateRegistry: TestRegistry;
 let scratch: string;
 
 beforeAll(async () => {
@@ -24,12 +25,14 @@ beforeAll(async () => {
   platform = await startSandboxPlatform(t);
   scratch = path.join(t.config.dataDir, unique('oci-scratch'));
   registry = await startRegistry(path.join(scratch, 'registry'));
+  privateRegistry = await startRegistry(path.join(scratch, 'private'), { username: 'alice', password: 'secret-password' });
   buildTestImage(path.join(scratch, 'layout'), 'box', { files: { '/marker.txt': 'from the image\n' }, env: ['PATH=/bin', 'FROM_IMAGE=yes'] });
   pushTestImage(path.join(scratch, 'layout'), 'box', `${registry.address}/test/box:1`);
+  pushTestImage(path.join(scratch, 'layout'), 'box', `${privateRegistry.address}/team/box:1`, { username: 'alice', password: 'secret-password' });
 }, 120_000);
 
 afterAll(async () => {
-  await registry?.close();
+  await Promise.all([registry?.close(), privateRegistry?.close()]);
   await stopRuntimeTest({ ...platform, t, scratch });
 }, 60_000);
 
@@ -57,6 +60,18 @@ test('an image its registry does not have: the sandbox FAILED with the reason', 
   }, 90_000);
   expect(failed.events.at(-1).message).toMatch(new RegExp(`image '${image}' was not found in its registry: .*manifest unknown`));
   expect(fs.existsSync(path.join(t.config.dataDir, 'sandboxes', await resources().idOf('sandboxes', 'no-image')))).toBe(false);
+});
+
+test('an image of a private registry: pulls from the API are anonymous for now, so the sandbox FAILED saying the registry refused', async () => {
+  const image = `${privateRegistry.address}/team/box:1`;
+  expect((await api('POST', '/v0/sandboxes', { metadata: { name: 'private-image' }, spec: { runtime: { image, memory: 128 } } })).statusCode).toBe(200);
+  const failed = await eventually('the sandbox FAILED', async () => {
+    const body = (await api('GET', '/v0/sandboxes/private-image')).json();
+    return body.status === 'FAILED' ? body : undefined;
+  }, 90_000);
+  expect(failed.events.at(-1).message).toBe(
+    `failed to start: image '${image}' was refused by its registry (credentials missing or wrong): initializing source docker://${image}: reading manifest 1 in ${privateRegistry.address}/team/box: unauthorized: authentication required`,
+  );
 });
 
 test('a malformed reference is a 400 naming the field and the problem; a name without a registry is still a built-in one', async () => {
