@@ -2,7 +2,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import type { Pool } from 'pg';
 import { ResourceStore } from '../store/resources';
 import { StateHistory } from '../store/state-history';
-import { isRegistryImage } from '../domain/images/builtin';
+import { isRegistryImage, pullsEveryTime } from '../domain/images/builtin';
 import { ImagePullError } from '../domain/images/pull-failure';
 import { DEFAULT_SANDBOX_IMAGE, DEFAULT_SANDBOX_MEMORY_MB, type SandboxKey, type SandboxSpec } from '../domain/sandbox/sandbox';
 import { SandboxSpecError, type FreezeState, type RuntimeVolumeMount, type SandboxRemoval, type SandboxRuntime } from '../runtime/sandbox-runtime';
@@ -13,6 +13,7 @@ import { whileHeartbeating } from './support/heartbeat';
 export type NodeRuntime = SandboxRuntime & {
   imageStorageBytes(id: string, image: string): Promise<number>;
   pullImage(reference: string): Promise<{ digest: string }>;
+  findImage(reference: string): Promise<{ digest: string } | undefined>;
 };
 
 /**
@@ -144,6 +145,11 @@ async function startSandbox(
 async function pullSandboxImage(runtime: NodeRuntime, store: ResourceStore, key: SandboxKey, spec: SandboxSpec): Promise<{ digest?: string }> {
   const image = spec.runtime?.image;
   if (image === undefined || !isRegistryImage(image)) return {};
+  const present = pullsEveryTime(image) ? undefined : await runtime.findImage(image);
+  if (present) {
+    await store.note(key.id, { type: 'Normal', message: `image '${image}' is on the node (${present.digest})` }, { image: { reference: image, digest: present.digest, pull: 'PRESENT' } });
+    return { digest: present.digest };
+  }
   await store.note(key.id, { type: 'Normal', message: `waiting for its image: pulling '${image}' onto the node` }, { image: { reference: image, pull: 'PULLING' } });
   try {
     const { digest } = await runtime.pullImage(image);

@@ -34,3 +34,14 @@ export function isRegistryImage(reference: string): boolean {
     return false;
   }
 }
+
+/**
+ * Whether a registry image is pulled again before each sandbox starts on it even when the node
+ * has it: a reference with no version, or `latest`, names whatever the registry holds now. A
+ * fixed tag or a digest is pulled once per node (as Kubernetes' default pull policy does), so
+ * a sandbox on a cached image starts without asking its registry.
+ */
+export function pullsEveryTime(reference: string): boolean {
+  const parsed = parseImageReference(reference);
+  return parsed.digest === undefined && (parsed.tag ?? 'latest') === 'latest';
+}

@@ -18,6 +18,8 @@ let platform: SandboxPlatform;
 let registry: TestRegistry;
 let privateRegistry: TestRegistry;
 let scratch: string;
+// The node's store (under the shared test data folder) outlives this run: a repository of this run's own is never found there before it is pulled.
+const repository = unique('test/box');
 
 beforeAll(async () => {
   t = await startTestApp({ taskQueue: unique('oci-api') });
@@ -27,7 +29,8 @@ beforeAll(async () => {
   registry = await startRegistry(path.join(scratch, 'registry'));
   privateRegistry = await startRegistry(path.join(scratch, 'private'), { username: 'alice', password: 'secret-password' });
   buildTestImage(path.join(scratch, 'layout'), 'box', { files: { '/marker.txt': 'from the image\n' }, env: ['PATH=/bin', 'FROM_IMAGE=yes'] });
-  pushTestImage(path.join(scratch, 'layout'), 'box', `${registry.address}/test/box:1`);
+  pushTestImage(path.join(scratch, 'layout'), 'box', `${registry.address}/${repository}:1`);
+  pushTestImage(path.join(scratch, 'layout'), 'box', `${registry.address}/${repository}:latest`);
   pushTestImage(path.join(scratch, 'layout'), 'box', `${privateRegistry.address}/team/box:1`, { username: 'alice', password: 'secret-password' });
 }, 120_000);
 
@@ -40,7 +43,7 @@ const resources = () => tenantResources(t, tenant);
 const api: ReturnType<typeof tenantResources>['api'] = (...args) => resources().api(...args);
 
 test('a sandbox on an image of a registry: pulled onto the node before its start, then running from it', async () => {
-  const image = `${registry.address}/test/box:1`;
+  const image = `${registry.address}/${repository}:1`;
   const created = await api('POST', '/v0/sandboxes', { metadata: { name: 'on-image' }, spec: { runtime: { image, memory: 128, envs: [{ name: 'MINE', value: '1' }] } } });
   expect(created.statusCode).toBe(200);
   expect(created.json().spec.runtime.image).toBe(image);
@@ -82,3 +85,20 @@ test('a malformed reference is a 400 naming the field and the problem; a name wi
   expect(unknown.statusCode).toBe(400);
   expect(unknown.json().message).toContain("body.spec.runtime.image: image 'team/box:1' does not exist");
 });
+
+test('a fixed tag already on the node starts without asking its registry; latest asks it again', async () => {
+  // The first test pulled the image at tag 1 onto the node; latest is put there now; then the registry goes.
+  const latest = `${registry.address}/${repository}:latest`;
+  await platform.runtime.pullImage(latest);
+  await registry.close();
+  const image = `${registry.address}/${repository}:1`;
+  expect((await api('POST', '/v0/sandboxes', { metadata: { name: 'cached-image' }, spec: { runtime: { image, memory: 128 } } })).statusCode).toBe(200);
+  const deployed = await resources().status('sandboxes', 'cached-image', 'DEPLOYED', 90_000);
+  expect(deployed.events.map((event: { message: string }) => event.message)).toEqual(expect.arrayContaining([expect.stringMatching(new RegExp(`^image '${image}' is on the node \\(sha256:`))]));
+  expect((await api('POST', '/v0/sandboxes', { metadata: { name: 'latest-image' }, spec: { runtime: { image: latest, memory: 128 } } })).statusCode).toBe(200);
+  const failed = await eventually('the sandbox FAILED', async () => {
+    const body = (await api('GET', '/v0/sandboxes/latest-image')).json();
+    return body.status === 'FAILED' ? body : undefined;
+  }, 180_000);
+  expect(failed.events.at(-1).message).toMatch(/could not be reached/);
+}, 240_000);

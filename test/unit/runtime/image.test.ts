@@ -1,4 +1,4 @@
-import { BUILTIN_IMAGE_NAMES, isRegistryImage } from '../../../domain/images/builtin';
+import { BUILTIN_IMAGE_NAMES, isRegistryImage, pullsEveryTime } from '../../../domain/images/builtin';
 import { availableImages, imageExists, imageName } from '../../../runtime/image';
 
 describe('image references', () => {
@@ -27,4 +27,11 @@ test("the domain's list of built-in images is the runtime's, and only registry r
   expect(isRegistryImage('registry.example/team/base:3.1')).toBe(false);
   expect(isRegistryImage('blaxel/nodejs:latest')).toBe(false);
   expect(isRegistryImage('127.0.0.1:5000/Bad')).toBe(false);
+});
+
+test('a registry image without a version or at latest is pulled before every start; a fixed tag or digest once per node', () => {
+  expect(pullsEveryTime('127.0.0.1:5000/box')).toBe(true);
+  expect(pullsEveryTime('127.0.0.1:5000/box:latest')).toBe(true);
+  expect(pullsEveryTime('127.0.0.1:5000/box:1')).toBe(false);
+  expect(pullsEveryTime(`127.0.0.1:5000/box:latest@sha256:${'a'.repeat(64)}`)).toBe(false);
 });
