@@ -54,6 +54,17 @@ test('a sandbox on an image of a registry: pulled onto the node before its start
   expect((await exec(socketPath, 'cat /marker.txt; echo "$FROM_IMAGE $MINE"')).stdout).toBe('from the image\nyes 1\n');
 });
 
+test("a fork of a sandbox on an image runs on the same image with the source's files", async () => {
+  const source = platform.runtime.socketPath(await resources().idOf('sandboxes', 'on-image'));
+  expect((await exec(source, 'echo written > /home/user/state.txt')).exitCode).toBe(0);
+  const fork = await api('POST', '/v0/sandboxes/on-image/fork', { targetName: 'on-image-fork' });
+  expect(fork.statusCode).toBe(200);
+  const deployed = await resources().status('sandboxes', 'on-image-fork', 'DEPLOYED', 90_000);
+  expect(deployed.spec.runtime.image).toBe(`${registry.address}/${repository}:1`);
+  const socketPath = platform.runtime.socketPath(await resources().idOf('sandboxes', 'on-image-fork'));
+  expect((await exec(socketPath, 'cat /marker.txt /home/user/state.txt; echo "$FROM_IMAGE $MINE"')).stdout).toBe('from the image\nwritten\nyes 1\n');
+});
+
 test('an image its registry does not have: the sandbox FAILED with the reason', async () => {
   const image = `${registry.address}/test/no-such-image:1`;
   expect((await api('POST', '/v0/sandboxes', { metadata: { name: 'no-image' }, spec: { runtime: { image, memory: 128 } } })).statusCode).toBe(200);
