@@ -16,10 +16,12 @@ import { RemovalLog } from './removal-log';
 import { StateStore, type SandboxRecord } from './state-store';
 import { WarmPool, isWarmId, setHostname } from './warm-pool';
 import { pinSocket } from './pinned-socket';
+import type { SandboxAttachment, SandboxNetwork } from './network/sandbox-network';
 import {
   SandboxNotFoundError,
   type FreezeState,
   SandboxStartError,
+  SandboxSpecError,
   type RuntimeSandboxSpec,
   type SandboxActivity,
   type SandboxHandle,
@@ -54,6 +56,12 @@ export interface BwrapRuntimeOptions {
    * a Node start takes. Call close() to end them.
    */
   warmPool?: number;
+  /**
+   * The node's sandbox networking (started by the caller): when set, a sandbox whose spec does
+   * not say `internet: false` runs in a namespace of its own with outbound network by its
+   * policy. Without it every sandbox has loopback only.
+   */
+  network?: SandboxNetwork;
 }
 
 const WARM_MEMORY_MB = 256;
@@ -172,7 +180,8 @@ export class BwrapRuntime implements SandboxRuntime {
    * its configuration. Undefined when no warm sandbox fits; a failed take-over is cleaned up.
    */
   private async takeOverWarm(spec: RuntimeSandboxSpec): Promise<SandboxHandle | undefined> {
-    if (spec.volumes.length > 0 || imageDefinition(spec.image).name !== DEFAULT_IMAGE) return undefined;
+    // Warm sandboxes have loopback only: a sandbox with outbound network starts in its own namespace.
+    if (spec.volumes.length > 0 || imageDefinition(spec.image).name !== DEFAULT_IMAGE || this.networked(spec)) return undefined;
     const layout = this.layout(spec.id);
     if (await fsp.stat(layout.root).then(() => true, () => false)) return undefined;
     const warmId = this.pool.take();
@@ -202,9 +211,10 @@ export class BwrapRuntime implements SandboxRuntime {
   private async launch(spec: RuntimeSandboxSpec): Promise<SandboxHandle> {
     const image = this.images.resolve(spec.image);
     const layout = this.layout(spec.id);
-    await prepareSandboxFolders(spec, layout, this.identity());
+    const network = this.networked(spec) ? await this.options.network!.attach(spec.id, spec.network) : undefined;
+    await prepareSandboxFolders(spec, layout, this.identity(), network);
     const cgroup = await this.cgroups.create(spec.id);
-    const record: SandboxRecord = { spec, cgroupDirs: cgroup.dirs, phase: 'starting' };
+    const record: SandboxRecord = { spec, cgroupDirs: cgroup.dirs, phase: 'starting', network };
     try {
       await cgroup.setLimits(this.limits(spec));
       await this.store.write(record);
@@ -229,9 +239,10 @@ export class BwrapRuntime implements SandboxRuntime {
           nodeFlags: AGENT_NODE_FLAGS,
         },
         agentEnv: { ...SANDBOX_ENV, HOSTNAME: spec.id, HANGAR_AGENT_CONFIG: SANDBOX_AGENT_CONFIG },
+        ownNetworkNamespace: network !== undefined,
       };
       const log = fs.openSync(layout.agentLog, 'w', 0o600);
-      const child = spawn('/bin/sh', ['-c', LAUNCH_SCRIPT, 'hangar-launch', this.bwrapPath, ...bwrapArguments(plan)], {
+      const child = spawn('/bin/sh', ['-c', LAUNCH_SCRIPT, 'hangar-launch', ...enterNetwork(network), this.bwrapPath, ...bwrapArguments(plan)], {
         detached: true,
         stdio: ['ignore', log, log],
         env: { PATH: SANDBOX_ENV.PATH, HANGAR_CGROUP_PROCS: cgroup.procsFiles.join(':') },
@@ -257,6 +268,7 @@ export class BwrapRuntime implements SandboxRuntime {
       return this.handle(record);
     } catch (err) {
       await cgroup.destroy().catch(() => undefined);
+      await this.options.network?.detach(spec.id).catch(() => undefined);
       await this.store.write({ ...record, phase: 'stopped', pid: undefined, pidStartTicks: undefined });
       const output = await tail(layout.agentLog, 2_000);
       throw new SandboxStartError(`sandbox ${spec.id} did not start: ${(err as Error).message}${output ? `; its output: ${output}` : ''}`);
@@ -275,8 +287,32 @@ export class BwrapRuntime implements SandboxRuntime {
       const updated: SandboxRecord = { ...record, spec: { ...record.spec, envs } };
       validateSpec(updated.spec);
       await this.store.write(updated);
-      await writeIdentityFiles(updated.spec, this.layout(id), this.identity());
+      await writeIdentityFiles(updated.spec, this.layout(id), this.identity(), record.network);
     });
+  }
+
+  /**
+   * A new policy for the sandbox's outbound network: kept in its record (a later start has it)
+   * and handed to the node's egress services, which read it for each connection and name lookup.
+   * Whether it has a network at all is fixed at its start: `internet` cannot change.
+   */
+  updateNetwork(id: string, network: RuntimeSandboxSpec['network']): Promise<void> {
+    assertSandboxId(id);
+    return this.exclusive(id, async () => {
+      const record = await this.store.read(id);
+      if (!record) throw new SandboxNotFoundError(id);
+      const updated: SandboxRecord = { ...record, spec: { ...record.spec, network } };
+      if (this.networked(updated.spec) !== this.networked(record.spec)) {
+        throw new SandboxSpecError('network.internet cannot change on a running sandbox; create a new sandbox instead');
+      }
+      await this.store.write(updated);
+      if (record.network) await this.options.network?.setPolicy(id, network);
+    });
+  }
+
+  /** Whether the sandbox gets outbound network here: the node has it and the spec does not refuse it. */
+  private networked(spec: RuntimeSandboxSpec): boolean {
+    return this.options.network !== undefined && spec.network?.internet !== false;
   }
 
   stop(id: string): Promise<void> {
@@ -286,7 +322,9 @@ export class BwrapRuntime implements SandboxRuntime {
       if (!record) return;
       await this.cgroups.open(record.cgroupDirs).destroy();
       await fsp.rm(this.socketPath(id), { force: true });
-      if (record.phase !== 'stopped') await this.store.write({ ...record, phase: 'stopped', pid: undefined, pidStartTicks: undefined });
+      // Its namespace goes with its processes; a later start makes a new one.
+      await this.options.network?.detach(id);
+      if (record.phase !== 'stopped' || record.network) await this.store.write({ ...record, phase: 'stopped', pid: undefined, pidStartTicks: undefined, network: undefined });
     });
   }
 
@@ -450,6 +488,14 @@ export class BwrapRuntime implements SandboxRuntime {
  * node); the agent's work is I/O, not allocation-heavy.
  */
 export const AGENT_NODE_FLAGS = ['--max-semi-space-size=1'];
+
+/**
+ * The launcher's command before bubblewrap: nothing, or entering the network namespace the node
+ * made (nsenter with the namespace's file; no other namespace is entered).
+ */
+function enterNetwork(network: SandboxAttachment | undefined): string[] {
+  return network ? [findOnPath('nsenter'), `--net=${network.netnsPath}`, '--'] : [];
+}
 
 function findOnPath(binary: string): string {
   for (const dir of (process.env.PATH ?? '/usr/bin:/bin').split(':')) {

@@ -1,4 +1,5 @@
 import type { FreezeState } from '../domain/sandbox/lifecycle';
+import type { SandboxNetworkSpec } from '../domain/sandbox/network-policy';
 import type { AgentActivity } from '../sandbox-agent/contract/service';
 
 export type { FreezeState };
@@ -20,6 +21,11 @@ export interface RuntimeSandboxSpec {
    * before anyone knew the code, can take it over.
    */
   code?: string;
+  /**
+   * Outbound network and its policy (`spec.network`). Only on a node with sandbox networking,
+   * and not with `internet: false`: there, and on other nodes, the sandbox has loopback only.
+   */
+  network?: SandboxNetworkSpec;
 }
 
 export interface RuntimeVolumeMount {
@@ -74,6 +80,8 @@ export interface SandboxRuntime {
   start(spec: RuntimeSandboxSpec): Promise<SandboxHandle>;
   /** Gives the sandbox new environment variables, for the processes started from now on (it keeps running, frozen or not). */
   updateEnvs(id: string, envs: RuntimeSandboxSpec['envs']): Promise<void>;
+  /** A new network policy for the running sandbox, from its next connection on (`internet` cannot change). */
+  updateNetwork(id: string, network: RuntimeSandboxSpec['network']): Promise<void>;
   /** Ends every process of the sandbox; its files stay for a later start. */
   stop(id: string): Promise<void>;
   /** Stops the sandbox and deletes its files; answers how it ended (the same when asked again). */

