@@ -6,6 +6,8 @@ import { temporalAddress } from '../domain/config';
 import { loadConfig, nodeTaskQueue } from '../domain/config';
 import { PlatformServices } from '../runtime/platform-services/platform-services';
 import { BwrapRuntime } from '../runtime/bwrap-runtime';
+import { SandboxNetwork } from '../runtime/network/sandbox-network';
+import type { EgressRefusal } from '../runtime/network/egress-proxy';
 import { PortEventRelay } from '../runtime/port-event-relay';
 import { VolumeStore } from '../runtime/volume-store';
 import { connectToTemporal } from './connect';
@@ -21,7 +23,9 @@ async function main() {
   const config = loadConfig();
   const connection = await connectToTemporal(temporalAddress(config));
   const temporal = new Client({ connection: await Connection.connect({ address: temporalAddress(config) }), namespace: config.temporalNamespace });
-  const runtime = new BwrapRuntime({ dataDir: config.dataDir, warmPool: config.sandboxWarmPool });
+  const network = config.sandboxNetwork ? new SandboxNetwork({ dataDir: config.dataDir, subnet: config.sandboxSubnet, onRefused: refusalLogger() }) : undefined;
+  await network?.start();
+  const runtime = new BwrapRuntime({ dataDir: config.dataDir, warmPool: config.sandboxWarmPool, network });
   const volumes = new VolumeStore({ dataDir: config.dataDir });
   const pg = createPool(config.databaseUrl);
   const platform = await PlatformServices.forNode(config, pg);
@@ -48,8 +52,25 @@ async function main() {
   } finally {
     await relay.close();
     await platform.closeAll();
+    await network?.close();
     await Promise.allSettled([runtime.close(), pg.end(), temporal.connection.close(), connection.close()]);
   }
+}
+
+/**
+ * Logs refused egress, once a minute per sandbox and destination at most: a loop retrying a
+ * refused host must not flood the log, and one line says why `pip install` failed.
+ */
+function refusalLogger(): (refusal: EgressRefusal) => void {
+  const lastLogged = new Map<string, number>();
+  return (refusal) => {
+    const key = `${refusal.sandboxId ?? refusal.source} ${refusal.host}`;
+    const now = Date.now();
+    if (now - (lastLogged.get(key) ?? 0) < 60_000) return;
+    if (lastLogged.size > 10_000) lastLogged.clear();
+    lastLogged.set(key, now);
+    console.warn(`sandbox egress refused: sandbox ${refusal.sandboxId ?? `(unknown, ${refusal.source})`} to '${refusal.host}': ${refusal.rule}`);
+  };
 }
 
 main().catch((err) => {

@@ -2,6 +2,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { SandboxNetwork } from '../../runtime/network/sandbox-network';
 import { until } from './sandbox-runtime';
 
 /**
@@ -78,4 +79,24 @@ export function makeTestCertificates(dir: string, names: string[]): string {
   openssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.crt', '-days', '2', '-extfile', 'ext.cnf');
   for (const file of fs.readdirSync(dir)) fs.chmodSync(path.join(dir, file), 0o644);
   return path.join(dir, 'ca.crt');
+}
+
+/**
+ * A node's sandbox network of its own for one test file (its bridge, subnet, nftables table and
+ * interface names chosen not to meet another file's), resolving only the names `names` gives.
+ */
+export function testSandboxNetwork(dataDir: string, names: () => Record<string, string[]>): SandboxNetwork {
+  const tag = randomBytes(2).toString('hex');
+  return new SandboxNetwork({
+    dataDir,
+    subnet: `10.${200 + (parseInt(tag, 16) % 50)}.${parseInt(tag.slice(0, 2), 16)}.0/24`,
+    bridge: `hgb${tag}`,
+    table: `hangar_test_${tag}`,
+    interfacePrefix: `hgt${tag}`.slice(0, 7),
+    resolve: async (name) => {
+      const addresses = names()[name];
+      if (!addresses) throw new Error(`${name}: no such test host`);
+      return addresses;
+    },
+  });
 }

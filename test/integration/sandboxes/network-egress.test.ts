@@ -1,5 +1,4 @@
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -8,7 +7,7 @@ import { SandboxNetwork, type SandboxAttachment } from '../../../runtime/network
 import type { RuntimeSandboxSpec, SandboxHandle } from '../../../runtime/sandbox-runtime';
 import type { SandboxRecord } from '../../../runtime/state-store';
 import { exec, runtimeDataDir, sandboxSpec, testRuntime, until } from '../../helpers/sandbox-runtime';
-import { makeTestCertificates, startTestInternet, type TestInternet } from '../../helpers/test-internet';
+import { makeTestCertificates, startTestInternet, testSandboxNetwork, type TestInternet } from '../../helpers/test-internet';
 
 // Real sandboxes, namespaces and nftables on a busy 2-core machine: generous limits; no test asserts on time.
 jest.setTimeout(60_000);
@@ -16,7 +15,6 @@ jest.setTimeout(60_000);
 // Sandboxes with outbound network, against a stand-in internet made of namespaces on this machine
 // (test-internet.ts): the node resolves the test's names from a map, so no lookup or packet leaves.
 const dataDir = runtimeDataDir('network');
-const tag = randomBytes(2).toString('hex');
 let internet: TestInternet;
 let network: SandboxNetwork;
 let runtime: BwrapRuntime;
@@ -36,19 +34,7 @@ beforeAll(async () => {
   caFile = makeTestCertificates(path.join(dataDir, 'tls'), ['allowed.test', 'www.allowed.test', 'forbidden.test']);
   internet = await startTestInternet(2, path.join(dataDir, 'tls'));
   [allowed, forbidden] = internet.hosts;
-  const octet = 200 + (parseInt(tag, 16) % 50);
-  network = new SandboxNetwork({
-    dataDir,
-    subnet: `10.${octet}.${parseInt(tag.slice(0, 2), 16)}.0/24`,
-    bridge: `hgb${tag}`,
-    table: `hangar_test_${tag}`,
-    interfacePrefix: `hgt`,
-    resolve: async (name) => {
-      const addresses = names()[name];
-      if (!addresses) throw new Error(`${name}: no such test host`);
-      return addresses;
-    },
-  });
+  network = testSandboxNetwork(dataDir, names);
   await network.start();
   runtime = testRuntime(dataDir, { network });
 });
@@ -209,13 +195,13 @@ test('deleting a sandbox leaves no namespace, interface or lease; the node tears
   expect(execFileSync('ip', ['netns', 'list']).toString()).toContain(netns);
   await runtime.remove(box.id);
   expect(execFileSync('ip', ['netns', 'list']).toString()).not.toContain(netns);
-  expect(execFileSync('ip', ['-o', 'link']).toString()).not.toContain(`hgt${netns.slice('hangar-'.length)}`);
+  expect(execFileSync('ip', ['-o', 'link']).toString()).not.toContain(`${network.plan.interfacePrefix}${netns.slice('hangar-'.length)}`);
   expect(fs.existsSync(path.join(dataDir, 'network', 'leases', attachment.address))).toBe(false);
 
   for (const sandbox of await runtime.list()) await runtime.remove(sandbox.id);
   await network.tearDown();
   const links = execFileSync('ip', ['-o', 'link']).toString();
-  expect(links).not.toMatch(/hgt[0-9a-f]{8}/);
+  expect(links).not.toMatch(new RegExp(`${network.plan.interfacePrefix}[0-9a-f]{8}`));
   expect(links).not.toContain(network.plan.bridge);
   expect(execFileSync('nft', ['list', 'tables']).toString()).not.toContain(network.plan.table);
   expect(fs.readdirSync(path.join(dataDir, 'network', 'leases'))).toEqual([]);
