@@ -319,10 +319,11 @@ export class BwrapRuntime implements SandboxRuntime {
     assertSandboxId(id);
     return this.exclusive(id, async () => {
       const record = await this.store.read(id);
-      if (!record) return;
+      // Its namespace goes with its processes (a later start makes a new one), also when a start
+      // that had made one died before writing the record.
+      if (!record) return this.options.network?.detach(id);
       await this.cgroups.open(record.cgroupDirs).destroy();
       await fsp.rm(this.socketPath(id), { force: true });
-      // Its namespace goes with its processes; a later start makes a new one.
       await this.options.network?.detach(id);
       if (record.phase !== 'stopped' || record.network) await this.store.write({ ...record, phase: 'stopped', pid: undefined, pidStartTicks: undefined, network: undefined });
     });

@@ -48,7 +48,7 @@ function serverNameExtension(ext: Buffer): FirstBytes {
 
 /** Host and port of `host`, `host:port`, `[v6]` or `[v6]:port`. */
 export function splitHostPort(text: string): { host: string; port?: number } | undefined {
-  const match = /^(\[[0-9a-fA-F:.]+\]|[^:[\]]+)(?::([0-9]{1,5}))?$/.exec(text.trim());
+  const match = /^(\[[0-9a-fA-F:.]+\]|[^:[\]\s]+)(?::([0-9]{1,5}))?$/.exec(text.trim());
   if (!match) return undefined;
   const port = match[2] === undefined ? undefined : Number(match[2]);
   if (port !== undefined && (port < 1 || port > 65_535)) return undefined;

@@ -55,6 +55,12 @@ export async function egressDestination(context: EgressContext, source: string, 
   return refuse(lastRule);
 }
 
+/**
+ * How long a connection may take to name its destination: a sandbox holding connections open
+ * without a word would otherwise hold the node's sockets for as long as it likes.
+ */
+const FIRST_BYTES_TIMEOUT_MS = 30_000;
+
 /** Reads the first bytes until `parse` names a destination (or cannot). */
 function readFirstBytes(socket: net.Socket, parse: (data: Buffer) => FirstBytes): Promise<{ data: Buffer; first: FirstBytes }> {
   return new Promise((resolve) => {
@@ -62,8 +68,15 @@ function readFirstBytes(socket: net.Socket, parse: (data: Buffer) => FirstBytes)
     const done = (first: FirstBytes) => {
       socket.off('data', onData);
       socket.off('end', onEnd);
+      socket.off('close', onEnd);
+      socket.off('timeout', onTimeout);
+      socket.setTimeout(0);
       socket.pause();
       resolve({ data, first });
+    };
+    const onTimeout = () => {
+      done({ problem: 'no destination named in time' });
+      socket.destroy();
     };
     const onData = (chunk: Buffer) => {
       data = Buffer.concat([data, chunk]);
@@ -74,6 +87,8 @@ function readFirstBytes(socket: net.Socket, parse: (data: Buffer) => FirstBytes)
     const onEnd = () => done({ problem: 'the connection ended first' });
     socket.on('data', onData);
     socket.on('end', onEnd);
+    socket.on('close', onEnd);
+    socket.setTimeout(FIRST_BYTES_TIMEOUT_MS, onTimeout);
   });
 }
 

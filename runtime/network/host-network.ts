@@ -62,7 +62,7 @@ table inet ${table} {
     iifname "${bridge}" ip saddr ${net} ip daddr ${gateway} udp dport ${ports.dns} accept
     iifname "${bridge}" meta l4proto tcp reject with tcp reset
     iifname "${bridge}" reject with icmpx type admin-prohibited
-    ip saddr ${net} drop
+    iifname != "lo" ip saddr ${net} drop
   }
   chain forward {
     type filter hook forward priority filter - 10; policy accept;

@@ -43,7 +43,14 @@ interface Lease {
 export const DEFAULT_SANDBOX_SUBNET = '10.200.0.0/16';
 const DEFAULT_PORTS = { http: 15080, tls: 15443, proxy: 15128, dns: 53 };
 
-const systemResolver: NameResolver = async (name) => (await dns.promises.lookup(name, { all: true, family: 4 })).map((entry) => entry.address);
+/**
+ * The node's resolver (its /etc/resolv.conf servers), through c-ares rather than getaddrinfo: a
+ * sandbox asking many names must not fill libuv's thread pool, which the worker's file work shares.
+ */
+function systemResolver(): NameResolver {
+  const resolver = new dns.promises.Resolver({ timeout: 3_000, tries: 2 });
+  return (name) => resolver.resolve4(name);
+}
 
 /** The node plan of these options: the subnet parsed, the gateway its first address. */
 export function nodeNetworkPlan(options: SandboxNetworkOptions): NodeNetworkPlan & { block: CidrBlock } {
@@ -84,7 +91,7 @@ export class SandboxNetwork {
   constructor(private readonly options: SandboxNetworkOptions) {
     this.plan = nodeNetworkPlan(options);
     this.leasesDir = path.join(options.dataDir, 'network', 'leases');
-    this.resolve = options.resolve ?? systemResolver;
+    this.resolve = options.resolve ?? systemResolver();
     this.context = {
       lookup: (source) => this.byAddress.get(source.replace(/^::ffff:/, '')),
       resolve: this.resolve,
