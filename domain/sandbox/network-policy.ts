@@ -134,3 +134,15 @@ export function addressVerdict(policy: EgressPolicy, host: string, address: stri
   if (forbid) return { allowed: false, rule: `spec.network.forbiddenDomains entry '${forbid.text}'` };
   return { allowed: true };
 }
+
+/**
+ * Whether a name the asked host is an alias of (a CNAME on the way to its addresses) may be
+ * followed: unless the allow list named the host itself, a forbidden name stays forbidden behind
+ * an alias of someone else's making.
+ */
+export function aliasVerdict(policy: EgressPolicy, host: string, alias: string): EgressVerdict {
+  if (policy.allowed.some((rule) => ruleMatches(rule, host))) return { allowed: true };
+  const forbid = policy.forbidden.find((rule) => (rule.kind === 'domain' || rule.kind === 'wildcard') && ruleMatches(rule, alias));
+  if (forbid) return { allowed: false, rule: `${host} is an alias of ${canonicalName(alias)}: spec.network.forbiddenDomains entry '${forbid.text}'` };
+  return { allowed: true };
+}

@@ -1,10 +1,16 @@
 import net from 'node:net';
-import { addressVerdict, hostVerdict, type EgressPolicy } from '../../domain/sandbox/network-policy';
+import { addressVerdict, aliasVerdict, hostVerdict, type EgressPolicy } from '../../domain/sandbox/network-policy';
 import type { CidrBlock } from '../../domain/sandbox/ip-address';
 import { MAX_FIRST_BYTES, httpHost, requestHead, splitHostPort, tlsServerName, type FirstBytes } from './client-hello';
 
-/** The addresses a host name has, as the node resolves it (tests give a map of their own hosts). */
-export type NameResolver = (name: string) => Promise<string[]>;
+/** A name's addresses, and the names (CNAME targets) it went through to them. */
+export interface NameResolution {
+  addresses: string[];
+  aliases: string[];
+}
+
+/** How the node resolves a host name (tests give a map of their own hosts). */
+export type NameResolver = (name: string) => Promise<NameResolution>;
 
 /** Who a source address is, and the policy it has right now. */
 export type PolicyLookup = (sourceAddress: string) => { sandboxId: string; policy: EgressPolicy } | undefined;
@@ -27,32 +33,39 @@ export interface EgressContext {
 type Decision = { address: string } | { refused: string };
 
 /**
- * Where a sandbox's connection to `host` may go: its policy asked about the name (or literal
- * address) as the client sent it, then the name resolved here and each address checked, so a
- * literal address or a name resolving into a blocked range gets nowhere.
+ * The addresses a sandbox with `policy` may reach `host` at: its policy asked about the name (or
+ * literal address) as the client sent it, then the name resolved here, the aliases it went
+ * through and each address checked, so a literal address, an alias or a name resolving into a
+ * blocked range gets nowhere. Refused: the rule that refused it.
  */
+export async function permittedAddresses(context: EgressContext, policy: EgressPolicy, host: string): Promise<{ addresses: string[] } | { refused: string }> {
+  const verdict = hostVerdict(policy, host);
+  if (!verdict.allowed) return { refused: verdict.rule };
+  let resolution: NameResolution;
+  try {
+    resolution = net.isIP(host) ? { addresses: [host], aliases: [] } : await context.resolve(host);
+  } catch (err) {
+    return { refused: `${host} does not resolve: ${(err as Error).message}` };
+  }
+  for (const alias of resolution.aliases) {
+    const check = aliasVerdict(policy, host, alias);
+    if (!check.allowed) return { refused: check.rule };
+  }
+  const blocked = context.nodeBlocked();
+  const checks = resolution.addresses.map((address) => ({ address, check: addressVerdict(policy, host, address, blocked) }));
+  const addresses = checks.filter(({ check }) => check.allowed).map(({ address }) => address);
+  if (addresses.length > 0) return { addresses };
+  const refusal = checks.map(({ check }) => check).find((check) => !check.allowed);
+  return { refused: refusal && !refusal.allowed ? refusal.rule : `${host} has no address` };
+}
+
+/** Where a sandbox's connection to `host` goes, by permittedAddresses; refusals are reported. */
 export async function egressDestination(context: EgressContext, source: string, host: string): Promise<Decision> {
   const owner = context.lookup(source);
-  const refuse = (rule: string): Decision => {
-    context.onRefused?.({ sandboxId: owner?.sandboxId, source, host, rule });
-    return { refused: rule };
-  };
-  if (!owner) return refuse(`${source} is not a sandbox of this node`);
-  const verdict = hostVerdict(owner.policy, host);
-  if (!verdict.allowed) return refuse(verdict.rule);
-  let addresses: string[];
-  try {
-    addresses = net.isIP(host) ? [host] : await context.resolve(host);
-  } catch (err) {
-    return refuse(`${host} does not resolve: ${(err as Error).message}`);
-  }
-  let lastRule = `${host} has no address`;
-  for (const address of addresses) {
-    const check = addressVerdict(owner.policy, host, address, context.nodeBlocked());
-    if (check.allowed) return { address };
-    lastRule = check.rule;
-  }
-  return refuse(lastRule);
+  const permitted = owner ? await permittedAddresses(context, owner.policy, host) : { refused: `${source} is not a sandbox of this node` };
+  if ('addresses' in permitted) return { address: permitted.addresses[0] };
+  context.onRefused?.({ sandboxId: owner?.sandboxId, source, host, rule: permitted.refused });
+  return permitted;
 }
 
 /**

@@ -5,10 +5,10 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { formatIp, parseCidr, parseIp, type CidrBlock } from '../../domain/sandbox/ip-address';
-import { addressVerdict, canonicalName, egressPolicy, hostVerdict, type EgressPolicy, type SandboxNetworkSpec } from '../../domain/sandbox/network-policy';
+import { canonicalName, egressPolicy, hostVerdict, type EgressPolicy, type SandboxNetworkSpec } from '../../domain/sandbox/network-policy';
 import { writeFileAtomically } from '../atomic-file';
 import { DNS_TYPE_A, RCODE_NXDOMAIN, dnsAnswer, parseDnsQuery } from './dns-answer';
-import { handleExplicit, handleTransparent, type EgressContext, type EgressRefusal, type NameResolver } from './egress-proxy';
+import { handleExplicit, handleTransparent, permittedAddresses, type EgressContext, type EgressRefusal, type NameResolver } from './egress-proxy';
 import { attachSandbox, detachSandbox, netnsPath, setUpNode, tearDownNode, type NodeNetworkPlan, type SandboxLink } from './host-network';
 
 export interface SandboxNetworkOptions {
@@ -49,7 +49,22 @@ const DEFAULT_PORTS = { http: 15080, tls: 15443, proxy: 15128, dns: 53 };
  */
 function systemResolver(): NameResolver {
   const resolver = new dns.promises.Resolver({ timeout: 3_000, tries: 2 });
-  return (name) => resolver.resolve4(name);
+  return async (name) => {
+    const [addresses, aliases] = await Promise.all([resolver.resolve4(name), cnameChain(resolver, name)]);
+    return { addresses, aliases };
+  };
+}
+
+/** The names `name` is an alias of, in order (c-ares follows them for A records but does not say which). */
+async function cnameChain(resolver: dns.promises.Resolver, name: string): Promise<string[]> {
+  const chain: string[] = [];
+  for (let current = name; chain.length < 8; ) {
+    const [target] = await resolver.resolveCname(current).catch(() => [] as string[]);
+    if (!target) break;
+    chain.push(target);
+    current = target;
+  }
+  return chain;
 }
 
 /** The node plan of these options: the subnet parsed, the gateway its first address. */
@@ -154,18 +169,13 @@ export class SandboxNetwork {
     if (!owner || !question) return;
     const name = canonicalName(question.name);
     const verdict = hostVerdict(owner.policy, name);
-    if (!verdict.allowed) {
-      this.options.onRefused?.({ sandboxId: owner.sandboxId, source: from.address, host: name, rule: verdict.rule });
-      socket.send(dnsAnswer(question, RCODE_NXDOMAIN), from.port, from.address);
-      return;
-    }
-    if (question.type !== DNS_TYPE_A) {
+    if (verdict.allowed && question.type !== DNS_TYPE_A) {
       socket.send(dnsAnswer(question, 0), from.port, from.address);
       return;
     }
-    const addresses = await this.resolve(name).catch(() => [] as string[]);
-    const blocked = this.nodeBlocked();
-    const usable = addresses.filter((address) => net.isIPv4(address) && addressVerdict(owner.policy, name, address, blocked).allowed);
+    const permitted = verdict.allowed ? await permittedAddresses(this.context, owner.policy, name) : { refused: verdict.rule };
+    const usable = 'addresses' in permitted ? permitted.addresses.filter((address) => net.isIPv4(address)) : [];
+    if ('refused' in permitted) this.options.onRefused?.({ sandboxId: owner.sandboxId, source: from.address, host: name, rule: permitted.refused });
     socket.send(dnsAnswer(question, usable.length > 0 ? 0 : RCODE_NXDOMAIN, usable), from.port, from.address);
   }
 

@@ -83,9 +83,10 @@ export function makeTestCertificates(dir: string, names: string[]): string {
 
 /**
  * A node's sandbox network of its own for one test file (its bridge, subnet, nftables table and
- * interface names chosen not to meet another file's), resolving only the names `names` gives.
+ * interface names chosen not to meet another file's), resolving only the names `names` gives: a
+ * name's addresses, or (a string) the name it is an alias of.
  */
-export function testSandboxNetwork(dataDir: string, names: () => Record<string, string[]>): SandboxNetwork {
+export function testSandboxNetwork(dataDir: string, names: () => Record<string, string[] | string>): SandboxNetwork {
   const tag = randomBytes(2).toString('hex');
   return new SandboxNetwork({
     dataDir,
@@ -94,9 +95,14 @@ export function testSandboxNetwork(dataDir: string, names: () => Record<string, 
     table: `hangar_test_${tag}`,
     interfacePrefix: `hgt${tag}`.slice(0, 7),
     resolve: async (name) => {
-      const addresses = names()[name];
-      if (!addresses) throw new Error(`${name}: no such test host`);
-      return addresses;
+      const aliases: string[] = [];
+      let entry = names()[name];
+      while (typeof entry === 'string' && aliases.length < 8) {
+        aliases.push(entry);
+        entry = names()[entry];
+      }
+      if (!Array.isArray(entry)) throw new Error(`${name}: no such test host`);
+      return { addresses: entry, aliases };
     },
   });
 }

@@ -22,7 +22,10 @@ let caFile: string;
 let allowed: string;
 let forbidden: string;
 
-const names = (): Record<string, string[]> => ({
+const names = (): Record<string, string[] | string> => ({
+  // Aliases (CNAMEs): one to a forbidden host, one to an allowed one.
+  'alias.test': 'forbidden.test',
+  'allowed-alias.test': 'www.allowed.test',
   'allowed.test': [allowed],
   'www.allowed.test': [allowed],
   'forbidden.test': [forbidden],
@@ -176,6 +179,13 @@ test('a policy change applies to the next connection, without a restart', async 
   expect((await curl(box, `--noproxy '*' http://allowed.test/`)).answer).toBeUndefined();
   expect((await runtime.status(box.id))?.pid).toBe(pid);
   await expect(runtime.updateNetwork(box.id, { internet: false })).rejects.toThrow(/internet cannot change/);
+});
+
+test('a forbidden host stays forbidden behind an alias (CNAME) to it, by DNS and through the proxy', async () => {
+  const box = await start({ forbiddenDomains: ['forbidden.test'] });
+  expect((await curl(box, 'http://alias.test/')).stdout).toMatch(/alias\.test is an alias of forbidden\.test: spec\.network\.forbiddenDomains entry 'forbidden\.test'/);
+  expect((await curl(box, `--noproxy '*' http://alias.test/`)).stderr).toMatch(/resolve/i);
+  expect((await curl(box, `--noproxy '*' http://allowed-alias.test/`)).answer).toMatchObject({ host: 'allowed-alias.test', local: allowed });
 });
 
 test('a new node worker serves the running sandboxes again, with their policies', async () => {

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { blockedRange, formatIp, parseCidr, parseIp, type CidrBlock } from '../../../../domain/sandbox/ip-address';
-import { addressVerdict, egressPolicy, hostVerdict, networkSpecProblem, parseNetworkRule } from '../../../../domain/sandbox/network-policy';
+import { addressVerdict, aliasVerdict, egressPolicy, hostVerdict, networkSpecProblem, parseNetworkRule } from '../../../../domain/sandbox/network-policy';
 
 describe('addresses', () => {
   test('IPv4 and IPv6 parse strictly and print back', () => {
@@ -87,6 +87,17 @@ describe('decisions', () => {
     const both = egressPolicy({ allowedDomains: ['a.example.com'], forbiddenDomains: ['*.example.com', '203.0.113.0/24'] });
     expect(hostVerdict(both, 'a.example.com')).toEqual({ allowed: true });
     expect(addressVerdict(both, 'a.example.com', '203.0.113.5')).toEqual({ allowed: true });
+  });
+
+  test('an alias to a forbidden name is refused, unless the allow list named the host asked for', () => {
+    const forbidding = egressPolicy({ forbiddenDomains: ['*.tracker.example'] });
+    expect(aliasVerdict(forbidding, 'innocent.example', 'x.tracker.example')).toEqual({
+      allowed: false,
+      rule: "innocent.example is an alias of x.tracker.example: spec.network.forbiddenDomains entry '*.tracker.example'",
+    });
+    expect(aliasVerdict(forbidding, 'innocent.example', 'cdn.example')).toEqual({ allowed: true });
+    const both = egressPolicy({ allowedDomains: ['pypi.org'], forbiddenDomains: ['*.fastly.net'] });
+    expect(aliasVerdict(both, 'pypi.org', 'dualstack.pypi.map.fastly.net')).toEqual({ allowed: true });
   });
 
   test('whatever the policy, an address in a node-blocked or always-blocked range is refused', () => {
