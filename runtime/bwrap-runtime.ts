@@ -180,8 +180,9 @@ export class BwrapRuntime implements SandboxRuntime {
    * its configuration. Undefined when no warm sandbox fits; a failed take-over is cleaned up.
    */
   private async takeOverWarm(spec: RuntimeSandboxSpec): Promise<SandboxHandle | undefined> {
-    // Warm sandboxes have loopback only: a sandbox with outbound network starts in its own namespace.
-    if (spec.volumes.length > 0 || imageDefinition(spec.image).name !== DEFAULT_IMAGE || this.networked(spec)) return undefined;
+    // Warm sandboxes have a network namespace when the node gives sandboxes network: one with
+    // `internet: false` (loopback only) cannot take one over.
+    if (spec.volumes.length > 0 || imageDefinition(spec.image).name !== DEFAULT_IMAGE || this.networked(spec) !== Boolean(this.options.network)) return undefined;
     const layout = this.layout(spec.id);
     if (await fsp.stat(layout.root).then(() => true, () => false)) return undefined;
     const warmId = this.pool.take();
@@ -189,12 +190,15 @@ export class BwrapRuntime implements SandboxRuntime {
     const record = await this.store.read(warmId);
     try {
       if (!record || !(await this.isAlive(record))) throw new Error('the warm sandbox is gone');
+      if (Boolean(record.network) !== this.networked(spec)) throw new Error('the warm sandbox was started with another network');
+      // From here its address is the new sandbox's, with the new sandbox's policy.
+      if (record.network) await this.options.network!.handOver(warmId, spec.id, spec.network);
       await fsp.rename(this.layout(warmId).root, layout.root);
       const claimed: SandboxRecord = { ...record, spec, startedAt: new Date().toISOString() };
       await this.store.write(claimed);
       await Promise.all([
         this.cgroups.open(record.cgroupDirs).setLimits(this.limits(spec)),
-        writeIdentityFiles(spec, layout, this.identity()),
+        writeIdentityFiles(spec, layout, this.identity(), record.network),
         installCode(spec.code, layout.codeDir),
         this.cgroups.open(record.cgroupDirs).pids().then((pids) => setHostname(pids, spec.id)),
       ]);
@@ -203,6 +207,7 @@ export class BwrapRuntime implements SandboxRuntime {
     } catch (err) {
       this.pool.failed(`take-over failed: ${(err as Error).message}`);
       if (record) await this.cgroups.open(record.cgroupDirs).destroy().catch(() => undefined);
+      await Promise.all([warmId, spec.id].map((id) => this.options.network?.detach(id).catch(() => undefined)));
       await fsp.rm(this.layout(warmId).root, { recursive: true, force: true });
       return undefined;
     }
@@ -211,7 +216,9 @@ export class BwrapRuntime implements SandboxRuntime {
   private async launch(spec: RuntimeSandboxSpec): Promise<SandboxHandle> {
     const image = this.images.resolve(spec.image);
     const layout = this.layout(spec.id);
-    const network = this.networked(spec) ? await this.options.network!.attach(spec.id, spec.network) : undefined;
+    // A warm sandbox is networked like the sandboxes it stands in for, and may reach nothing until one takes it over.
+    const warm = isWarmId(spec.id) && this.options.network !== undefined;
+    const network = this.networked(spec) || warm ? await this.options.network!.attach(spec.id, warm ? { internet: false } : spec.network) : undefined;
     await prepareSandboxFolders(spec, layout, this.identity(), network);
     const cgroup = await this.cgroups.create(spec.id);
     const record: SandboxRecord = { spec, cgroupDirs: cgroup.dirs, phase: 'starting', network };

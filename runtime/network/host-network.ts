@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import fsp from 'node:fs/promises';
 import { promisify } from 'node:util';
 
@@ -83,10 +84,22 @@ table bridge ${table} {
 `;
 }
 
-/** The bridge (idempotent), with its address, without IPv6, and the node's rules. */
+/**
+ * A fixed, locally administered MAC address for the bridge. Left to itself a bridge takes the
+ * lowest MAC of its ports, so each sandbox joining could change the gateway's MAC under the
+ * others, whose neighbour caches would then point nowhere until they expire.
+ */
+export function bridgeMac(bridge: string): string {
+  const bytes = createHash('sha256').update(`hangar bridge ${bridge}`).digest().subarray(0, 6);
+  bytes[0] = (bytes[0] & 0xfc) | 0x02;
+  return [...bytes].map((byte) => byte.toString(16).padStart(2, '0')).join(':');
+}
+
+/** The bridge (idempotent), with its address and MAC, without IPv6, and the node's rules. */
 export async function setUpNode(plan: NodeNetworkPlan): Promise<void> {
   const exists = await ip('link', 'show', 'dev', plan.bridge).then(() => true, () => false);
   if (!exists) await ip('link', 'add', plan.bridge, 'type', 'bridge');
+  await ip('link', 'set', 'dev', plan.bridge, 'address', bridgeMac(plan.bridge));
   await fsp.writeFile(`/proc/sys/net/ipv6/conf/${plan.bridge}/disable_ipv6`, '1');
   await ip('addr', 'replace', `${plan.gateway}/${plan.prefix}`, 'dev', plan.bridge);
   await ip('link', 'set', plan.bridge, 'up');

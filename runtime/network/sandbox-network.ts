@@ -234,6 +234,16 @@ export class SandboxNetwork {
     return true;
   }
 
+  /** Gives a (warm) sandbox's namespace and address to the sandbox taking it over, with that sandbox's policy. */
+  async handOver(fromId: string, toId: string, network: SandboxNetworkSpec | undefined): Promise<void> {
+    const address = this.addressOf.get(fromId);
+    if (!address) throw new Error(`sandbox ${fromId} has no network on this node`);
+    const lease: Lease = { sandboxId: toId, network };
+    await writeFileAtomically(path.join(this.leasesDir, address), JSON.stringify(lease), 0o600);
+    this.addressOf.delete(fromId);
+    this.remember(address, lease);
+  }
+
   /** Removes the sandbox's namespace, interfaces and lease (nothing when it has none). */
   async detach(sandboxId: string): Promise<void> {
     const address = this.addressOf.get(sandboxId);

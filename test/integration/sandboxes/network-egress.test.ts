@@ -39,12 +39,15 @@ beforeAll(async () => {
   [allowed, forbidden] = internet.hosts;
   network = testSandboxNetwork(dataDir, names);
   await network.start();
-  runtime = testRuntime(dataDir, { network });
+  // A warm pool, as nodes have by default: sandboxes below mostly take over a warm one.
+  runtime = testRuntime(dataDir, { network, warmPool: 1 });
+  await runtime.prewarm();
 });
 
 afterAll(async () => {
   // Whatever beforeAll got to, undone.
   for (const sandbox of (await runtime?.list()) ?? []) await runtime.remove(sandbox.id);
+  await runtime?.close();
   await network?.tearDown();
   await internet?.close();
   fs.rmSync(dataDir, { recursive: true, force: true });
@@ -190,12 +193,29 @@ test('a forbidden host stays forbidden behind an alias (CNAME) to it, by DNS and
 
 test('a new node worker serves the running sandboxes again, with their policies', async () => {
   const box = await start({ allowedDomains: ['allowed.test'] });
+  // The worker goes (its warm sandboxes with it, as a worker's close ends them); a new one starts.
+  await runtime.close();
   await network.close();
-  const next = new SandboxNetwork((network as unknown as { options: ConstructorParameters<typeof SandboxNetwork>[0] }).options);
-  await next.start();
-  network = next;
+  network = new SandboxNetwork((network as unknown as { options: ConstructorParameters<typeof SandboxNetwork>[0] }).options);
+  await network.start();
+  runtime = testRuntime(dataDir, { network, warmPool: 1 });
+  await runtime.prewarm();
   expect((await curl(box, 'http://allowed.test/')).answer).toMatchObject({ local: allowed });
   expect((await curl(box, 'http://forbidden.test/')).stdout).toMatch(/not in spec\.network\.allowedDomains/);
+});
+
+test('a warm sandbox reaches nothing; the sandbox taking it over has its namespace with its own policy', async () => {
+  const warm = await until('a warm sandbox', async () => {
+    if (runtime.warmPoolStatus().ready < 1) return undefined;
+    const leases = fs.readdirSync(path.join(dataDir, 'network', 'leases'));
+    const found = leases.map((address) => ({ address, lease: JSON.parse(fs.readFileSync(path.join(dataDir, 'network', 'leases', address), 'utf8')) }));
+    return found.find(({ lease }) => String(lease.sandboxId).startsWith('warm_'));
+  });
+  expect(warm.lease.network).toEqual({ internet: false });
+  const box = await start({ allowedDomains: ['www.allowed.test'] });
+  expect(recordOf(box.id).network?.address).toBe(warm.address);
+  expect((await curl(box, 'http://www.allowed.test/')).answer).toMatchObject({ local: allowed });
+  expect((await curl(box, 'http://allowed.test/')).stdout).toMatch(/not in spec\.network\.allowedDomains/);
 });
 
 test('deleting a sandbox leaves no namespace, interface or lease; the node tears down to nothing', async () => {
@@ -209,6 +229,7 @@ test('deleting a sandbox leaves no namespace, interface or lease; the node tears
   expect(fs.existsSync(path.join(dataDir, 'network', 'leases', attachment.address))).toBe(false);
 
   for (const sandbox of await runtime.list()) await runtime.remove(sandbox.id);
+  await runtime.close();
   await network.tearDown();
   const links = execFileSync('ip', ['-o', 'link']).toString();
   expect(links).not.toMatch(new RegExp(`${network.plan.interfacePrefix}[0-9a-f]{8}`));
