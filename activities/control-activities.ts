@@ -5,6 +5,7 @@ import type { ActivityDeps } from './support/activity-deps';
 import { createJobControlActivities } from './job-control';
 import { createProvisioningActivities } from './provisioning';
 import { createSandboxControlActivities } from './sandbox-control';
+import { createSnapshotControlActivities } from './snapshot-control';
 import { createVolumeControlActivities } from './volume-control';
 import { createUsageActivities } from './usage-flush';
 
@@ -14,6 +15,7 @@ export type { ActivityDeps } from './support/activity-deps';
 export function createActivities(deps: ActivityDeps) {
   return {
     ...createSandboxControlActivities(deps),
+    ...createSnapshotControlActivities(deps),
     ...createDeploymentControlActivities(deps),
     ...createProvisioningActivities(deps),
     ...createJobControlActivities(deps),

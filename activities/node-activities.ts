@@ -10,11 +10,12 @@ import { BuiltinWorkloads } from '../runtime/builtin-workloads';
 import { createDeploymentNodeActivities } from './deployment-node';
 import { createJobNodeActivities } from './job-node';
 import { createSandboxNodeActivities, type NodeRuntime } from './sandbox-node';
+import { createSnapshotNodeActivities, type SnapshotRuntime } from './snapshot-node';
 import { createVolumeNodeActivities } from './volume-node';
 
 export interface NodeActivityDeps {
   config: HangarConfig;
-  runtime: NodeRuntime;
+  runtime: NodeRuntime & SnapshotRuntime;
   volumes: VolumeStore;
   /** Sandbox starts record their status, job tasks their progress, so a restarted worker resumes them; async agent requests live there. */
   pg: Pool;
@@ -30,6 +31,7 @@ export interface NodeActivityDeps {
 export function createNodeActivities({ config, runtime, volumes, pg, platform, temporal, jobMounts }: NodeActivityDeps) {
   return {
     ...createSandboxNodeActivities({ runtime, volumes, pg }),
+    ...createSnapshotNodeActivities({ runtime, pg }),
     ...createVolumeNodeActivities({ volumes }),
     ...createDeploymentNodeActivities({ runtime, dataDir: config.dataDir, builtins: new BuiltinWorkloads(config), pg, platform }),
     ...createJobNodeActivities({ runtime, pg, volumes: jobMounts }),

@@ -2,13 +2,19 @@ import { ApplicationFailure } from '@temporalio/activity';
 import type { Pool } from 'pg';
 import { ResourceStore } from '../store/resources';
 import { StateHistory } from '../store/state-history';
+import { isRegistryImage, pullsEveryTime } from '../domain/images/builtin';
+import { ImagePullError } from '../domain/images/pull-failure';
 import { DEFAULT_SANDBOX_IMAGE, DEFAULT_SANDBOX_MEMORY_MB, type SandboxKey, type SandboxSpec } from '../domain/sandbox/sandbox';
 import { SandboxSpecError, type FreezeState, type RuntimeVolumeMount, type SandboxRemoval, type SandboxRuntime } from '../runtime/sandbox-runtime';
 import type { VolumeStore } from '../runtime/volume-store';
 import { whileHeartbeating } from './support/heartbeat';
 
-/** The runtime plus what metering needs of it. */
-export type NodeRuntime = SandboxRuntime & { imageStorageBytes(id: string, image: string): Promise<number> };
+/** The runtime plus what metering and images from registries need of it. */
+export type NodeRuntime = SandboxRuntime & {
+  imageStorageBytes(id: string, image: string): Promise<number>;
+  pullImage(reference: string): Promise<{ digest: string }>;
+  findImage(reference: string): Promise<{ digest: string } | undefined>;
+};
 
 /**
  * The node side of a sandbox's life, run by the runtime worker of the node that hosts it. Every
@@ -21,7 +27,11 @@ export function createSandboxNodeActivities({ runtime, volumes, pg }: { runtime:
 
   return {
     /** Starts the sandbox and marks it DEPLOYED; answers since when it runs (see startSandbox below). */
-    startSandbox: (key: SandboxKey, spec: SandboxSpec) => whileHeartbeating(() => startSandbox({ runtime, volumes, store, history }, key, spec)),
+    startSandbox: (key: SandboxKey, spec: SandboxSpec, seedSnapshotId?: string) =>
+      whileHeartbeating(() => startSandbox({ runtime, volumes, store, history }, key, spec, seedSnapshotId)),
+
+    /** Pulls the sandbox's image onto this node when it comes from a registry (see pullSandboxImage below). */
+    pullSandboxImage: (key: SandboxKey, spec: SandboxSpec) => whileHeartbeating(() => pullSandboxImage(runtime, store, key, spec)),
 
     /**
      * Freezes the sandbox unless it is serving a request, running a command someone waits on or
@@ -105,6 +115,7 @@ async function startSandbox(
   { runtime, volumes, store, history }: { runtime: NodeRuntime; volumes?: VolumeStore; store: ResourceStore; history: StateHistory },
   key: SandboxKey,
   spec: SandboxSpec,
+  seedSnapshotId: string | undefined,
 ): Promise<{ startedAt: number }> {
   const mounts = await volumeMounts(volumes, spec);
   const memoryMb = spec.runtime?.memory ?? DEFAULT_SANDBOX_MEMORY_MB;
@@ -117,6 +128,7 @@ async function startSandbox(
       memoryMb,
       envs: runtimeEnvs(spec),
       volumes: mounts,
+      ...(seedSnapshotId ? { seedSnapshotId } : {}),
       network: spec.network,
     });
   } catch (err) {
@@ -128,6 +140,32 @@ async function startSandbox(
   await store.transition(key.id, 'DEPLOYED', { type: 'Normal', message: 'sandbox is running' }, { state: 'RUNNING', lastUsedAt: new Date().toISOString() }, 'DEPLOYING');
   const sandbox = { workspaceId: key.workspaceId, resourceType: 'sandbox' as const, resourceUuid: key.id, resourceName: key.name };
   return { startedAt: await history.enter(sandbox, { state: 'RUNNING', memoryMb, storedBytes: 0 }, Date.now()) };
+}
+
+/**
+ * Pulls the sandbox's image onto this node when it names a registry (a built-in image needs
+ * nothing), saying on the sandbox's events that it waits for its image, then which digest came.
+ * Answers the digest pulled. The registry's refusals (not found, unauthorized) and a malformed
+ * reference do not get better by retrying; an unreachable registry may, and is retried.
+ */
+async function pullSandboxImage(runtime: NodeRuntime, store: ResourceStore, key: SandboxKey, spec: SandboxSpec): Promise<{ digest?: string }> {
+  const image = spec.runtime?.image;
+  if (image === undefined || !isRegistryImage(image)) return {};
+  const present = pullsEveryTime(image) ? undefined : await runtime.findImage(image);
+  if (present) {
+    await store.note(key.id, { type: 'Normal', message: `image '${image}' is on the node (${present.digest})` }, { image: { reference: image, digest: present.digest, pull: 'PRESENT' } });
+    return { digest: present.digest };
+  }
+  await store.note(key.id, { type: 'Normal', message: `waiting for its image: pulling '${image}' onto the node` }, { image: { reference: image, pull: 'PULLING' } });
+  try {
+    const { digest } = await runtime.pullImage(image);
+    await store.note(key.id, { type: 'Normal', message: `image '${image}' pulled (${digest})` }, { image: { reference: image, digest, pull: 'PULLED' } });
+    return { digest };
+  } catch (err) {
+    if (err instanceof ImagePullError && err.kind !== 'unreachable') throw ApplicationFailure.nonRetryable(err.message, 'ImagePullError');
+    if (err instanceof SandboxSpecError) throw ApplicationFailure.nonRetryable(err.message, 'SandboxSpecError');
+    throw err;
+  }
 }
 
 /** What enterStandby did, and the node's freeze state after it. */

@@ -5,7 +5,7 @@ import fsp from 'node:fs/promises';
  * file in the same folder, then a rename). The node's records that a crash must not tear go
  * through here: sandbox state, removals, the port event relay's cursors.
  */
-export async function writeFileAtomically(file: string, content: string, mode?: number): Promise<void> {
+export async function writeFileAtomically(file: string, content: string | Uint8Array, mode?: number): Promise<void> {
   const temporary = `${file}.${process.pid}.tmp`;
   await fsp.writeFile(temporary, content, mode === undefined ? undefined : { mode });
   await fsp.rename(temporary, file);

@@ -7,6 +7,8 @@ import type { RuntimeVolumeMount } from './sandbox-runtime';
 export const AGENT_ROOT = '/opt/hangar';
 export const AGENT_NODE = `${AGENT_ROOT}/bin/node`;
 export const AGENT_ENTRY = `${AGENT_ROOT}/agent/main.js`;
+/** Where a sandbox on a pulled image sees the host's loader, libraries and setpriv (host-loader.ts). */
+export const AGENT_LIB = `${AGENT_ROOT}/lib`;
 
 /** Paths a volume may not cover: the image, kernel views and the agent's own folders. */
 export const RESERVED_PATHS = ['/usr', '/bin', '/sbin', '/lib', '/lib64', '/etc', '/proc', '/dev', '/sys', SANDBOX_RUN_DIR, SANDBOX_API_DIR, SANDBOX_PLATFORM_DIR, AGENT_ROOT];
@@ -28,6 +30,8 @@ export interface LaunchPlan {
   agent: { nodeBinary: string; agentDir: string; nodeModulesDir: string; nodeFlags: string[] };
   /** The agent's own environment (never the user's variables). */
   agentEnv: Record<string, string>;
+  /** Descriptor, open in bwrap, of the seccomp filter every process of the sandbox runs under. */
+  seccompFd: number;
   /**
    * Set when bubblewrap starts inside a network namespace the node made for the sandbox (its
    * outbound network): bubblewrap then keeps it instead of making an empty one.
@@ -40,7 +44,9 @@ export interface LaunchPlan {
  * the image read-only, a synthesized /etc, the sandbox's writable folders and volumes, and the
  * agent. New pid, ipc, uts and network namespaces (loopback only, unless the node made one with
  * outbound network for it); no capabilities beyond the
- * three setpriv needs to become the sandbox user, which it then drops with the bounding set.
+ * three setpriv needs to become the sandbox user, which it then drops with the bounding set;
+ * the seccomp filter of runtime/seccomp (bwrap sets no_new_privs and loads it just before
+ * running setpriv, so it binds the agent and all it starts).
  * No --die-with-parent: sandboxes outlive the worker that started them.
  */
 export function bwrapArguments(plan: LaunchPlan): string[] {
@@ -57,6 +63,8 @@ export function bwrapArguments(plan: LaunchPlan): string[] {
     '--cap-drop',
     'ALL',
     ...['CAP_SETUID', 'CAP_SETGID', 'CAP_SETPCAP'].flatMap((cap) => ['--cap-add', cap]),
+    '--seccomp',
+    String(plan.seccompFd),
   ];
   for (const [name, value] of Object.entries(plan.agentEnv)) args.push('--setenv', name, value);
 
@@ -75,7 +83,7 @@ export function bwrapArguments(plan: LaunchPlan): string[] {
   };
 
   for (const mount of plan.image.mounts) {
-    if (mount.kind === 'ro-bind') mountAt(mount.path, '--ro-bind', mount.path, mount.path);
+    if (mount.kind === 'ro-bind') mountAt(mount.path, '--ro-bind', mount.source ?? mount.path, mount.path);
     else mountAt(mount.path, '--symlink', mount.target, mount.path);
   }
   mountAt('/proc', '--proc', '/proc');
@@ -95,15 +103,30 @@ export function bwrapArguments(plan: LaunchPlan): string[] {
   mountAt(`${AGENT_ROOT}/agent`, '--ro-bind', plan.agent.agentDir, `${AGENT_ROOT}/agent`);
   mountAt(`${AGENT_ROOT}/node_modules`, '--ro-bind', plan.agent.nodeModulesDir, `${AGENT_ROOT}/node_modules`);
   mountAt(AGENT_NODE, '--ro-bind', plan.agent.nodeBinary, AGENT_NODE);
+  if (plan.image.hostLoader) mountAt(AGENT_LIB, '--ro-bind', plan.image.hostLoader.dir, AGENT_LIB);
 
   mountAt(SANDBOX_CODE_DIR, '--ro-bind', plan.codeDir, SANDBOX_CODE_DIR);
   for (const volume of plan.volumes) {
     mountAt(volume.mountPath, volume.readOnly ? '--ro-bind' : '--bind', volume.hostPath, volume.mountPath);
   }
 
-  args.push('--chdir', SANDBOX_HOME, '--');
-  args.push(
-    '/usr/bin/setpriv',
+  args.push('--chdir', SANDBOX_HOME, '--', ...agentCommand(plan));
+  return args;
+}
+
+/**
+ * setpriv drops to the sandbox user and every capability, then runs the agent. On a built-in
+ * image both come from the image's own /usr; on a pulled image, whose libc may not be the host's,
+ * both are the host's programs started through the host's loader with the host's libraries
+ * (host-loader.ts), which no variable passes on to the user's processes.
+ */
+function agentCommand(plan: LaunchPlan): string[] {
+  const hostLoader = plan.image.hostLoader;
+  const loader = hostLoader ? [`${AGENT_LIB}/${hostLoader.loader}`, '--library-path', AGENT_LIB] : [];
+  const setpriv = hostLoader ? [...loader, `${AGENT_LIB}/setpriv`] : ['/usr/bin/setpriv'];
+  const node = hostLoader ? [...loader, '--argv0', AGENT_NODE, AGENT_NODE] : [AGENT_NODE];
+  return [
+    ...setpriv,
     '--reuid',
     String(plan.uid),
     '--regid',
@@ -114,11 +137,10 @@ export function bwrapArguments(plan: LaunchPlan): string[] {
     '--inh-caps',
     '-all',
     '--',
-    AGENT_NODE,
+    ...node,
     ...plan.agent.nodeFlags,
     AGENT_ENTRY,
-  );
-  return args;
+  ];
 }
 
 /** A volume's mount path: absolute, normalized, and clear of the reserved paths. */

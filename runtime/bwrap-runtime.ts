@@ -4,12 +4,18 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { SandboxAgentClient, waitForAgent } from './agent-client';
 import { bwrapArguments, type LaunchPlan } from './bwrap-args';
+import { SandboxSeccompFilter } from './seccomp/seccomp-filter';
+import { captureTree, removeTree, seedTree } from './snapshot-files';
 import { detectCgroupDriver, type CgroupDriver, type CgroupOptions, type SandboxCgroup } from './cgroups';
 import { SANDBOX_ETC_FILE_NAMES } from './etc-files';
 import { isSameProcess, processStartTicks } from './host-process';
 import { diskUsageBytes } from './disk-usage';
-import { DEFAULT_IMAGE, ImageCatalog, imageDefinition } from './image';
-import { SANDBOX_AGENT_CONFIG, assertSandboxId, sandboxLayout, type SandboxLayout } from './layout';
+import { DEFAULT_IMAGE, imageName } from './image';
+import type { StoredImage } from './image-store';
+import { sandboxOwnedPaths } from './image-tree';
+import { SandboxImages } from './sandbox-images';
+import type { RegistryCredentials } from './skopeo';
+import { SANDBOX_AGENT_CONFIG, assertSandboxId, sandboxLayout, snapshotFilesDir, type SandboxLayout } from './layout';
 import { SANDBOX_ENV, installCode, prepareSandboxFolders, writeIdentityFiles, type SandboxUser } from './sandbox-files';
 import { validateSpec } from './spec-validation';
 import { RemovalLog } from './removal-log';
@@ -42,6 +48,10 @@ export interface BwrapRuntimeOptions {
   nodeModulesDir?: string;
   /** Node binary that runs the agent; shown read-only inside the sandbox. Default: this process's. */
   nodeBinary?: string;
+  /** The host's setpriv, run through the host's loader in sandboxes on pulled images. */
+  setprivPath?: string;
+  /** Images pulled from registries (runtime/image-store.ts): the tools, and registries reached without TLS checks besides loopback ones. */
+  images?: { skopeoPath?: string; umociPath?: string; insecureRegistries?: string[] };
   /** Host uid and gid of the sandbox user (named `user` inside). */
   uid?: number;
   gid?: number;
@@ -71,19 +81,23 @@ const WARM_MEMORY_MB = 256;
  * sandbox (bubblewrap, its init, the agent, user code) is limited and freezable from the first
  * instruction.
  */
+/** Where bwrap finds the seccomp filter: the descriptor after stdin, stdout and stderr. */
+const SECCOMP_FD = 3;
+
 const LAUNCH_SCRIPT = ['IFS=:', 'for f in $HANGAR_CGROUP_PROCS; do echo $$ > "$f" || exit 97; done', 'unset IFS HANGAR_CGROUP_PROCS', 'exec "$@"'].join('\n');
 
 /** The sandbox runtime of one node: bubblewrap for isolation, cgroups for limits and standby. */
 export class BwrapRuntime implements SandboxRuntime {
   private readonly store: StateStore;
   private readonly removals: RemovalLog;
-  private readonly images: ImageCatalog;
+  private readonly images: SandboxImages;
   private readonly cgroups: CgroupDriver;
   private readonly locks = new Map<string, Promise<unknown>>();
   private readonly uid: number;
   private readonly gid: number;
   private readonly bwrapPath: string;
   private readonly pool: WarmPool;
+  private readonly seccomp: SandboxSeccompFilter;
 
   constructor(private readonly options: BwrapRuntimeOptions) {
     this.store = new StateStore(options.dataDir);
@@ -92,7 +106,14 @@ export class BwrapRuntime implements SandboxRuntime {
     this.uid = options.uid ?? 1000;
     this.gid = options.gid ?? this.uid;
     this.bwrapPath = options.bwrapPath ?? findOnPath('bwrap');
-    this.images = new ImageCatalog(options.dataDir, { uid: this.uid, gid: this.gid });
+    this.images = new SandboxImages({
+      dataDir: options.dataDir,
+      identity: { uid: this.uid, gid: this.gid },
+      nodeBinary: options.nodeBinary ?? process.execPath,
+      setprivBinary: options.setprivPath ?? '/usr/bin/setpriv',
+      ...options.images,
+    });
+    this.seccomp = new SandboxSeccompFilter(options.dataDir);
     this.pool = new WarmPool(options.warmPool ?? 0, {
       start: (id) => this.exclusive(id, () => this.launch({ id, workspaceId: 'warm', image: DEFAULT_IMAGE, memoryMb: WARM_MEMORY_MB, envs: [], volumes: [] })),
       remove: async (id) => {
@@ -121,17 +142,51 @@ export class BwrapRuntime implements SandboxRuntime {
   }
 
   /**
+   * Copies the sandbox's writable layer into the snapshot `snapshotId` and answers its size on
+   * disk; a capture asked again answers the first copy. The sandbox goes on running meanwhile
+   * (a freeze for the copy would be seen as a standby by whoever looks), so a file it writes
+   * during the copy may be caught part-written, as in a backup of a live disk.
+   */
+  captureFiles(id: string, snapshotId: string): Promise<number> {
+    assertSandboxId(id);
+    const target = snapshotFilesDir(this.options.dataDir, snapshotId);
+    return this.exclusive(id, async () => {
+      if (!(await this.store.read(id))) throw new SandboxNotFoundError(id);
+      return captureTree(this.layout(id).fsRoot, target);
+    });
+  }
+
+  /** Deletes a snapshot's files from this node. */
+  removeSnapshotFiles(snapshotId: string): Promise<void> {
+    return removeTree(snapshotFilesDir(this.options.dataDir, snapshotId));
+  }
+
+  /**
    * A sandbox's image storage: its image as the platform stores it plus what the sandbox wrote
    * to its own writable layer (its folders under `fs/`), whatever else the node has installed.
    */
   async imageStorageBytes(id: string, image: string): Promise<number> {
     const layer = this.layout(id).writable.map((folder) => folder.hostPath).filter((folder) => fs.existsSync(folder));
-    return this.images.storedBytes(image) + (await diskUsageBytes(layer));
+    return (await this.images.storedBytes(image)) + (await diskUsageBytes(layer));
+  }
+
+  /**
+   * Pulls an image from its registry into this node's store, where every sandbox on it shares
+   * one copy; a sandbox can then start from the reference. Anonymous unless credentials are
+   * given. A failure is an ImagePullError naming the image and the registry's reason.
+   */
+  pullImage(reference: string, options: { credentials?: RegistryCredentials } = {}): Promise<StoredImage> {
+    return this.images.pull(reference, options);
+  }
+
+  /** The image a reference was last pulled as on this node, if it was. */
+  findImage(reference: string): Promise<StoredImage | undefined> {
+    return this.images.store.find(reference);
   }
 
   async start(spec: RuntimeSandboxSpec): Promise<SandboxHandle> {
     validateSpec(spec);
-    this.images.resolve(spec.image);
+    await this.images.check(spec.image);
     return this.exclusive(spec.id, async () => {
       const record = await this.store.read(spec.id);
       if (record && (await this.isAlive(record))) {
@@ -180,9 +235,11 @@ export class BwrapRuntime implements SandboxRuntime {
    * its configuration. Undefined when no warm sandbox fits; a failed take-over is cleaned up.
    */
   private async takeOverWarm(spec: RuntimeSandboxSpec): Promise<SandboxHandle | undefined> {
+    // A fork's files are copied in before its first start; a warm sandbox has started already.
     // Warm sandboxes have a network namespace when the node gives sandboxes network: one with
     // `internet: false` (loopback only) cannot take one over.
-    if (spec.volumes.length > 0 || imageDefinition(spec.image).name !== DEFAULT_IMAGE || this.networked(spec) !== Boolean(this.options.network)) return undefined;
+    const sameNetwork = this.networked(spec) === Boolean(this.options.network);
+    if (spec.volumes.length > 0 || spec.seedSnapshotId || !this.images.isBuiltin(spec.image) || imageName(spec.image) !== DEFAULT_IMAGE || !sameNetwork) return undefined;
     const layout = this.layout(spec.id);
     if (await fsp.stat(layout.root).then(() => true, () => false)) return undefined;
     const warmId = this.pool.take();
@@ -198,7 +255,7 @@ export class BwrapRuntime implements SandboxRuntime {
       await this.store.write(claimed);
       await Promise.all([
         this.cgroups.open(record.cgroupDirs).setLimits(this.limits(spec)),
-        writeIdentityFiles(spec, layout, this.identity(), record.network),
+        writeIdentityFiles(spec, layout, this.identity(), undefined, record.network),
         installCode(spec.code, layout.codeDir),
         this.cgroups.open(record.cgroupDirs).pids().then((pids) => setHostname(pids, spec.id)),
       ]);
@@ -214,12 +271,13 @@ export class BwrapRuntime implements SandboxRuntime {
   }
 
   private async launch(spec: RuntimeSandboxSpec): Promise<SandboxHandle> {
-    const image = this.images.resolve(spec.image);
     const layout = this.layout(spec.id);
+    const image = await this.images.resolve(spec.image, sandboxOwnedPaths(layout.writable, spec.volumes));
+    if (spec.seedSnapshotId) await seedTree(snapshotFilesDir(this.options.dataDir, spec.seedSnapshotId), layout.fsRoot);
     // A warm sandbox is networked like the sandboxes it stands in for, and may reach nothing until one takes it over.
     const warm = isWarmId(spec.id) && this.options.network !== undefined;
     const network = this.networked(spec) || warm ? await this.options.network!.attach(spec.id, warm ? { internet: false } : spec.network) : undefined;
-    await prepareSandboxFolders(spec, layout, this.identity(), network);
+    await prepareSandboxFolders(spec, layout, this.identity(), image.run, network);
     const cgroup = await this.cgroups.create(spec.id);
     const record: SandboxRecord = { spec, cgroupDirs: cgroup.dirs, phase: 'starting', network };
     try {
@@ -247,14 +305,17 @@ export class BwrapRuntime implements SandboxRuntime {
         },
         agentEnv: { ...SANDBOX_ENV, HOSTNAME: spec.id, HANGAR_AGENT_CONFIG: SANDBOX_AGENT_CONFIG },
         ownNetworkNamespace: network !== undefined,
+        seccompFd: SECCOMP_FD,
       };
+      const filter = await this.seccomp.open();
       const log = fs.openSync(layout.agentLog, 'w', 0o600);
       const child = spawn('/bin/sh', ['-c', LAUNCH_SCRIPT, 'hangar-launch', ...enterNetwork(network), this.bwrapPath, ...bwrapArguments(plan)], {
         detached: true,
-        stdio: ['ignore', log, log],
+        stdio: ['ignore', log, log, filter],
         env: { PATH: SANDBOX_ENV.PATH, HANGAR_CGROUP_PROCS: cgroup.procsFiles.join(':') },
       });
       fs.closeSync(log);
+      fs.closeSync(filter);
       let exited: string | undefined;
       child.on('error', (err) => (exited = `could not run bubblewrap: ${err.message}`));
       child.on('exit', (code, signal) => (exited = code === 97 ? 'could not join the sandbox cgroups' : `the sandbox exited (${signal ?? `code ${code}`})`));
@@ -294,7 +355,7 @@ export class BwrapRuntime implements SandboxRuntime {
       const updated: SandboxRecord = { ...record, spec: { ...record.spec, envs } };
       validateSpec(updated.spec);
       await this.store.write(updated);
-      await writeIdentityFiles(updated.spec, this.layout(id), this.identity(), record.network);
+      await writeIdentityFiles(updated.spec, this.layout(id), this.identity(), await this.images.runSettings(updated.spec.image), record.network);
     });
   }
 

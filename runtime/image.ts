@@ -1,7 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { imageName } from '../domain/images/builtin';
 import { SANDBOX_ETC_FILE_NAMES, imageEtcFiles } from './etc-files';
+import type { HostLoader } from './host-loader';
 import { SANDBOX_AGENT_CONFIG, SANDBOX_HOME } from './layout';
 import { SandboxSpecError } from './sandbox-runtime';
 
@@ -32,14 +34,32 @@ export interface ImageDefinition {
   storedBytes: number;
 }
 
-/** One step of the image's read-only tree, as found on this host. */
-export type SystemMount = { kind: 'ro-bind'; path: string } | { kind: 'symlink'; path: string; target: string };
+/**
+ * One step of the image's read-only tree, as found on this host: a bind of the host's `source`
+ * (the same path when absent, as for the built-in image's system folders) or a symbolic link.
+ */
+export type SystemMount = { kind: 'ro-bind'; path: string; source?: string } | { kind: 'symlink'; path: string; target: string };
 
 export interface ResolvedImage {
   name: string;
   mounts: SystemMount[];
   /** The image's /etc on the host: synthesized files, the allowed host entries, mount points. */
   etcDir: string;
+  /**
+   * For an image pulled from a registry, whose libc may not be the host's: the folder of the
+   * host's loader and libraries the agent is started through (host-loader.ts).
+   */
+  hostLoader?: HostLoader;
+  /** For an image pulled from a registry: what its config asks of its processes. */
+  run?: ImageRunSettings;
+}
+
+/** An image's settings for the processes of its sandboxes. */
+export interface ImageRunSettings {
+  /** Its `Env`, under the sandbox's own envs. */
+  env: [string, string][];
+  /** Its `WorkingDir`, when the image has that folder: where processes start unless told otherwise. */
+  workingDir?: string;
 }
 
 const BASE: ImageDefinition = {
@@ -74,19 +94,7 @@ const BASE: ImageDefinition = {
 
 const IMAGES = new Map<string, ImageDefinition>([[BASE.name, BASE]]);
 
-/** Other names of the built-in images: the reference service (and its SDK's default) calls the default one `base-image`. */
-const ALIASES = new Map<string, string>([['base-image', 'base']]);
-
-/**
- * The image name in a reference written with container habits, `[namespace/]name[:tag]`
- * (`blaxel/base-image:latest`, `hangar/base`). The images here are built from the host, one
- * version each and shared by every workspace: namespace, tag and digest name nothing more.
- */
-export function imageName(reference: string): string {
-  const lastPart = reference.slice(reference.lastIndexOf('/') + 1);
-  const name = lastPart.split(/[:@]/, 1)[0];
-  return ALIASES.get(name) ?? name;
-}
+export { imageName };
 
 export const DEFAULT_IMAGE = BASE.name;
 

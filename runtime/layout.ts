@@ -32,8 +32,9 @@ export interface SandboxLayout {
   platformSocket: string;
   /** Host-side progress of the port event relay through the event log. */
   relayCursor: string;
-  /** The writable layer: one host folder per writable folder of the sandbox's tree. */
+  /** The writable layer: one host folder per writable folder of the sandbox's tree, all under `fsRoot`. */
   writable: WritableFolder[];
+  fsRoot: string;
   /** Seen read-only at /app: the code the spec names, linked in at each start (empty without). */
   codeDir: string;
 }
@@ -98,10 +99,19 @@ export function sandboxLayout(dataDir: string, id: string): SandboxLayout {
     platformSocket: path.join(platformDir, path.basename(SANDBOX_PLATFORM_SOCKET)),
     relayCursor: path.join(root, 'relay-cursor'),
     codeDir: path.join(root, 'code'),
+    fsRoot: path.join(root, 'fs'),
     writable: WRITABLE_FOLDERS.map((folder) => ({
       hostPath: path.join(root, 'fs', folder.name),
       sandboxPath: folder.sandboxPath,
       shared: folder.shared,
     })),
   };
+}
+
+const SNAPSHOT_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** Where a snapshot's copy of a sandbox's writable layer lives on the node. */
+export function snapshotFilesDir(dataDir: string, snapshotId: string): string {
+  if (typeof snapshotId !== 'string' || !SNAPSHOT_ID.test(snapshotId)) throw new SandboxSpecError(`a snapshot id is a lowercase uuid, got '${snapshotId}'`);
+  return path.join(dataDir, 'snapshots', snapshotId, 'fs');
 }

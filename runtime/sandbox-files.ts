@@ -1,8 +1,10 @@
 import fsp from 'node:fs/promises';
 import path from 'node:path';
+import { processEnvironment } from '../domain/images/oci-image';
 import type { AgentConfig } from '../sandbox-agent/contract/agent-config';
 import { AGENT_ROOT } from './bwrap-args';
 import { sandboxEtcFiles } from './etc-files';
+import type { ImageRunSettings } from './image';
 import { SANDBOX_AGENT_CONFIG, SANDBOX_API_DIR, SANDBOX_EVENT_LOG, SANDBOX_HOME, SANDBOX_RUN_DIR, SANDBOX_SOCKET, type SandboxLayout } from './layout';
 import type { RuntimeSandboxSpec } from './sandbox-runtime';
 
@@ -22,7 +24,7 @@ export const SANDBOX_ENV = {
 };
 
 /** Creates the writable layer (kept across starts) and rewrites the per-start files. */
-export async function prepareSandboxFolders(spec: RuntimeSandboxSpec, layout: SandboxLayout, user: SandboxUser, egress?: SandboxEgress): Promise<void> {
+export async function prepareSandboxFolders(spec: RuntimeSandboxSpec, layout: SandboxLayout, user: SandboxUser, image?: ImageRunSettings, egress?: SandboxEgress): Promise<void> {
   await fsp.mkdir(layout.root, { recursive: true, mode: 0o700 });
   // Independent steps, run together: creation time is what a user waits for.
   await Promise.all([
@@ -39,7 +41,7 @@ export async function prepareSandboxFolders(spec: RuntimeSandboxSpec, layout: Sa
     }),
     fsp.rm(layout.socketPath, { force: true }),
     fsp.mkdir(layout.platformDir, { recursive: true, mode: 0o755 }),
-    fsp.mkdir(layout.etcDir, { recursive: true }).then(() => writeIdentityFiles(spec, layout, user, egress)),
+    fsp.mkdir(layout.etcDir, { recursive: true }).then(() => writeIdentityFiles(spec, layout, user, image, egress)),
     installCode(spec.code, layout.codeDir),
   ]);
 }
@@ -96,16 +98,18 @@ function proxyEnv(egress: SandboxEgress | undefined): Record<string, string> {
 /**
  * The files that tell a sandbox who it is: /etc/hosts, /etc/hostname, /etc/resolv.conf and the
  * agent's configuration. Rewritten in place (same inodes), so a running sandbox sees the new content.
+ * A pulled image's settings (`image`) give its processes' environment under the sandbox's own
+ * envs, and their default working folder; `egress`, the node's egress services when it has outbound network.
  */
-export async function writeIdentityFiles(spec: RuntimeSandboxSpec, layout: SandboxLayout, user: SandboxUser, egress?: SandboxEgress): Promise<void> {
+export async function writeIdentityFiles(spec: RuntimeSandboxSpec, layout: SandboxLayout, user: SandboxUser, image?: ImageRunSettings, egress?: SandboxEgress): Promise<void> {
   const config: AgentConfig = {
     sandboxId: spec.id,
     sandboxName: spec.name ?? spec.id,
     workspaceId: spec.workspaceId,
     socketPath: SANDBOX_SOCKET,
     eventLog: SANDBOX_EVENT_LOG,
-    processEnv: { ...SANDBOX_ENV, HOSTNAME: spec.id, ...proxyEnv(egress), ...Object.fromEntries(spec.envs.map((e) => [e.name, e.value])) },
-    defaultWorkingDir: SANDBOX_HOME,
+    processEnv: processEnvironment(SANDBOX_ENV, image?.env ?? [], { HOSTNAME: spec.id, ...proxyEnv(egress), ...Object.fromEntries(spec.envs.map((e) => [e.name, e.value])) }),
+    defaultWorkingDir: image?.workingDir ?? SANDBOX_HOME,
     writableRoots: [...layout.writable.map((f) => f.sandboxPath), ...spec.volumes.filter((v) => !v.readOnly).map((v) => v.mountPath)],
     hiddenRoots: ['/proc', '/sys', '/dev', SANDBOX_RUN_DIR, SANDBOX_API_DIR, AGENT_ROOT, path.dirname(SANDBOX_AGENT_CONFIG)],
   };

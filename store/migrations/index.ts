@@ -11,6 +11,7 @@ import * as usagePendingRollups from './012_usage_pending_rollups';
 import * as usageAdditiveRollups from './013_usage_additive_rollups';
 import * as resourceStateIntervals from './014_resource_state_intervals';
 import * as sandboxPreviews from './015_sandbox_previews';
+import * as sandboxSnapshots from './016_sandbox_snapshots';
 
 export interface Migration {
   name: string;
@@ -18,4 +19,4 @@ export interface Migration {
 }
 
 /** Applied in this order; a migration, once released, is never edited: add a new one. */
-export const migrations: Migration[] = [foundation, billing, integrations, workloads, jobs, asyncRequests, customDomains, agentThreads, usageOutboxTsv, usagePendingRollups, usageAdditiveRollups, resourceStateIntervals, sandboxPreviews];
+export const migrations: Migration[] = [foundation, billing, integrations, workloads, jobs, asyncRequests, customDomains, agentThreads, usageOutboxTsv, usagePendingRollups, usageAdditiveRollups, resourceStateIntervals, sandboxPreviews, sandboxSnapshots];

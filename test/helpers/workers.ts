@@ -7,7 +7,7 @@ import { createClickHouse } from '../../store/clickhouse-client';
 import { createPool } from '../../store/postgres-pool';
 import { nodeTaskQueue, type HangarConfig } from '../../domain/config';
 import { PlatformServices } from '../../runtime/platform-services/platform-services';
-import type { NodeRuntime } from '../../activities/sandbox-node';
+import type { NodeActivityDeps } from '../../activities/node-activities';
 import type { RuntimeVolumeMount } from '../../runtime/sandbox-runtime';
 import { VolumeStore } from '../../runtime/volume-store';
 import { testWorkflowBundleFile } from '../setup/test-config';
@@ -53,7 +53,7 @@ export async function startControlWorker(config: HangarConfig, pg: Pool): Promis
  */
 export async function startNodeWorker(
   config: HangarConfig,
-  runtime: NodeRuntime,
+  runtime: NodeActivityDeps['runtime'],
   options: { pg?: Pool; jobMounts?: RuntimeVolumeMount[] } = {},
 ): Promise<RunningWorker> {
   const connection = await NativeConnection.connect({ address: config.temporalAddress });

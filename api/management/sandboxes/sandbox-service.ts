@@ -6,6 +6,7 @@ import type { ResourceStatus } from '../../../domain/resource';
 import { sandboxWorkflowId, type SandboxKey, type SandboxSpec } from '../../../domain/sandbox/sandbox';
 import { sandboxSpecChangeProblem, sandboxSpecProblem } from '../../../domain/sandbox/spec-rules';
 import { volumeMountError } from '../../../runtime/bwrap-args';
+import { ImageReferenceError, parseImageReference } from '../../../domain/images/reference';
 import { availableImages, imageExists } from '../../../runtime/image';
 import type { ResourceRow, ResourceStore } from '../../../store/resources';
 import type { SandboxLifecycleInput, sandboxLifecycle } from '../../../workflows/sandbox-lifecycle';
@@ -26,7 +27,13 @@ export interface SandboxRequest {
   spec?: SandboxSpec;
 }
 
-function lifecycleInput(config: HangarConfig, row: ResourceRow, workspaceId: string, phase: SandboxLifecycleInput['phase']): SandboxLifecycleInput {
+function lifecycleInput(
+  config: HangarConfig,
+  row: ResourceRow,
+  workspaceId: string,
+  phase: SandboxLifecycleInput['phase'],
+  seedSnapshotId?: string,
+): SandboxLifecycleInput {
   const key: SandboxKey = { id: row.id, workspace: row.workspace, workspaceId, name: row.name };
   return {
     key,
@@ -35,6 +42,7 @@ function lifecycleInput(config: HangarConfig, row: ResourceRow, workspaceId: str
     idleTimeoutMs: config.sandboxIdleSeconds * 1000,
     createdAt: row.created_at.getTime(),
     phase,
+    ...(seedSnapshotId ? { seedSnapshotId } : {}),
   };
 }
 
@@ -52,8 +60,16 @@ function checkSpec(config: HangarConfig, spec: SandboxSpec, before?: SandboxSpec
     throw badRequest('body.spec.network: sandboxes of this platform have no outbound network (HANGAR_SANDBOX_NETWORK is off); only internet: false is accepted');
   }
   const image = spec.runtime?.image;
+  if (image === undefined || imageExists(image)) return;
+  // A reference naming its registry is pulled before the start; a malformed one is refused here.
+  try {
+    if (parseImageReference(image).registry !== undefined) return;
+  } catch (err) {
+    if (err instanceof ImageReferenceError) throw badRequest(`body.spec.runtime.image: ${err.message}`);
+    throw err;
+  }
   // Every node has the same built-in images: an unknown one is refused here, not left to fail the start.
-  if (image !== undefined && !imageExists(image)) throw badRequest(`body.spec.runtime.image: image '${image}' does not exist; available: ${availableImages().join(', ')}`);
+  throw badRequest(`body.spec.runtime.image: image '${image}' does not exist; available: ${availableImages().join(', ')}, or an image of a registry named with its host (registry.example.com/team/image:tag)`);
 }
 
 /**
@@ -80,15 +96,18 @@ export function findSandbox(services: SandboxServices, workspace: WorkspaceGrant
   return findNamed(services.store, SANDBOXES.path, SANDBOXES.singular, workspace, name);
 }
 
-/** Inserts the sandbox as DEPLOYING and starts its lifecycle workflow, which starts it. */
-export async function createSandbox(services: SandboxServices, workspace: WorkspaceGrant, body: SandboxRequest, actor: string): Promise<ResourceRow> {
+/**
+ * Inserts the sandbox as DEPLOYING and starts its lifecycle workflow, which starts it; a fork
+ * names the snapshot whose files it starts with.
+ */
+export async function createSandbox(services: SandboxServices, workspace: WorkspaceGrant, body: SandboxRequest, actor: string, seedSnapshotId?: string): Promise<ResourceRow> {
   const { store, config } = services;
   const spec = body.spec ?? {};
   checkSpec(config, spec);
   const volumeIds = await resolveVolumes(store, workspace, spec);
   const insert = () => createNamed(store, workspace, SANDBOXES, { metadata: body.metadata, spec: spec as Record<string, unknown>, status: 'DEPLOYING', message: 'creating the sandbox', actor });
   const row = await insertOverFailed(services, workspace, body.metadata.name, insert);
-  const input = withVolumeIds(lifecycleInput(config, row, workspace.id, 'create'), volumeIds);
+  const input = withVolumeIds(lifecycleInput(config, row, workspace.id, 'create', seedSnapshotId), volumeIds);
   await startOwningWorkflow(store, row.id, () => startLifecycle(services, workspace, input));
   return row;
 }

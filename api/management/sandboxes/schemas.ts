@@ -8,7 +8,7 @@ export const RFC3339_PATTERN = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\
 /** A region goes into a host name or path of the sandbox URL: a DNS label. */
 const REGION_PATTERN = '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$';
 
-const Env = Type.Object(
+export const Env = Type.Object(
   {
     name: Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$', maxLength: 255 }),
     value: Type.String({ maxLength: 32_768 }),
@@ -66,7 +66,8 @@ export const SandboxSpecSchema = Type.Object(
     runtime: Type.Optional(
       Type.Object(
         {
-          image: Type.Optional(Type.String({ maxLength: 255, description: "Image name; 'base' (a shell, Python 3 and Node) by default." })),
+          // A name of up to 255 characters, a tag of up to 128 and a sha256 digest: 455 at most.
+          image: Type.Optional(Type.String({ maxLength: 512, description: "Image: 'base' (a shell, Python 3 and Node) by default, or an OCI image of a registry named with its host, [registry/][namespace/]name[:tag|@digest], pulled onto the node before the start." })),
           memory: Type.Optional(Type.Integer({ minimum: 64, maximum: 65_536, description: 'Memory limit in MB (enforced).' })),
           envs: Type.Optional(Type.Array(Env, { maxItems: 200 })),
           ports: Type.Optional(Type.Array(Port, { maxItems: 50 })),

@@ -18,6 +18,7 @@ const plan: LaunchPlan = {
   volumes: [{ hostPath: '/vols/v1', mountPath: '/mnt/data/v1', readOnly: true }],
   agent: { nodeBinary: '/usr/bin/node', agentDir: '/repo/dist/sandbox-agent', nodeModulesDir: '/repo/node_modules', nodeFlags: [] },
   agentEnv: { PATH: '/usr/bin', HANGAR_AGENT_CONFIG: '/etc/hangar/agent.json' },
+  seccompFd: 3,
 };
 
 const args = bwrapArguments(plan);
@@ -29,6 +30,9 @@ test('new namespaces, a fresh environment, no capabilities left for the user, an
   expect(args).not.toContain('--share-net');
   expect(indexOfPair('--hostname', 'sb-1')).toBeGreaterThan(-1);
   expect(indexOfPair('--cap-drop', 'ALL')).toBeGreaterThan(-1);
+  // The filter binds setpriv and everything after it: it must come before the command.
+  expect(indexOfPair('--seccomp', '3')).toBeGreaterThan(-1);
+  expect(indexOfPair('--seccomp', '3')).toBeLessThan(args.indexOf('--'));
   const command = args.slice(args.indexOf('--') + 1);
   expect(command.slice(0, 5)).toEqual(['/usr/bin/setpriv', '--reuid', '1000', '--regid', '1000']);
   expect(command).toEqual(expect.arrayContaining(['--bounding-set', '-all', '--clear-groups']));
@@ -79,4 +83,27 @@ test.each([
   const error = volumeMountError(mountPath);
   if (problem === undefined) expect(error).toBeUndefined();
   else expect(error).toMatch(problem);
+});
+
+test("on a pulled image, the image's files are bound from its rootfs and the agent starts through the host's loader", () => {
+  const pulled = bwrapArguments({
+    ...plan,
+    image: {
+      name: '127.0.0.1:5000/box:1',
+      etcDir: '/data/images/oci/unpacked/ab/etc-1',
+      mounts: [{ kind: 'ro-bind', path: '/bin', source: '/data/images/oci/unpacked/ab/rootfs/bin' }],
+      hostLoader: { dir: '/data/images/host-lib-1', loader: 'ld-linux-x86-64.so.2' },
+      run: { env: [['FOO', 'bar']] },
+    },
+  });
+  const at = (flag: string, from: string, to: string) => pulled.findIndex((a, i) => a === flag && pulled[i + 1] === from && pulled[i + 2] === to);
+  expect(at('--ro-bind', '/data/images/oci/unpacked/ab/rootfs/bin', '/bin')).toBeGreaterThan(-1);
+  expect(at('--ro-bind', '/data/images/host-lib-1', '/opt/hangar/lib')).toBeGreaterThan(-1);
+  const command = pulled.slice(pulled.indexOf('--') + 1);
+  const loader = ['/opt/hangar/lib/ld-linux-x86-64.so.2', '--library-path', '/opt/hangar/lib'];
+  expect(command.slice(0, 4)).toEqual([...loader, '/opt/hangar/lib/setpriv']);
+  const node = command.slice(command.indexOf('--') + 1);
+  expect(node).toEqual([...loader, '--argv0', '/opt/hangar/bin/node', '/opt/hangar/bin/node', '/opt/hangar/agent/main.js']);
+  // Nothing of the loader goes into the environment, which the user's processes inherit.
+  expect(pulled.join(' ')).not.toMatch(/LD_LIBRARY_PATH|LD_PRELOAD/);
 });

@@ -1,4 +1,5 @@
-import { imageExists, imageName } from '../../../runtime/image';
+import { BUILTIN_IMAGE_NAMES, isRegistryImage, pullsEveryTime } from '../../../domain/images/builtin';
+import { availableImages, imageExists, imageName } from '../../../runtime/image';
 
 describe('image references', () => {
   test('[namespace/]name[:tag] resolves by name; the built-in image answers to base and base-image', () => {
@@ -16,4 +17,21 @@ describe('image references', () => {
     expect(imageExists('blaxel/nodejs:latest')).toBe(false);
     expect(imageExists('')).toBe(false);
   });
+});
+
+test("the domain's list of built-in images is the runtime's, and only registry references are pulled", () => {
+  expect([...BUILTIN_IMAGE_NAMES]).toEqual(availableImages());
+  expect(isRegistryImage('127.0.0.1:5000/team/box:1')).toBe(true);
+  expect(isRegistryImage('registry.example.com/box')).toBe(true);
+  // Built-in whatever it is written with; a name without a registry is one of the platform's own.
+  expect(isRegistryImage('registry.example/team/base:3.1')).toBe(false);
+  expect(isRegistryImage('blaxel/nodejs:latest')).toBe(false);
+  expect(isRegistryImage('127.0.0.1:5000/Bad')).toBe(false);
+});
+
+test('a registry image without a version or at latest is pulled before every start; a fixed tag or digest once per node', () => {
+  expect(pullsEveryTime('127.0.0.1:5000/box')).toBe(true);
+  expect(pullsEveryTime('127.0.0.1:5000/box:latest')).toBe(true);
+  expect(pullsEveryTime('127.0.0.1:5000/box:1')).toBe(false);
+  expect(pullsEveryTime(`127.0.0.1:5000/box:latest@sha256:${'a'.repeat(64)}`)).toBe(false);
 });

@@ -1,0 +1,114 @@
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { BwrapRuntime } from '../../runtime/bwrap-runtime';
+import type { RuntimeSandboxSpec } from '../../runtime/sandbox-runtime';
+import { buildTestImage, pushTestImage, startRegistry } from '../../test/helpers/oci-registry';
+import { percentile } from '../common/stats';
+
+/**
+ * Sandboxes on images pulled from a registry (run by hand after a build, as root:
+ * `node dist/bench/sandbox/oci-image.js`). A registry on loopback (Debian's docker-registry)
+ * serves an image built from static busybox plus BENCH_IMAGE_MB (200) of random bytes. Prints:
+ *   - create -> first POST /process ok from the pulled image (already on the node) vs from `base`,
+ *     both without a warm pool, alternating (target: at most 1.2x);
+ *   - a pull into an empty store (skopeo copy, umoci unpack, the size measured) vs `skopeo copy`
+ *     of the same image alone into an empty layout (target: at most 1.5x).
+ * Options: BENCH_RUNS (20 starts of each), BENCH_PULLS (3), BENCH_IMAGE_MB (200).
+ */
+const env = process.env;
+const RUNS = Number(env.BENCH_RUNS ?? 20);
+const PULLS = Number(env.BENCH_PULLS ?? 3);
+const IMAGE_MB = Number(env.BENCH_IMAGE_MB ?? 200);
+const root = path.join(repoRoot(__dirname), '.data-bench', `oci-${process.pid}`);
+const log = (line: string) => process.stdout.write(`${line}\n`);
+
+function repoRoot(from: string): string {
+  for (let dir = from; dir !== path.dirname(dir); dir = path.dirname(dir)) {
+    if (fs.existsSync(path.join(dir, 'package.json'))) return dir;
+  }
+  throw new Error(`no package.json above ${from}`);
+}
+
+const since = (start: bigint) => Number(process.hrtime.bigint() - start) / 1e6;
+const run = (file: string, args: string[]) => new Promise<void>((resolve, reject) => execFile(file, args, (err) => (err ? reject(err) : resolve())));
+
+function firstProcess(socketPath: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ socketPath, method: 'POST', path: '/process', headers: { 'content-type': 'application/json' } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end(JSON.stringify({ command: 'true', waitForCompletion: true }));
+  });
+}
+
+let counter = 0;
+const spec = (image: string): RuntimeSandboxSpec => ({ id: `oci-${process.pid}-${++counter}`, workspaceId: 'bench', image, memoryMb: 512, envs: [], volumes: [] });
+
+async function createToFirstProcess(runtime: BwrapRuntime, image: string): Promise<number> {
+  const s = spec(image);
+  const start = process.hrtime.bigint();
+  const handle = await runtime.start(s);
+  const status = await firstProcess(handle.socketPath);
+  const elapsed = since(start);
+  if (status !== 200) throw new Error(`POST /process answered ${status}`);
+  await runtime.remove(s.id);
+  return elapsed;
+}
+
+const row = (what: string, samples: number[], floorName: string, floor: number[], target: string) => {
+  const [p50, f50] = [percentile(samples, 50), percentile(floor, 50)];
+  log(`${what.padEnd(46)} p50 ${p50.toFixed(1).padStart(8)} ms  p95 ${percentile(samples, 95).toFixed(1).padStart(8)} ms | ${floorName.padEnd(34)} p50 ${f50.toFixed(1).padStart(8)} ms | ${(p50 / f50).toFixed(2)}x (target ${target})`);
+};
+
+async function main(): Promise<void> {
+  fs.mkdirSync(root, { recursive: true });
+  const registry = await startRegistry(path.join(root, 'registry'));
+  try {
+    const layout = path.join(root, 'layout');
+    buildTestImage(layout, 'big', { files: { '/marker.txt': 'bench\n' }, randomFiles: { '/data/blob': IMAGE_MB * 1024 * 1024 }, env: ['PATH=/bin'] });
+    const image = `${registry.address}/bench/big:1`;
+    pushTestImage(layout, 'big', image);
+
+    const pulls: number[] = [];
+    const copies: number[] = [];
+    for (let i = 0; i < PULLS; i++) {
+      const store = new BwrapRuntime({ dataDir: path.join(root, `pull-${i}`) });
+      let start = process.hrtime.bigint();
+      await store.pullImage(image);
+      pulls.push(since(start));
+      const target = path.join(root, `copy-${i}`);
+      start = process.hrtime.bigint();
+      await run('skopeo', ['copy', '--quiet', '--src-tls-verify=false', '--src-no-creds', `docker://${image}`, `oci:${target}:image`]);
+      copies.push(since(start));
+      fs.rmSync(path.join(root, `pull-${i}`), { recursive: true, force: true });
+      fs.rmSync(target, { recursive: true, force: true });
+    }
+
+    const runtime = new BwrapRuntime({ dataDir: path.join(root, 'node') });
+    await runtime.pullImage(image);
+    // One of each first: the host loader folder and the image's /etc are built once per node.
+    await createToFirstProcess(runtime, image);
+    await createToFirstProcess(runtime, 'base');
+    const onImage: number[] = [];
+    const onBase: number[] = [];
+    for (let i = 0; i < RUNS; i++) {
+      onImage.push(await createToFirstProcess(runtime, image));
+      onBase.push(await createToFirstProcess(runtime, 'base'));
+    }
+    log(`image: busybox + ${IMAGE_MB} MB of random bytes; ${RUNS} starts of each, ${PULLS} pulls`);
+    row('create -> first process, pulled image', onImage, 'the same from base', onBase, '<= 1.2x');
+    row(`pull of the image (${IMAGE_MB} MB) into an empty store`, pulls, 'skopeo copy of it alone', copies, '<= 1.5x');
+  } finally {
+    await registry.close();
+    fs.rmSync(root, { recursive: true, force: true });
+  }
+}
+
+main().catch((err) => {
+  process.stderr.write(`${(err as Error).stack ?? err}\n`);
+  process.exit(1);
+});

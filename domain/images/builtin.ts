@@ -1,0 +1,47 @@
+import { parseImageReference } from './reference';
+
+/** The platform's built-in images (runtime/image.ts defines them), and the other names they answer to. */
+export const BUILTIN_IMAGE_NAMES = ['base'] as const;
+/** The reference service (and its SDK's default) calls the default image `base-image`. */
+const ALIASES = new Map<string, string>([['base-image', 'base']]);
+
+/**
+ * The image name in a reference written with container habits, `[namespace/]name[:tag]`
+ * (`blaxel/base-image:latest`, `hangar/base`): the built-in images are built from the host, one
+ * version each and shared by every workspace, so namespace, tag and digest name nothing more.
+ */
+export function imageName(reference: string): string {
+  const lastPart = reference.slice(reference.lastIndexOf('/') + 1);
+  const name = lastPart.split(/[:@]/, 1)[0];
+  return ALIASES.get(name) ?? name;
+}
+
+/** Whether a reference names a built-in image, whatever registry, namespace or tag it is written with. */
+export function isBuiltinImage(reference: string): boolean {
+  return (BUILTIN_IMAGE_NAMES as readonly string[]).includes(imageName(reference));
+}
+
+/**
+ * Whether a sandbox's image is pulled from a registry before it starts: a well-formed reference
+ * that names its registry host (`127.0.0.1:5000/team/box:1`) and no built-in image. A name
+ * without a registry stays one of the platform's own images (an unknown one is refused).
+ */
+export function isRegistryImage(reference: string): boolean {
+  if (isBuiltinImage(reference)) return false;
+  try {
+    return parseImageReference(reference).registry !== undefined;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Whether a registry image is pulled again before each sandbox starts on it even when the node
+ * has it: a reference with no version, or `latest`, names whatever the registry holds now. A
+ * fixed tag or a digest is pulled once per node (as Kubernetes' default pull policy does), so
+ * a sandbox on a cached image starts without asking its registry.
+ */
+export function pullsEveryTime(reference: string): boolean {
+  const parsed = parseImageReference(reference);
+  return parsed.digest === undefined && (parsed.tag ?? 'latest') === 'latest';
+}

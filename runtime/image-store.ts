@@ -1,0 +1,202 @@
+import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import { manifestOfIndex, parseImageConfig, parseManifest, type ImageRunConfig } from '../domain/images/oci-image';
+import { canonicalImageReference, parseImageReference, DEFAULT_REGISTRY } from '../domain/images/reference';
+import { writeFileAtomically } from './atomic-file';
+import { diskUsageBytes } from './disk-usage';
+import { copyFromRegistry, type RegistryCredentials } from './skopeo';
+import { unpackImage } from './umoci';
+
+/** An image pulled to this node and unpacked, ready for sandboxes to run from. */
+export interface StoredImage {
+  /** The reference it was last pulled by, every part spelt out (`127.0.0.1:5000/team/box:1`). */
+  reference: string;
+  /** Digest of its manifest: the image's identity on this node. */
+  digest: string;
+  /** Its run settings (Env, WorkingDir, User, Entrypoint, Cmd), from its config. */
+  config: ImageRunConfig;
+  /** Host folder of its unpacked files, shown read-only to its sandboxes. */
+  rootfs: string;
+  /** Host folder kept for the image: the rootfs, its record, what the runtime derives from it. */
+  dir: string;
+  /** Bytes the node stores for it: its blobs (compressed layers, config, manifest) plus the unpacked rootfs. */
+  storedBytes: number;
+}
+
+/** The record of an unpacked image, `image.json` beside its rootfs. */
+interface ImageRecord {
+  digest: string;
+  configDigest: string;
+  config: ImageRunConfig;
+  blobBytes: number;
+  unpackedBytes: number;
+}
+
+export interface ImageStoreOptions {
+  /** The store's folder, `<dataDir>/images/oci`. */
+  root: string;
+  skopeoPath?: string;
+  umociPath?: string;
+  /** Registries (host[:port] as written in references) reached without TLS checks; loopback ones always are. */
+  insecureRegistries?: string[];
+}
+
+const TAG = 'image';
+/**
+ * No signature checks yet: the store takes what the registry serves for a reference (skopeo still
+ * checks every blob against its digest). A policy of our own, so the host's does not decide.
+ */
+const POLICY = { default: [{ type: 'insecureAcceptAnything' }] };
+
+/**
+ * The node's OCI images, stored once however many sandboxes use them:
+ *
+ *   blobs/sha256/<hex>     every blob of every image, content-addressed: a layer two images share is one file
+ *   refs/<key>.json        a reference (by the hash of its canonical form) -> the manifest digest it was pulled as
+ *   unpacked/<hex>/        one image by manifest digest: rootfs/ (umoci's unpack), image.json, derived folders
+ *   pulls/<random>/        one pull in progress: a layout whose blobs/ is a link to the shared one, credentials
+ *
+ * A pull copies the image with skopeo into a layout of its own whose blobs are the shared ones (a
+ * blob already present is not fetched again), unpacks it unless its digest is already unpacked,
+ * and only then records the reference, so a failed pull leaves no reference and no half-unpacked
+ * image (a blob it fetched stays, content-addressed, for the next try).
+ */
+export class OciImageStore {
+  private readonly pulls = new Map<string, Promise<StoredImage>>();
+  private readonly unpacks = new Map<string, Promise<ImageRecord>>();
+
+  constructor(private readonly options: ImageStoreOptions) {}
+
+  /** Pulls the image a reference names from its registry (again: a tag may have moved) and unpacks it once. */
+  async pull(reference: string, options: { credentials?: RegistryCredentials } = {}): Promise<StoredImage> {
+    const canonical = canonicalImageReference(parseImageReference(reference));
+    // Pulls of one reference at once share one copy, unless they bring different credentials.
+    const key = `${canonical}\0${options.credentials ? createHash('sha256').update(JSON.stringify(options.credentials)).digest('hex') : ''}`;
+    let pull = this.pulls.get(key);
+    if (!pull) {
+      pull = this.pullOnce(reference, canonical, options.credentials).finally(() => this.pulls.delete(key));
+      this.pulls.set(key, pull);
+    }
+    return pull;
+  }
+
+  /** The image a reference was last pulled as on this node, without asking its registry; undefined when never pulled. */
+  async find(reference: string): Promise<StoredImage | undefined> {
+    const canonical = canonicalImageReference(parseImageReference(reference));
+    const text = await fsp.readFile(this.refFile(canonical), 'utf8').catch(() => undefined);
+    if (!text) return undefined;
+    const digest = (JSON.parse(text) as { digest: string }).digest;
+    const record = await this.readRecord(digest);
+    return record && this.stored(canonical, record);
+  }
+
+  /** Manifest digests of the images unpacked on this node. */
+  async digests(): Promise<string[]> {
+    const names = await fsp.readdir(this.dir('unpacked')).catch(() => [] as string[]);
+    return names.filter((name) => /^[0-9a-f]{64}$/.test(name)).map((hex) => `sha256:${hex}`);
+  }
+
+  private async pullOnce(reference: string, canonical: string, credentials: RegistryCredentials | undefined): Promise<StoredImage> {
+    const parsed = parseImageReference(reference);
+    const workDir = path.join(this.dir('pulls'), randomBytes(8).toString('hex'));
+    const layoutDir = path.join(workDir, 'layout');
+    try {
+      await this.prepare();
+      await fsp.mkdir(layoutDir, { recursive: true, mode: 0o700 });
+      await fsp.symlink(path.relative(layoutDir, this.dir('blobs')), path.join(layoutDir, 'blobs'));
+      await copyFromRegistry({
+        reference,
+        canonical,
+        parsed: { ...parsed, registry: parsed.registry ?? DEFAULT_REGISTRY },
+        layoutDir,
+        tag: TAG,
+        workDir,
+        policyFile: this.policyFile(),
+        ...(credentials ? { credentials } : {}),
+        insecureRegistries: this.options.insecureRegistries ?? [],
+        skopeoPath: this.options.skopeoPath ?? 'skopeo',
+      });
+      const manifest = manifestOfIndex(await fsp.readFile(path.join(layoutDir, 'index.json'), 'utf8'), TAG);
+      const record = await this.unpackOnce(manifest.digest, layoutDir);
+      await writeFileAtomically(this.refFile(canonical), JSON.stringify({ reference: canonical, digest: record.digest }));
+      return this.stored(canonical, record);
+    } finally {
+      await fsp.rm(workDir, { recursive: true, force: true });
+    }
+  }
+
+  /** Unpacks the manifest `digest` of a layout unless this node has it already: one rootfs per digest. */
+  private unpackOnce(digest: string, layoutDir: string): Promise<ImageRecord> {
+    let unpack = this.unpacks.get(digest);
+    if (!unpack) {
+      unpack = this.unpack(digest, layoutDir).finally(() => this.unpacks.delete(digest));
+      this.unpacks.set(digest, unpack);
+    }
+    return unpack;
+  }
+
+  private async unpack(digest: string, layoutDir: string): Promise<ImageRecord> {
+    const existing = await this.readRecord(digest);
+    if (existing) return existing;
+    const target = this.unpackedDir(digest);
+    const staging = path.join(this.dir('unpacked'), `.${path.basename(target)}.${process.pid}.${randomBytes(4).toString('hex')}`);
+    try {
+      await unpackImage({ layoutDir, tag: TAG, bundleDir: staging, umociPath: this.options.umociPath ?? 'umoci' });
+      const manifestText = await fsp.readFile(this.blobFile(digest), 'utf8');
+      const manifest = parseManifest(manifestText);
+      const config = parseImageConfig(await fsp.readFile(this.blobFile(manifest.config.digest), 'utf8'));
+      const record: ImageRecord = {
+        digest,
+        configDigest: manifest.config.digest,
+        config,
+        blobBytes: Buffer.byteLength(manifestText) + manifest.config.size + manifest.layers.reduce((sum, layer) => sum + layer.size, 0),
+        unpackedBytes: await diskUsageBytes([path.join(staging, 'rootfs')]),
+      };
+      await fsp.writeFile(path.join(staging, 'image.json'), JSON.stringify(record), { mode: 0o644 });
+      await fsp.rename(staging, target).catch(async (err: NodeJS.ErrnoException) => {
+        // Another process unpacked the same digest first: theirs is the same content.
+        if (err.code !== 'ENOTEMPTY' && err.code !== 'EEXIST') throw err;
+      });
+      return (await this.readRecord(digest)) ?? record;
+    } finally {
+      await fsp.rm(staging, { recursive: true, force: true });
+    }
+  }
+
+  private async readRecord(digest: string): Promise<ImageRecord | undefined> {
+    const text = await fsp.readFile(path.join(this.unpackedDir(digest), 'image.json'), 'utf8').catch(() => undefined);
+    return text ? (JSON.parse(text) as ImageRecord) : undefined;
+  }
+
+  private stored(reference: string, record: ImageRecord): StoredImage {
+    const dir = this.unpackedDir(record.digest);
+    return { reference, digest: record.digest, config: record.config, rootfs: path.join(dir, 'rootfs'), dir, storedBytes: record.blobBytes + record.unpackedBytes };
+  }
+
+  private async prepare(): Promise<void> {
+    for (const name of ['blobs', 'pulls', 'unpacked', 'refs'] as const) await fsp.mkdir(this.dir(name), { recursive: true, mode: 0o700 });
+    if (!fs.existsSync(this.policyFile())) await writeFileAtomically(this.policyFile(), JSON.stringify(POLICY), 0o644);
+  }
+
+  private dir(name: 'blobs' | 'pulls' | 'unpacked' | 'refs'): string {
+    return path.join(this.options.root, name);
+  }
+
+  private policyFile(): string {
+    return path.join(this.options.root, 'policy.json');
+  }
+
+  private refFile(canonical: string): string {
+    return path.join(this.dir('refs'), `${createHash('sha256').update(canonical).digest('hex').slice(0, 32)}.json`);
+  }
+
+  private blobFile(digest: string): string {
+    return path.join(this.dir('blobs'), 'sha256', digest.slice('sha256:'.length));
+  }
+
+  private unpackedDir(digest: string): string {
+    return path.join(this.dir('unpacked'), digest.slice('sha256:'.length));
+  }
+}

@@ -1,0 +1,64 @@
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import { diskUsageBytes } from './disk-usage';
+import { SandboxSpecError } from './sandbox-runtime';
+
+const exists = (file: string) => fsp.stat(file).then(() => true, () => false);
+
+/**
+ * Copies a tree whole with its owners, modes, times and links (`cp -a`), sharing the blocks
+ * instead where the file system can (`--reflink=auto`: btrfs, XFS), into a folder beside `to`
+ * that is renamed into place: `to` holds all of the copy or does not exist, so a copy cut short
+ * (a worker killed) is made again, never taken for done.
+ */
+async function copyTree(from: string, to: string): Promise<void> {
+  const partial = `${to}.partial-${randomBytes(4).toString('hex')}`;
+  await fsp.mkdir(path.dirname(to), { recursive: true, mode: 0o700 });
+  // What an attempt cut short left (its worker died mid-copy) is of no use to this one.
+  const stale = (await fsp.readdir(path.dirname(to))).filter((name) => name.startsWith(`${path.basename(to)}.partial-`));
+  await Promise.all(stale.map((name) => fsp.rm(path.join(path.dirname(to), name), { recursive: true, force: true })));
+  try {
+    await new Promise<void>((resolve, reject) =>
+      execFile('cp', ['-a', '--reflink=auto', '--', from, partial], (err, _stdout, stderr) => {
+        // A running sandbox may delete a file between cp listing and copying it: it is simply
+        // not in the copy, as it would not be a moment later. Any other complaint fails the copy.
+        const complaints = stderr.split('\n').filter((line) => line.trim() && !/No such file or directory$/.test(line));
+        if (err && (complaints.length > 0 || !stderr.trim())) reject(new Error(`copying files failed: ${complaints.join('; ') || err.message}`));
+        else resolve();
+      }),
+    );
+    await fsp.rename(partial, to);
+  } catch (err) {
+    await fsp.rm(partial, { recursive: true, force: true });
+    // Another attempt finished first: its copy is as good.
+    if (await exists(to)) return;
+    throw err;
+  }
+}
+
+/**
+ * A snapshot's files: the copy of a sandbox's writable layer taken once (a repeated capture
+ * answers the first copy's size), and its size on disk.
+ */
+export async function captureTree(fsRoot: string, snapshotDir: string): Promise<number> {
+  if (!(await exists(snapshotDir))) {
+    if (!(await exists(fsRoot))) throw new Error('the sandbox has no files on this node');
+    await copyTree(fsRoot, snapshotDir);
+  }
+  return diskUsageBytes([snapshotDir]);
+}
+
+/** A new sandbox's writable layer from a snapshot; one the sandbox already has (a restart) is kept. */
+export async function seedTree(snapshotDir: string, fsRoot: string): Promise<void> {
+  if (await exists(fsRoot)) return;
+  // Deleted meanwhile (or on another node): retrying will not bring it back.
+  if (!(await exists(snapshotDir))) throw new SandboxSpecError(`the snapshot's files are not on this node (${path.basename(path.dirname(snapshotDir))}): was it deleted?`);
+  await copyTree(snapshotDir, fsRoot);
+}
+
+/** Deletes a snapshot's files (its folder); nothing to delete is fine. */
+export async function removeTree(snapshotDir: string): Promise<void> {
+  await fsp.rm(path.dirname(snapshotDir), { recursive: true, force: true });
+}

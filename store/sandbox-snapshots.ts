@@ -1,0 +1,93 @@
+import type { Pool } from 'pg';
+import type { SandboxSpec } from '../domain/sandbox/sandbox';
+import type { SnapshotStatus } from '../domain/sandbox/snapshot';
+
+/** A snapshot as stored; `deleting` is the store's own: such a row is going and shown to no one. */
+export interface SnapshotRow {
+  id: string;
+  workspace_id: string;
+  name: string;
+  source_id: string;
+  source_name: string;
+  source_spec: SandboxSpec;
+  node_queue: string;
+  status: SnapshotStatus | 'deleting';
+  message: string | null;
+  size_bytes: string | null;
+  created_at: Date;
+  created_by: string | null;
+  /** Whether the source sandbox is gone (its resource row no longer exists). */
+  source_deleted: boolean;
+}
+
+export interface SnapshotInsert {
+  id: string;
+  workspaceId: string;
+  name: string;
+  sourceId: string;
+  sourceName: string;
+  sourceSpec: SandboxSpec;
+  nodeQueue: string;
+  actor: string;
+}
+
+const SELECT = `SELECT s.id, s.workspace_id, s.name, s.source_id, s.source_name, s.source_spec, s.node_queue, s.status, s.message,
+  s.size_bytes, s.created_at, s.created_by, NOT EXISTS (SELECT 1 FROM resources r WHERE r.id = s.source_id) AS source_deleted
+  FROM sandbox_snapshots s`;
+
+/** The workspace's snapshots of sandboxes. */
+export class SandboxSnapshotStore {
+  constructor(private readonly pg: Pool) {}
+
+  /** The new row (pending), or undefined when the name is taken in the workspace. */
+  async insert(snapshot: SnapshotInsert): Promise<SnapshotRow | undefined> {
+    const { rows } = await this.pg.query<{ id: string }>(
+      `INSERT INTO sandbox_snapshots (id, workspace_id, name, source_id, source_name, source_spec, node_queue, status, created_by)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8) ON CONFLICT (workspace_id, name) DO NOTHING RETURNING id`,
+      [snapshot.id, snapshot.workspaceId, snapshot.name, snapshot.sourceId, snapshot.sourceName, snapshot.sourceSpec, snapshot.nodeQueue, snapshot.actor],
+    );
+    return rows[0] ? this.byId(rows[0].id) : undefined;
+  }
+
+  async byId(id: string): Promise<SnapshotRow | undefined> {
+    const { rows } = await this.pg.query<SnapshotRow>(`${SELECT} WHERE s.id = $1`, [id]);
+    return rows[0];
+  }
+
+  /** A living snapshot of the workspace by its name or its id, as the reference's routes take either. */
+  async find(workspaceId: string, nameOrId: string): Promise<SnapshotRow | undefined> {
+    const byName = await this.pg.query<SnapshotRow>(`${SELECT} WHERE s.workspace_id = $1 AND s.name = $2 AND s.status <> 'deleting'`, [workspaceId, nameOrId]);
+    if (byName.rows[0] || !UUID.test(nameOrId)) return byName.rows[0];
+    const byId = await this.pg.query<SnapshotRow>(`${SELECT} WHERE s.workspace_id = $1 AND s.id = $2 AND s.status <> 'deleting'`, [workspaceId, nameOrId]);
+    return byId.rows[0];
+  }
+
+  /** The workspace's living snapshots, newest first; those of one source sandbox when named. */
+  async list(workspaceId: string, sourceName?: string): Promise<SnapshotRow[]> {
+    const { rows } = await this.pg.query<SnapshotRow>(
+      `${SELECT} WHERE s.workspace_id = $1 AND s.status <> 'deleting' AND ($2::text IS NULL OR s.source_name = $2) ORDER BY s.created_at DESC, s.name`,
+      [workspaceId, sourceName ?? null],
+    );
+    return rows;
+  }
+
+  /** The capture's outcome; a snapshot already being deleted stays so. */
+  async settle(id: string, outcome: { status: 'ready'; sizeBytes: number } | { status: 'failed'; message: string }): Promise<void> {
+    await this.pg.query(`UPDATE sandbox_snapshots SET status = $2, size_bytes = $3, message = $4 WHERE id = $1 AND status <> 'deleting'`, [
+      id,
+      outcome.status,
+      outcome.status === 'ready' ? outcome.sizeBytes : null,
+      outcome.status === 'failed' ? outcome.message : null,
+    ]);
+  }
+
+  async markDeleting(id: string): Promise<void> {
+    await this.pg.query(`UPDATE sandbox_snapshots SET status = 'deleting' WHERE id = $1`, [id]);
+  }
+
+  async delete(id: string): Promise<void> {
+    await this.pg.query('DELETE FROM sandbox_snapshots WHERE id = $1', [id]);
+  }
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

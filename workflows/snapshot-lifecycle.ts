@@ -1,0 +1,60 @@
+import { condition, defineSignal, defineUpdate, proxyActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import type { SnapshotControlActivities } from '../activities/snapshot-control';
+import type { SnapshotNodeActivities } from '../activities/snapshot-node';
+import { failureReason } from '../domain/failure-reason';
+import type { SnapshotKey, SnapshotStatus } from '../domain/sandbox/snapshot';
+
+export interface SnapshotLifecycleInput {
+  key: SnapshotKey;
+  /** The runtime id (resource uuid) of the sandbox whose files are captured. */
+  sourceId: string;
+  /** The node holding the source sandbox, and then the snapshot's files. */
+  nodeQueue: string;
+  /** A new snapshot, or the removal of one whose workflow is gone. */
+  phase: 'create' | 'delete';
+}
+
+export const deleteSnapshotSignal = defineSignal('delete');
+/** Answers once the capture has ended, with its outcome: the API waits on it to answer a create or a fork. */
+export const capturedUpdate = defineUpdate<SnapshotStatus>('captured');
+
+/**
+ * One snapshot's life: copy the source sandbox's files on its node, record the outcome, then hold
+ * the files until the snapshot is deleted, and remove them. Every step is an activity, so a
+ * worker killed at any point resumes here.
+ */
+export async function snapshotLifecycle(input: SnapshotLifecycleInput): Promise<void> {
+  const { key } = input;
+  upsertSearchAttributes({ HangarWorkspace: [key.workspace], HangarResourceKind: ['snapshot'], HangarResourceName: [key.name] });
+  const control = proxyActivities<SnapshotControlActivities>({ startToCloseTimeout: '30s', retry: { initialInterval: '200ms', maximumInterval: '10s' } });
+  const node = proxyActivities<SnapshotNodeActivities>({
+    taskQueue: input.nodeQueue,
+    // A copy takes as long as the files are large; the heartbeat tells a dead worker apart.
+    startToCloseTimeout: '1h',
+    heartbeatTimeout: '5s',
+    retry: { initialInterval: '200ms', maximumInterval: '10s', maximumAttempts: 10 },
+  });
+  let deleting = input.phase === 'delete';
+  let outcome: SnapshotStatus | undefined = deleting ? 'failed' : undefined;
+  setHandler(deleteSnapshotSignal, () => {
+    deleting = true;
+  });
+  setHandler(capturedUpdate, async () => {
+    await condition(() => outcome !== undefined);
+    return outcome!;
+  });
+
+  if (!deleting) {
+    try {
+      await node.captureSandboxFiles(input.sourceId, key.id);
+      outcome = 'ready';
+    } catch (err) {
+      await control.markSnapshotFailed(key.id, `capture failed: ${failureReason(err)}`);
+      outcome = 'failed';
+    }
+  }
+  await condition(() => deleting);
+  await control.markSnapshotDeleting(key.id);
+  await node.removeSnapshotFiles(key.id);
+  await control.deleteSnapshotRecord(key.id);
+}
