@@ -41,9 +41,11 @@ async function quietly(operation: Promise<unknown>): Promise<void> {
  * transaction, so no moment lacks them). From the sandbox subnet and the bridge, only the gateway's
  * egress ports and DNS are reachable: no other port or address of the node, no forwarding at all
  * (so nothing leaves the node but what the proxy sends itself), and no frame from one sandbox's
- * port of the bridge to another's. TCP 80 and 443 to anywhere are redirected to the proxy. What a
- * sandbox may not reach on the node is refused at once (a reset, an ICMP error), so a tool fails
- * fast rather than waiting out its timeout; what it sends elsewhere is dropped.
+ * port of the bridge to another's. TCP 80 and 443 to anywhere are redirected to the proxy; any
+ * other packet not addressed to the bridge address is refused as it arrives (before routing, so
+ * whether the node forwards packets at all does not matter), and what reaches the bridge address
+ * on another port too: at once (a reset, an ICMP error), so a tool fails fast rather than waiting
+ * out its timeout.
  */
 export function nodeRuleset(plan: NodeNetworkPlan): string {
   const { bridge, table, subnet, prefix, gateway, ports } = plan;
@@ -57,6 +59,11 @@ table inet ${table} {
     iifname "${bridge}" ip saddr ${net} tcp dport 80 redirect to :${ports.http}
     iifname "${bridge}" ip saddr ${net} tcp dport 443 redirect to :${ports.tls}
   }
+  chain prerouting_filter {
+    type filter hook prerouting priority filter - 10; policy accept;
+    iifname "${bridge}" ip daddr != ${gateway} meta l4proto tcp reject with tcp reset
+    iifname "${bridge}" ip daddr != ${gateway} reject with icmpx type admin-prohibited
+  }
   chain input {
     type filter hook input priority filter - 10; policy accept;
     iifname "${bridge}" ip saddr ${net} ip daddr ${gateway} tcp dport { ${ports.http}, ${ports.tls}, ${ports.proxy} } accept
@@ -67,7 +74,7 @@ table inet ${table} {
   }
   chain forward {
     type filter hook forward priority filter - 10; policy accept;
-    iifname "${bridge}" drop
+    iifname "${bridge}" reject with icmpx type admin-prohibited
     oifname "${bridge}" drop
     ip saddr ${net} drop
     ip daddr ${net} drop

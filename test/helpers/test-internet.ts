@@ -26,6 +26,8 @@ const https = require('node:https');
 const fs = require('node:fs');
 const answer = (scheme) => (req, res) => res.end(JSON.stringify({ scheme, host: req.headers.host, local: req.socket.localAddress, path: req.url }));
 http.createServer(answer('http')).listen(80, '0.0.0.0');
+// Any other port of a host: only a connection routed past the node's rules would reach it.
+http.createServer(answer('http-8080')).listen(8080, '0.0.0.0');
 const tls = process.argv[1];
 if (tls) https.createServer({ key: fs.readFileSync(tls + '/server.key'), cert: fs.readFileSync(tls + '/server.crt') }, answer('https')).listen(443, '0.0.0.0');
 setInterval(() => {}, 1 << 30);
@@ -50,7 +52,7 @@ export async function startTestInternet(hostCount: number, tlsDir?: string): Pro
   const server: ChildProcess = spawn('ip', ['netns', 'exec', netns, process.execPath, '-e', SERVER, ...(tlsDir ? [tlsDir] : [])], { stdio: 'ignore' });
   await until('the test internet server', () => {
     const listening = execFileSync('ip', ['netns', 'exec', netns, 'ss', '-Hltn'], { stdio: ['ignore', 'pipe', 'ignore'] }).toString();
-    return listening.includes(':80 ') && (!tlsDir || listening.includes(':443 '));
+    return listening.includes(':80 ') && listening.includes(':8080 ') && (!tlsDir || listening.includes(':443 '));
   });
   return {
     netns,

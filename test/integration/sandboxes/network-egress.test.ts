@@ -149,6 +149,13 @@ describe('what is never reachable', () => {
     expect((await curl(box, 'http://loopback.test/')).stdout).toMatch(/127\.0\.0\.0\/8 is never reachable/);
   });
 
+  test('no packet of a sandbox is forwarded: a test host the node can route to is unreachable on other ports', async () => {
+    // The host end of the test internet is on this node, so only the node's rules keep the packet in.
+    expect(await tcpFrom(box, allowed, 8080)).not.toBe('connected');
+    expect((await curl(box, `--noproxy '*' http://${allowed}:8080/`)).answer).toBeUndefined();
+    expect(await tcpFrom(box, '169.254.169.254', 81)).not.toBe('connected');
+  });
+
   test('not the metadata address, by address or by a name resolving to it', async () => {
     expect((await curl(box, `--noproxy '*' http://169.254.169.254/latest/meta-data/`)).stdout).toMatch(/169\.254\.0\.0\/16 is never reachable/);
     expect((await curl(box, 'http://metadata.test/')).stdout).toMatch(/169\.254\.0\.0\/16 is never reachable/);
