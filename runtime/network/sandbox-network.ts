@@ -103,7 +103,7 @@ export class SandboxNetwork {
   private readonly context: EgressContext;
   private readonly resolve: NameResolver;
 
-  constructor(private readonly options: SandboxNetworkOptions) {
+  constructor(readonly options: SandboxNetworkOptions) {
     this.plan = nodeNetworkPlan(options);
     this.leasesDir = path.join(options.dataDir, 'network', 'leases');
     this.resolve = options.resolve ?? systemResolver();

@@ -203,7 +203,7 @@ test('a new node worker serves the running sandboxes again, with their policies'
   // The worker goes (its warm sandboxes with it, as a worker's close ends them); a new one starts.
   await runtime.close();
   await network.close();
-  network = new SandboxNetwork((network as unknown as { options: ConstructorParameters<typeof SandboxNetwork>[0] }).options);
+  network = new SandboxNetwork(network.options);
   await network.start();
   runtime = testRuntime(dataDir, { network, warmPool: 1 });
   await runtime.prewarm();
