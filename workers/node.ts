@@ -7,7 +7,7 @@ import { loadConfig, nodeTaskQueue } from '../domain/config';
 import { PlatformServices } from '../runtime/platform-services/platform-services';
 import { BwrapRuntime } from '../runtime/bwrap-runtime';
 import { SandboxNetwork } from '../runtime/network/sandbox-network';
-import type { EgressRefusal } from '../runtime/network/egress-proxy';
+import { refusalReporter } from '../runtime/network/refusal-events';
 import { PortEventRelay } from '../runtime/port-event-relay';
 import { VolumeStore } from '../runtime/volume-store';
 import { connectToTemporal } from './connect';
@@ -23,11 +23,11 @@ async function main() {
   const config = loadConfig();
   const connection = await connectToTemporal(temporalAddress(config));
   const temporal = new Client({ connection: await Connection.connect({ address: temporalAddress(config) }), namespace: config.temporalNamespace });
-  const network = config.sandboxNetwork ? new SandboxNetwork({ dataDir: config.dataDir, subnet: config.sandboxSubnet, onRefused: refusalLogger() }) : undefined;
+  const pg = createPool(config.databaseUrl);
+  const network = config.sandboxNetwork ? new SandboxNetwork({ dataDir: config.dataDir, subnet: config.sandboxSubnet, onRefused: refusalReporter(pg) }) : undefined;
   await network?.start();
   const runtime = new BwrapRuntime({ dataDir: config.dataDir, warmPool: config.sandboxWarmPool, network });
   const volumes = new VolumeStore({ dataDir: config.dataDir });
-  const pg = createPool(config.databaseUrl);
   const platform = await PlatformServices.forNode(config, pg);
   const worker = await Worker.create({
     connection,
@@ -55,22 +55,6 @@ async function main() {
     await network?.close();
     await Promise.allSettled([runtime.close(), pg.end(), temporal.connection.close(), connection.close()]);
   }
-}
-
-/**
- * Logs refused egress, once a minute per sandbox and destination at most: a loop retrying a
- * refused host must not flood the log, and one line says why `pip install` failed.
- */
-function refusalLogger(): (refusal: EgressRefusal) => void {
-  const lastLogged = new Map<string, number>();
-  return (refusal) => {
-    const key = `${refusal.sandboxId ?? refusal.source} ${refusal.host}`;
-    const now = Date.now();
-    if (now - (lastLogged.get(key) ?? 0) < 60_000) return;
-    if (lastLogged.size > 10_000) lastLogged.clear();
-    lastLogged.set(key, now);
-    console.warn(`sandbox egress refused: sandbox ${refusal.sandboxId ?? `(unknown, ${refusal.source})`} to '${refusal.host}': ${refusal.rule}`);
-  };
 }
 
 main().catch((err) => {

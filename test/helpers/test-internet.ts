@@ -2,7 +2,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { SandboxNetwork } from '../../runtime/network/sandbox-network';
+import { SandboxNetwork, type SandboxNetworkOptions } from '../../runtime/network/sandbox-network';
 import { until } from './sandbox-runtime';
 
 /**
@@ -88,7 +88,7 @@ export function makeTestCertificates(dir: string, names: string[]): string {
  * interface names chosen not to meet another file's), resolving only the names `names` gives: a
  * name's addresses, or (a string) the name it is an alias of.
  */
-export function testSandboxNetwork(dataDir: string, names: () => Record<string, string[] | string>): SandboxNetwork {
+export function testSandboxNetwork(dataDir: string, names: () => Record<string, string[] | string>, options: Partial<SandboxNetworkOptions> = {}): SandboxNetwork {
   const tag = randomBytes(2).toString('hex');
   return new SandboxNetwork({
     dataDir,
@@ -106,5 +106,6 @@ export function testSandboxNetwork(dataDir: string, names: () => Record<string, 
       if (!Array.isArray(entry)) throw new Error(`${name}: no such test host`);
       return { addresses: entry, aliases };
     },
+    ...options,
   });
 }

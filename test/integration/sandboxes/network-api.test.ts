@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { refusalReporter } from '../../../runtime/network/refusal-events';
 import type { SandboxNetwork } from '../../../runtime/network/sandbox-network';
 import type { SandboxRecord } from '../../../runtime/state-store';
 import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../../helpers/platform';
@@ -28,7 +29,9 @@ beforeAll(async () => {
   tenant = await createTenant(t.app.pg, 'network');
   internet = await startTestInternet(2);
   const [first, second] = internet.hosts;
-  network = testSandboxNetwork(path.join(t.config.dataDir, `network-${process.pid}`), () => ({ 'first.test': [first], 'second.test': [second] }));
+  network = testSandboxNetwork(path.join(t.config.dataDir, `network-${process.pid}`), () => ({ 'first.test': [first], 'second.test': [second] }), {
+    onRefused: refusalReporter(t.app.pg, () => undefined),
+  });
   await network.start();
   platform = await startSandboxPlatform(t, { network });
 });
@@ -79,6 +82,11 @@ test('the policy reaches the node at start; PUT changes it for the next connecti
   expect(deployed.spec.network).toEqual({ allowedDomains: ['first.test'] });
   expect(await curlIn('netbox', 'http://first.test/')).toContain(`"local":"${first}"`);
   expect(await curlIn('netbox', 'http://second.test/')).toMatch(/refused second\.test: not in spec\.network\.allowedDomains/);
+  // The refusal is an event of the sandbox, naming the destination and the rule.
+  await until('the refusal event', async () => {
+    const events = (await api('GET', '/v0/sandboxes/netbox')).json().events as { type: string; message: string }[];
+    return events.some((event) => event.type === 'Warning' && event.message === "egress refused: 'second.test': not in spec.network.allowedDomains");
+  });
 
   const changed = await api('PUT', '/v0/sandboxes/netbox', { ...deployed, spec: { ...deployed.spec, network: { allowedDomains: ['second.test'] } } });
   expect(changed.statusCode).toBe(200);
