@@ -476,7 +476,8 @@ export class BwrapRuntime implements SandboxRuntime {
     if (!(await this.isAlive(record))) return { ...base, state: 'stopped' };
     const cgroup = this.cgroups.open(record.cgroupDirs);
     const [frozen, memoryUsageBytes, oomKills] = await Promise.all([cgroup.isFrozen(), cgroup.memoryUsageBytes(), cgroup.oomKills()]);
-    return { ...base, state: frozen ? 'frozen' : 'running', pid: record.pid, startedAt: record.startedAt, memoryUsageBytes, oomKills };
+    const network = record.network && this.options.network ? { address: record.network.address, ...this.options.network.trafficOf(id) } : undefined;
+    return { ...base, state: frozen ? 'frozen' : 'running', pid: record.pid, startedAt: record.startedAt, memoryUsageBytes, oomKills, ...(network ? { network } : {}) };
   }
 
   async list(): Promise<SandboxStatus[]> {

@@ -66,6 +66,8 @@ export interface SandboxStatus {
   memoryUsageBytes?: number;
   /** Processes the kernel killed for exceeding the memory limit since the sandbox started. */
   oomKills?: number;
+  /** Its outbound network, when it has one: its address and the bytes its egress carried (see SandboxNetwork.trafficOf). */
+  network?: { address: string; bytesOut: number; bytesIn: number };
 }
 
 /** What the sandbox's own API reports about its use, for the idle timer. */

@@ -28,9 +28,11 @@ export interface EgressContext {
   /** The node's own addresses and the sandbox subnet, refused whatever the policy. */
   nodeBlocked: () => readonly CidrBlock[];
   onRefused?: (refusal: EgressRefusal) => void;
+  /** Bytes a sandbox's connection carried, out (from the sandbox) and in, as they pass. */
+  onTraffic?: (sandboxId: string, bytesOut: number, bytesIn: number) => void;
 }
 
-type Decision = { address: string } | { refused: string };
+type Decision = { address: string; sandboxId: string } | { refused: string };
 
 /**
  * The addresses a sandbox with `policy` may reach `host` at: its policy asked about the name (or
@@ -63,7 +65,7 @@ export async function permittedAddresses(context: EgressContext, policy: EgressP
 export async function egressDestination(context: EgressContext, source: string, host: string): Promise<Decision> {
   const owner = context.lookup(source);
   const permitted = owner ? await permittedAddresses(context, owner.policy, host) : { refused: `${source} is not a sandbox of this node` };
-  if ('addresses' in permitted) return { address: permitted.addresses[0] };
+  if ('addresses' in permitted) return { address: permitted.addresses[0], sandboxId: owner!.sandboxId };
   context.onRefused?.({ sandboxId: owner?.sandboxId, source, host, rule: permitted.refused });
   return permitted;
 }
@@ -105,9 +107,16 @@ function readFirstBytes(socket: net.Socket, parse: (data: Buffer) => FirstBytes)
   });
 }
 
-/** Joins the client to `address:port`, sending `head` first; either side closing closes both. */
-function splice(client: net.Socket, address: string, port: number, head: Buffer, onConnected?: () => void): void {
+/** Joins the client to `address:port`, sending `head` first; either side closing closes both. Bytes are counted as they pass. */
+function splice(context: EgressContext, sandboxId: string, client: net.Socket, to: { address: string; port: number; head: Buffer }, onConnected?: () => void): void {
+  const { address, port, head } = to;
   const upstream = net.connect({ host: address, port });
+  const count = context.onTraffic;
+  if (count) {
+    count(sandboxId, head.length, 0);
+    client.on('data', (chunk: Buffer) => count(sandboxId, chunk.length, 0));
+    upstream.on('data', (chunk: Buffer) => count(sandboxId, 0, chunk.length));
+  }
   upstream.on('connect', () => {
     onConnected?.();
     if (head.length > 0) upstream.write(head);
@@ -144,7 +153,7 @@ export async function handleTransparent(context: EgressContext, socket: net.Sock
     else socket.destroy();
     return;
   }
-  splice(socket, decision.address, kind === 'tls' ? 443 : 80, data);
+  splice(context, decision.sandboxId, socket, { address: decision.address, port: kind === 'tls' ? 443 : 80, head: data });
 }
 
 /**
@@ -164,12 +173,12 @@ export async function handleExplicit(context: EgressContext, socket: net.Socket)
   if ('refused' in decision) return answerRefused(socket, destination.host, decision.refused);
   if (connect) {
     const rest = data.subarray(head.length + 4);
-    splice(socket, decision.address, port, rest, () => socket.write(`${version} 200 Connection Established\r\n\r\n`));
+    splice(context, decision.sandboxId, socket, { address: decision.address, port, head: rest }, () => socket.write(`${version} 200 Connection Established\r\n\r\n`));
     return;
   }
   const originLine = `${method} ${'path' in destination ? destination.path : '/'} ${version}`;
   const rewritten = Buffer.concat([Buffer.from(originLine, 'latin1'), data.subarray(head.indexOf('\r\n'))]);
-  splice(socket, decision.address, port, rewritten);
+  splice(context, decision.sandboxId, socket, { address: decision.address, port, head: rewritten });
 }
 
 function absoluteTarget(target: string): { host: string; port?: number; path: string } | undefined {

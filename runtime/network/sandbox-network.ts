@@ -100,6 +100,7 @@ export class SandboxNetwork {
   private readonly addressOf = new Map<string, string>();
   private readonly servers: (net.Server | dgram.Socket)[] = [];
   private readonly connections = new Set<net.Socket>();
+  private readonly traffic = new Map<string, { bytesOut: number; bytesIn: number }>();
   private readonly context: EgressContext;
   private readonly resolve: NameResolver;
 
@@ -112,6 +113,10 @@ export class SandboxNetwork {
       resolve: this.resolve,
       nodeBlocked: () => this.nodeBlocked(),
       onRefused: options.onRefused,
+      onTraffic: (sandboxId, bytesOut, bytesIn) => {
+        const counts = this.traffic.get(sandboxId) ?? { bytesOut: 0, bytesIn: 0 };
+        this.traffic.set(sandboxId, { bytesOut: counts.bytesOut + bytesOut, bytesIn: counts.bytesIn + bytesIn });
+      },
     };
   }
 
@@ -234,6 +239,14 @@ export class SandboxNetwork {
     return true;
   }
 
+  /**
+   * Bytes the sandbox's connections through the egress proxy carried out and in, since this
+   * worker started serving it (the proxy's view: payload, not packets; DNS not counted).
+   */
+  trafficOf(sandboxId: string): { bytesOut: number; bytesIn: number } {
+    return this.traffic.get(sandboxId) ?? { bytesOut: 0, bytesIn: 0 };
+  }
+
   /** Gives a (warm) sandbox's namespace and address to the sandbox taking it over, with that sandbox's policy. */
   async handOver(fromId: string, toId: string, network: SandboxNetworkSpec | undefined): Promise<void> {
     const address = this.addressOf.get(fromId);
@@ -249,6 +262,7 @@ export class SandboxNetwork {
     const address = this.addressOf.get(sandboxId);
     if (!address) return;
     await detachSandbox(this.link(address));
+    this.traffic.delete(sandboxId);
     this.byAddress.delete(address);
     this.addressOf.delete(sandboxId);
     await fsp.rm(path.join(this.leasesDir, address), { force: true });

@@ -99,6 +99,10 @@ describe('an allow list', () => {
     expect(tlsTransparent.answer).toMatchObject({ scheme: 'https', host: 'allowed.test', local: allowed });
     const tlsConnect = await curl(box, `--cacert /tmp/ca.crt https://www.allowed.test/`);
     expect(tlsConnect.answer).toMatchObject({ scheme: 'https', host: 'www.allowed.test', local: allowed });
+    // What went through the proxy is counted on the sandbox's status: at least the answers' bodies in, the requests out.
+    const traffic = (await runtime.status(box.id))?.network;
+    expect(traffic?.bytesIn).toBeGreaterThan(4 * JSON.stringify(tlsConnect.answer).length);
+    expect(traffic?.bytesOut).toBeGreaterThan(4 * 'GET / HTTP/1.1\r\n'.length);
   });
 
   test('a host not on the list is refused by name (DNS and proxy) and by literal address, on 80 and 443', async () => {
