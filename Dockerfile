@@ -1,5 +1,6 @@
 # The Hangar API and control-worker image (docker-compose.yml runs both from it).
-# Sandbox runtime nodes need bubblewrap and cgroups on a real Linux host; they are not run here.
+# Sandbox runtime nodes need bubblewrap, cgroups, nftables and iproute2 (scripts/install-deps.sh)
+# on a real Linux host; they are not run here.
 
 FROM node:20-bookworm-slim AS build
 WORKDIR /app

@@ -62,6 +62,11 @@ export function createSandboxNodeActivities({ runtime, volumes, pg }: { runtime:
       await runtime.updateEnvs(key.id, runtimeEnvs(spec));
     },
 
+    /** The sandbox's network policy, from its next connection on (see SandboxRuntime.updateNetwork); idempotent. */
+    async updateSandboxNetwork(key: SandboxKey, spec: SandboxSpec): Promise<void> {
+      await runtime.updateNetwork(key.id, spec.network);
+    },
+
     /** The sandbox's freeze state now, and the moment it was read (by this node's clock). */
     async freezeState(key: SandboxKey): Promise<ObservedFreeze> {
       const state = await runtime.freezeState(key.id);
@@ -124,6 +129,7 @@ async function startSandbox(
       envs: runtimeEnvs(spec),
       volumes: mounts,
       ...(seedSnapshotId ? { seedSnapshotId } : {}),
+      network: spec.network,
     });
   } catch (err) {
     // A spec the runtime cannot honour will not get better by retrying.

@@ -43,6 +43,13 @@ export interface HangarConfig {
   sandboxIdleSeconds: number;
   /** Sandboxes kept started ahead of demand on each node, so creating one takes a started one. */
   sandboxWarmPool: number;
+  /**
+   * Whether this platform's nodes give sandboxes outbound network by their `spec.network`
+   * (HANGAR_SANDBOX_NETWORK=on; off by default): without it every sandbox has loopback only.
+   */
+  sandboxNetwork: boolean;
+  /** The private subnet of each node's sandboxes (HANGAR_SANDBOX_SUBNET). */
+  sandboxSubnet: string;
   /** Seconds without gateway requests before a workload with `minScale: 0` stops (scales to zero). */
   workloadIdleSeconds: number;
   /** Longest a gateway request holds while its workload starts again from zero, in seconds. */
@@ -128,6 +135,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HangarConfig {
     nodeId: env.HANGAR_NODE_ID || 'local',
     sandboxIdleSeconds: intFrom(env, 'HANGAR_SANDBOX_IDLE_SECONDS', 15),
     sandboxWarmPool: intFrom(env, 'HANGAR_SANDBOX_WARM_POOL', 2),
+    sandboxNetwork: ['on', 'true', '1'].includes((env.HANGAR_SANDBOX_NETWORK ?? '').toLowerCase()),
+    sandboxSubnet: env.HANGAR_SANDBOX_SUBNET || '10.200.0.0/16',
     workloadIdleSeconds: intFrom(env, 'HANGAR_WORKLOAD_IDLE_SECONDS', 300),
     workloadWakeTimeoutSeconds: intFrom(env, 'HANGAR_WORKLOAD_WAKE_TIMEOUT_SECONDS', 30),
     sandboxStartWaitSeconds: intFrom(env, 'HANGAR_SANDBOX_START_WAIT_SECONDS', 60),

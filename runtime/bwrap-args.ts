@@ -32,12 +32,18 @@ export interface LaunchPlan {
   agentEnv: Record<string, string>;
   /** Descriptor, open in bwrap, of the seccomp filter every process of the sandbox runs under. */
   seccompFd: number;
+  /**
+   * Set when bubblewrap starts inside a network namespace the node made for the sandbox (its
+   * outbound network): bubblewrap then keeps it instead of making an empty one.
+   */
+  ownNetworkNamespace?: boolean;
 }
 
 /**
  * The bubblewrap command line of one sandbox. The tree is built from nothing: a tmpfs root,
  * the image read-only, a synthesized /etc, the sandbox's writable folders and volumes, and the
- * agent. New pid, ipc, uts and network namespaces (loopback only); no capabilities beyond the
+ * agent. New pid, ipc, uts and network namespaces (loopback only, unless the node made one with
+ * outbound network for it); no capabilities beyond the
  * three setpriv needs to become the sandbox user, which it then drops with the bounding set;
  * the seccomp filter of runtime/seccomp (bwrap sets no_new_privs and loads it just before
  * running setpriv, so it binds the agent and all it starts).
@@ -48,7 +54,7 @@ export function bwrapArguments(plan: LaunchPlan): string[] {
     '--unshare-pid',
     '--unshare-ipc',
     '--unshare-uts',
-    '--unshare-net',
+    ...(plan.ownNetworkNamespace ? [] : ['--unshare-net']),
     '--unshare-cgroup-try',
     '--hostname',
     plan.sandboxId,

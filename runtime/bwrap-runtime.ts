@@ -22,10 +22,12 @@ import { RemovalLog } from './removal-log';
 import { StateStore, type SandboxRecord } from './state-store';
 import { WarmPool, isWarmId, setHostname } from './warm-pool';
 import { pinSocket } from './pinned-socket';
+import type { SandboxAttachment, SandboxNetwork } from './network/sandbox-network';
 import {
   SandboxNotFoundError,
   type FreezeState,
   SandboxStartError,
+  SandboxSpecError,
   type RuntimeSandboxSpec,
   type SandboxActivity,
   type SandboxHandle,
@@ -64,6 +66,12 @@ export interface BwrapRuntimeOptions {
    * a Node start takes. Call close() to end them.
    */
   warmPool?: number;
+  /**
+   * The node's sandbox networking (started by the caller): when set, a sandbox whose spec does
+   * not say `internet: false` runs in a namespace of its own with outbound network by its
+   * policy. Without it every sandbox has loopback only.
+   */
+  network?: SandboxNetwork;
 }
 
 const WARM_MEMORY_MB = 256;
@@ -228,7 +236,10 @@ export class BwrapRuntime implements SandboxRuntime {
    */
   private async takeOverWarm(spec: RuntimeSandboxSpec): Promise<SandboxHandle | undefined> {
     // A fork's files are copied in before its first start; a warm sandbox has started already.
-    if (spec.volumes.length > 0 || spec.seedSnapshotId || !this.images.isBuiltin(spec.image) || imageName(spec.image) !== DEFAULT_IMAGE) return undefined;
+    // Warm sandboxes have a network namespace when the node gives sandboxes network: one with
+    // `internet: false` (loopback only) cannot take one over.
+    const sameNetwork = this.networked(spec) === Boolean(this.options.network);
+    if (spec.volumes.length > 0 || spec.seedSnapshotId || !this.images.isBuiltin(spec.image) || imageName(spec.image) !== DEFAULT_IMAGE || !sameNetwork) return undefined;
     const layout = this.layout(spec.id);
     if (await fsp.stat(layout.root).then(() => true, () => false)) return undefined;
     const warmId = this.pool.take();
@@ -236,12 +247,15 @@ export class BwrapRuntime implements SandboxRuntime {
     const record = await this.store.read(warmId);
     try {
       if (!record || !(await this.isAlive(record))) throw new Error('the warm sandbox is gone');
+      if (Boolean(record.network) !== this.networked(spec)) throw new Error('the warm sandbox was started with another network');
+      // From here its address is the new sandbox's, with the new sandbox's policy.
+      if (record.network) await this.options.network!.handOver(warmId, spec.id, spec.network);
       await fsp.rename(this.layout(warmId).root, layout.root);
       const claimed: SandboxRecord = { ...record, spec, startedAt: new Date().toISOString() };
       await this.store.write(claimed);
       await Promise.all([
         this.cgroups.open(record.cgroupDirs).setLimits(this.limits(spec)),
-        writeIdentityFiles(spec, layout, this.identity()),
+        writeIdentityFiles(spec, layout, this.identity(), undefined, record.network),
         installCode(spec.code, layout.codeDir),
         this.cgroups.open(record.cgroupDirs).pids().then((pids) => setHostname(pids, spec.id)),
       ]);
@@ -250,6 +264,7 @@ export class BwrapRuntime implements SandboxRuntime {
     } catch (err) {
       this.pool.failed(`take-over failed: ${(err as Error).message}`);
       if (record) await this.cgroups.open(record.cgroupDirs).destroy().catch(() => undefined);
+      await Promise.all([warmId, spec.id].map((id) => this.options.network?.detach(id).catch(() => undefined)));
       await fsp.rm(this.layout(warmId).root, { recursive: true, force: true });
       return undefined;
     }
@@ -259,9 +274,12 @@ export class BwrapRuntime implements SandboxRuntime {
     const layout = this.layout(spec.id);
     const image = await this.images.resolve(spec.image, sandboxOwnedPaths(layout.writable, spec.volumes));
     if (spec.seedSnapshotId) await seedTree(snapshotFilesDir(this.options.dataDir, spec.seedSnapshotId), layout.fsRoot);
-    await prepareSandboxFolders(spec, layout, this.identity(), image.run);
+    // A warm sandbox is networked like the sandboxes it stands in for, and may reach nothing until one takes it over.
+    const warm = isWarmId(spec.id) && this.options.network !== undefined;
+    const network = this.networked(spec) || warm ? await this.options.network!.attach(spec.id, warm ? { internet: false } : spec.network) : undefined;
+    await prepareSandboxFolders(spec, layout, this.identity(), image.run, network);
     const cgroup = await this.cgroups.create(spec.id);
-    const record: SandboxRecord = { spec, cgroupDirs: cgroup.dirs, phase: 'starting' };
+    const record: SandboxRecord = { spec, cgroupDirs: cgroup.dirs, phase: 'starting', network };
     try {
       await cgroup.setLimits(this.limits(spec));
       await this.store.write(record);
@@ -286,11 +304,12 @@ export class BwrapRuntime implements SandboxRuntime {
           nodeFlags: AGENT_NODE_FLAGS,
         },
         agentEnv: { ...SANDBOX_ENV, HOSTNAME: spec.id, HANGAR_AGENT_CONFIG: SANDBOX_AGENT_CONFIG },
+        ownNetworkNamespace: network !== undefined,
         seccompFd: SECCOMP_FD,
       };
       const filter = await this.seccomp.open();
       const log = fs.openSync(layout.agentLog, 'w', 0o600);
-      const child = spawn('/bin/sh', ['-c', LAUNCH_SCRIPT, 'hangar-launch', this.bwrapPath, ...bwrapArguments(plan)], {
+      const child = spawn('/bin/sh', ['-c', LAUNCH_SCRIPT, 'hangar-launch', ...enterNetwork(network), this.bwrapPath, ...bwrapArguments(plan)], {
         detached: true,
         stdio: ['ignore', log, log, filter],
         env: { PATH: SANDBOX_ENV.PATH, HANGAR_CGROUP_PROCS: cgroup.procsFiles.join(':') },
@@ -317,6 +336,7 @@ export class BwrapRuntime implements SandboxRuntime {
       return this.handle(record);
     } catch (err) {
       await cgroup.destroy().catch(() => undefined);
+      await this.options.network?.detach(spec.id).catch(() => undefined);
       await this.store.write({ ...record, phase: 'stopped', pid: undefined, pidStartTicks: undefined });
       const output = await tail(layout.agentLog, 2_000);
       throw new SandboxStartError(`sandbox ${spec.id} did not start: ${(err as Error).message}${output ? `; its output: ${output}` : ''}`);
@@ -335,18 +355,45 @@ export class BwrapRuntime implements SandboxRuntime {
       const updated: SandboxRecord = { ...record, spec: { ...record.spec, envs } };
       validateSpec(updated.spec);
       await this.store.write(updated);
-      await writeIdentityFiles(updated.spec, this.layout(id), this.identity(), await this.images.runSettings(updated.spec.image));
+      await writeIdentityFiles(updated.spec, this.layout(id), this.identity(), await this.images.runSettings(updated.spec.image), record.network);
     });
+  }
+
+  /**
+   * A new policy for the sandbox's outbound network: kept in its record (a later start has it)
+   * and handed to the node's egress services, which read it for each connection and name lookup.
+   * Whether it has a network at all is fixed at its start: `internet` cannot change.
+   */
+  updateNetwork(id: string, network: RuntimeSandboxSpec['network']): Promise<void> {
+    assertSandboxId(id);
+    return this.exclusive(id, async () => {
+      const record = await this.store.read(id);
+      if (!record) throw new SandboxNotFoundError(id);
+      const updated: SandboxRecord = { ...record, spec: { ...record.spec, network } };
+      if (this.networked(updated.spec) !== this.networked(record.spec)) {
+        throw new SandboxSpecError('network.internet cannot change on a running sandbox; create a new sandbox instead');
+      }
+      await this.store.write(updated);
+      if (record.network) await this.options.network?.setPolicy(id, network);
+    });
+  }
+
+  /** Whether the sandbox gets outbound network here: the node has it and the spec does not refuse it. */
+  private networked(spec: RuntimeSandboxSpec): boolean {
+    return this.options.network !== undefined && spec.network?.internet !== false;
   }
 
   stop(id: string): Promise<void> {
     assertSandboxId(id);
     return this.exclusive(id, async () => {
       const record = await this.store.read(id);
-      if (!record) return;
+      // Its namespace goes with its processes (a later start makes a new one), also when a start
+      // that had made one died before writing the record.
+      if (!record) return this.options.network?.detach(id);
       await this.cgroups.open(record.cgroupDirs).destroy();
       await fsp.rm(this.socketPath(id), { force: true });
-      if (record.phase !== 'stopped') await this.store.write({ ...record, phase: 'stopped', pid: undefined, pidStartTicks: undefined });
+      await this.options.network?.detach(id);
+      if (record.phase !== 'stopped' || record.network) await this.store.write({ ...record, phase: 'stopped', pid: undefined, pidStartTicks: undefined, network: undefined });
     });
   }
 
@@ -429,7 +476,8 @@ export class BwrapRuntime implements SandboxRuntime {
     if (!(await this.isAlive(record))) return { ...base, state: 'stopped' };
     const cgroup = this.cgroups.open(record.cgroupDirs);
     const [frozen, memoryUsageBytes, oomKills] = await Promise.all([cgroup.isFrozen(), cgroup.memoryUsageBytes(), cgroup.oomKills()]);
-    return { ...base, state: frozen ? 'frozen' : 'running', pid: record.pid, startedAt: record.startedAt, memoryUsageBytes, oomKills };
+    const network = record.network && this.options.network ? { address: record.network.address, ...this.options.network.trafficOf(id) } : undefined;
+    return { ...base, state: frozen ? 'frozen' : 'running', pid: record.pid, startedAt: record.startedAt, memoryUsageBytes, oomKills, ...(network ? { network } : {}) };
   }
 
   async list(): Promise<SandboxStatus[]> {
@@ -510,6 +558,14 @@ export class BwrapRuntime implements SandboxRuntime {
  * node); the agent's work is I/O, not allocation-heavy.
  */
 export const AGENT_NODE_FLAGS = ['--max-semi-space-size=1'];
+
+/**
+ * The launcher's command before bubblewrap: nothing, or entering the network namespace the node
+ * made (nsenter with the namespace's file; no other namespace is entered).
+ */
+function enterNetwork(network: SandboxAttachment | undefined): string[] {
+  return network ? [findOnPath('nsenter'), `--net=${network.netnsPath}`, '--'] : [];
+}
 
 function findOnPath(binary: string): string {
   for (const dir of (process.env.PATH ?? '/usr/bin:/bin').split(':')) {

@@ -15,15 +15,20 @@ export function imageEtcFiles(identity: { uid: number; gid: number; home: string
       '',
     ].join('\n'),
     group: ['root:x:0:', `${SANDBOX_USER}:x:${gid}:`, 'nogroup:x:65534:', ''].join('\n'),
-    // The sandbox has loopback only: name lookups end at /etc/hosts without waiting on a resolver.
-    'resolv.conf': '# this sandbox has no outside network\nnameserver 127.0.0.1\noptions timeout:1 attempts:1\n',
     'nsswitch.conf': ['passwd: files', 'group: files', 'shadow: files', 'hosts: files dns', 'networks: files', 'protocols: files', 'services: files', ''].join('\n'),
   };
 }
 
-/** Files naming the sandbox itself, laid over the image's /etc at start. */
-export function sandboxEtcFiles(hostname: string): Record<string, string> {
+/**
+ * Files naming the sandbox itself and its resolver, laid over the image's /etc at start. Without
+ * a `nameserver` (the node's DNS answerer on the bridge) the sandbox has loopback only: name
+ * lookups end at /etc/hosts without waiting on a resolver.
+ */
+export function sandboxEtcFiles(hostname: string, nameserver?: string): Record<string, string> {
   return {
+    'resolv.conf': nameserver
+      ? `# the node answers the names this sandbox's network policy allows\nnameserver ${nameserver}\noptions timeout:2 attempts:2\n`
+      : '# this sandbox has no outside network\nnameserver 127.0.0.1\noptions timeout:1 attempts:1\n',
     hosts: [`127.0.0.1\tlocalhost ${hostname}`, `::1\tlocalhost ip6-localhost ip6-loopback ${hostname}`, ''].join('\n'),
     hostname: `${hostname}\n`,
   };

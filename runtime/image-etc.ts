@@ -8,8 +8,8 @@ import { SANDBOX_AGENT_CONFIG, SANDBOX_HOME } from './layout';
 /**
  * The /etc of sandboxes on an unpacked image: the image's own /etc (its programs' settings,
  * certificates, linker cache, accounts) with the platform's files in place of the image's:
- * `resolv.conf` and `nsswitch.conf` as for every sandbox, the sandbox's user merged into the
- * image's accounts, and mount points for the files each sandbox lays over it. Built once per
+ * `nsswitch.conf` as for every sandbox, the sandbox's user merged into the image's accounts, and
+ * mount points for the files each sandbox lays over it (`resolv.conf` among them). Built once per
  * image and identity under the image's folder (`etc-<hash>`), never changed once made.
  */
 export function buildImageEtc(imageDir: string, rootfs: string, identity: { uid: number; gid: number }): string {
@@ -23,7 +23,6 @@ export function buildImageEtc(imageDir: string, rootfs: string, identity: { uid:
     return hasEtc && fs.lstatSync(file, { throwIfNoEntry: false })?.isFile() ? fs.readFileSync(file, 'utf8') : undefined;
   };
   const files: Record<string, string> = {
-    'resolv.conf': synthesized['resolv.conf'],
     'nsswitch.conf': synthesized['nsswitch.conf'],
     passwd: mergeAccountFile(readAccounts('passwd'), `${SANDBOX_USER}:x:${identity.uid}:${identity.gid}:sandbox user:${SANDBOX_HOME}:${shell}`),
     group: mergeAccountFile(readAccounts('group'), `${SANDBOX_USER}:x:${identity.gid}:`),

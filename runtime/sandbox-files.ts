@@ -24,7 +24,7 @@ export const SANDBOX_ENV = {
 };
 
 /** Creates the writable layer (kept across starts) and rewrites the per-start files. */
-export async function prepareSandboxFolders(spec: RuntimeSandboxSpec, layout: SandboxLayout, user: SandboxUser, image?: ImageRunSettings): Promise<void> {
+export async function prepareSandboxFolders(spec: RuntimeSandboxSpec, layout: SandboxLayout, user: SandboxUser, image?: ImageRunSettings, egress?: SandboxEgress): Promise<void> {
   await fsp.mkdir(layout.root, { recursive: true, mode: 0o700 });
   // Independent steps, run together: creation time is what a user waits for.
   await Promise.all([
@@ -41,7 +41,7 @@ export async function prepareSandboxFolders(spec: RuntimeSandboxSpec, layout: Sa
     }),
     fsp.rm(layout.socketPath, { force: true }),
     fsp.mkdir(layout.platformDir, { recursive: true, mode: 0o755 }),
-    fsp.mkdir(layout.etcDir, { recursive: true }).then(() => writeIdentityFiles(spec, layout, user, image)),
+    fsp.mkdir(layout.etcDir, { recursive: true }).then(() => writeIdentityFiles(spec, layout, user, image, egress)),
     installCode(spec.code, layout.codeDir),
   ]);
 }
@@ -79,26 +79,42 @@ async function linkTree(from: string, to: string): Promise<void> {
   );
 }
 
+/** The node's egress services as a networked sandbox reaches them. */
+export interface SandboxEgress {
+  nameserver: string;
+  proxyUrl: string;
+}
+
 /**
- * The files that tell a sandbox who it is: /etc/hosts, /etc/hostname and the agent's
- * configuration. Rewritten in place (same inodes), so a running sandbox sees the new content.
- * A pulled image's settings (`image`) give its processes' environment under the sandbox's own
- * envs, and their default working folder.
+ * The proxy variables of a networked sandbox's processes, in both spellings tools read; the
+ * user's own envs come after and may replace them.
  */
-export async function writeIdentityFiles(spec: RuntimeSandboxSpec, layout: SandboxLayout, user: SandboxUser, image?: ImageRunSettings): Promise<void> {
+function proxyEnv(egress: SandboxEgress | undefined): Record<string, string> {
+  if (!egress) return {};
+  const noProxy = 'localhost,127.0.0.1,::1';
+  return { HTTP_PROXY: egress.proxyUrl, HTTPS_PROXY: egress.proxyUrl, http_proxy: egress.proxyUrl, https_proxy: egress.proxyUrl, NO_PROXY: noProxy, no_proxy: noProxy };
+}
+
+/**
+ * The files that tell a sandbox who it is: /etc/hosts, /etc/hostname, /etc/resolv.conf and the
+ * agent's configuration. Rewritten in place (same inodes), so a running sandbox sees the new content.
+ * A pulled image's settings (`image`) give its processes' environment under the sandbox's own
+ * envs, and their default working folder; `egress`, the node's egress services when it has outbound network.
+ */
+export async function writeIdentityFiles(spec: RuntimeSandboxSpec, layout: SandboxLayout, user: SandboxUser, image?: ImageRunSettings, egress?: SandboxEgress): Promise<void> {
   const config: AgentConfig = {
     sandboxId: spec.id,
     sandboxName: spec.name ?? spec.id,
     workspaceId: spec.workspaceId,
     socketPath: SANDBOX_SOCKET,
     eventLog: SANDBOX_EVENT_LOG,
-    processEnv: processEnvironment(SANDBOX_ENV, image?.env ?? [], { HOSTNAME: spec.id, ...Object.fromEntries(spec.envs.map((e) => [e.name, e.value])) }),
+    processEnv: processEnvironment(SANDBOX_ENV, image?.env ?? [], { HOSTNAME: spec.id, ...proxyEnv(egress), ...Object.fromEntries(spec.envs.map((e) => [e.name, e.value])) }),
     defaultWorkingDir: image?.workingDir ?? SANDBOX_HOME,
     writableRoots: [...layout.writable.map((f) => f.sandboxPath), ...spec.volumes.filter((v) => !v.readOnly).map((v) => v.mountPath)],
     hiddenRoots: ['/proc', '/sys', '/dev', SANDBOX_RUN_DIR, SANDBOX_API_DIR, AGENT_ROOT, path.dirname(SANDBOX_AGENT_CONFIG)],
   };
   await Promise.all([
-    ...Object.entries(sandboxEtcFiles(spec.id)).map(([name, text]) => fsp.writeFile(path.join(layout.etcDir, name), text, { mode: 0o644 })),
+    ...Object.entries(sandboxEtcFiles(spec.id, egress?.nameserver)).map(([name, text]) => fsp.writeFile(path.join(layout.etcDir, name), text, { mode: 0o644 })),
     // The user's own variables: readable by the sandbox user (they are theirs), by nobody else.
     fsp.writeFile(layout.agentConfig, JSON.stringify(config), { mode: 0o400 }).then(() => fsp.chown(layout.agentConfig, user.uid, user.gid)),
   ]);

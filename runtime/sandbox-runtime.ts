@@ -1,4 +1,5 @@
 import type { FreezeState } from '../domain/sandbox/lifecycle';
+import type { SandboxNetworkSpec } from '../domain/sandbox/network-policy';
 import type { AgentActivity } from '../sandbox-agent/contract/service';
 
 export type { FreezeState };
@@ -25,6 +26,11 @@ export interface RuntimeSandboxSpec {
    * a fork. A later start keeps the files the sandbox has.
    */
   seedSnapshotId?: string;
+  /**
+   * Outbound network and its policy (`spec.network`). Only on a node with sandbox networking,
+   * and not with `internet: false`: there, and on other nodes, the sandbox has loopback only.
+   */
+  network?: SandboxNetworkSpec;
 }
 
 export interface RuntimeVolumeMount {
@@ -60,6 +66,8 @@ export interface SandboxStatus {
   memoryUsageBytes?: number;
   /** Processes the kernel killed for exceeding the memory limit since the sandbox started. */
   oomKills?: number;
+  /** Its outbound network, when it has one: its address and the bytes its egress carried (see SandboxNetwork.trafficOf). */
+  network?: { address: string; bytesOut: number; bytesIn: number };
 }
 
 /** What the sandbox's own API reports about its use, for the idle timer. */
@@ -79,6 +87,8 @@ export interface SandboxRuntime {
   start(spec: RuntimeSandboxSpec): Promise<SandboxHandle>;
   /** Gives the sandbox new environment variables, for the processes started from now on (it keeps running, frozen or not). */
   updateEnvs(id: string, envs: RuntimeSandboxSpec['envs']): Promise<void>;
+  /** A new network policy for the running sandbox, from its next connection on (`internet` cannot change). */
+  updateNetwork(id: string, network: RuntimeSandboxSpec['network']): Promise<void>;
   /** Ends every process of the sandbox; its files stay for a later start. */
   stop(id: string): Promise<void>;
   /** Stops the sandbox and deletes its files; answers how it ended (the same when asked again). */

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { writeFileAtomically } from './atomic-file';
 import { sandboxesDir, sandboxLayout } from './layout';
 import type { FreezeState, RuntimeSandboxSpec } from './sandbox-runtime';
+import type { SandboxAttachment } from './network/sandbox-network';
 
 /**
  * The runtime's durable record of one sandbox, in its folder. Written before the sandbox's
@@ -20,6 +21,8 @@ export interface SandboxRecord {
   startedAt?: string;
   /** The last freeze or thaw (absent until the first freeze): see FreezeState. */
   freeze?: FreezeState;
+  /** Its network namespace and the node's egress services, when it has outbound network. */
+  network?: SandboxAttachment;
 }
 
 export class StateStore {

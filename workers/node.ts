@@ -6,6 +6,8 @@ import { temporalAddress } from '../domain/config';
 import { loadConfig, nodeTaskQueue } from '../domain/config';
 import { PlatformServices } from '../runtime/platform-services/platform-services';
 import { BwrapRuntime } from '../runtime/bwrap-runtime';
+import { SandboxNetwork } from '../runtime/network/sandbox-network';
+import { refusalReporter } from '../runtime/network/refusal-events';
 import { PortEventRelay } from '../runtime/port-event-relay';
 import { VolumeStore } from '../runtime/volume-store';
 import { connectToTemporal } from './connect';
@@ -21,9 +23,11 @@ async function main() {
   const config = loadConfig();
   const connection = await connectToTemporal(temporalAddress(config));
   const temporal = new Client({ connection: await Connection.connect({ address: temporalAddress(config) }), namespace: config.temporalNamespace });
-  const runtime = new BwrapRuntime({ dataDir: config.dataDir, warmPool: config.sandboxWarmPool });
-  const volumes = new VolumeStore({ dataDir: config.dataDir });
   const pg = createPool(config.databaseUrl);
+  const network = config.sandboxNetwork ? new SandboxNetwork({ dataDir: config.dataDir, subnet: config.sandboxSubnet, onRefused: refusalReporter(pg) }) : undefined;
+  await network?.start();
+  const runtime = new BwrapRuntime({ dataDir: config.dataDir, warmPool: config.sandboxWarmPool, network });
+  const volumes = new VolumeStore({ dataDir: config.dataDir });
   const platform = await PlatformServices.forNode(config, pg);
   const worker = await Worker.create({
     connection,
@@ -48,6 +52,7 @@ async function main() {
   } finally {
     await relay.close();
     await platform.closeAll();
+    await network?.close();
     await Promise.allSettled([runtime.close(), pg.end(), temporal.connection.close(), connection.close()]);
   }
 }

@@ -16,7 +16,7 @@ import { isRegistryImage } from '../domain/images/builtin';
 import { nextExpiry } from '../domain/sandbox/expiry';
 import { knownGeneration, lastChangeAt, noteObserved, noteThaw, sandboxState, usagePeriods, type StandbyLedger } from '../domain/sandbox/lifecycle';
 import { idlePeriodOver, nextSandboxStep } from '../domain/sandbox/next-step';
-import { envsChanged } from '../domain/sandbox/spec-rules';
+import { envsChanged, networkChanged } from '../domain/sandbox/spec-rules';
 import { DEFAULT_SANDBOX_IMAGE, DEFAULT_SANDBOX_MEMORY_MB, type SandboxKey, type SandboxSpec, type SandboxState } from '../domain/sandbox/sandbox';
 
 export interface SandboxLifecycleInput {
@@ -99,6 +99,8 @@ class SandboxRun {
   private askNode = false;
   // Set when an update changed the envs: the node gives them to the running sandbox.
   private envsToApply = false;
+  // Set when an update changed the network policy: the node applies it from the next connection on.
+  private networkToApply = false;
   // Metering: usage is recorded per period in the state the node had during it.
   private meteredUntil: number;
   private metering: boolean;
@@ -148,6 +150,7 @@ class SandboxRun {
     });
     setHandler(specSignal, (next) => {
       if (envsChanged(this.spec, next)) this.envsToApply = true;
+      if (networkChanged(this.spec, next)) this.networkToApply = true;
       this.spec = next;
       this.woken = true;
     });
@@ -178,6 +181,7 @@ class SandboxRun {
     let persistedState: SandboxState | undefined = this.input.phase === 'running' ? this.state() : 'RUNNING';
     while (!this.deleting) {
       if (this.envsToApply) await this.applyEnvs();
+      if (this.networkToApply) await this.applyNetwork();
       const expiry = nextExpiry({
         ttl: this.spec.runtime?.ttl,
         expires: this.spec.runtime?.expires,
@@ -207,6 +211,15 @@ class SandboxRun {
   private async applyEnvs(): Promise<void> {
     this.envsToApply = false;
     await this.node.updateSandboxEnvs(this.key, this.spec).catch(() => undefined);
+  }
+
+  /**
+   * Hands an updated network policy to the node, as envs are: one the node cannot take, after its
+   * retries, is the sandbox's at its next start (the spec has it).
+   */
+  private async applyNetwork(): Promise<void> {
+    this.networkToApply = false;
+    await this.node.updateSandboxNetwork(this.key, this.spec).catch(() => undefined);
   }
 
   /** Waits for a signal or the next deadline; a RUNNING sandbox idle by then is frozen (if the node agrees). */

@@ -1,4 +1,5 @@
 import type { ExpirationPolicy } from './expiry';
+import type { SandboxNetworkSpec } from './network-policy';
 
 export interface SandboxEnv {
   name: string;
@@ -33,6 +34,8 @@ export interface SandboxSpec {
   };
   lifecycle?: { expirationPolicies?: ExpirationPolicy[] };
   volumes?: SandboxVolumeMount[];
+  /** Outbound network: allowed and forbidden domains (also under `proxy`), `internet: false` for none. */
+  network?: SandboxNetworkSpec;
 }
 
 export type SandboxState = 'RUNNING' | 'STANDBY';

@@ -1,4 +1,5 @@
 import { expirationPolicyProblem } from './expiry';
+import { networkSpecProblem } from './network-policy';
 import type { SandboxSpec } from './sandbox';
 
 /** Fields that shape the running sandbox; changing them means creating a new one. */
@@ -21,13 +22,13 @@ export function sandboxSpecProblem(spec: SandboxSpec, now: number, before?: Sand
     const problem = expirationPolicyProblem(policy, `body.spec.lifecycle.expirationPolicies[${i}]`);
     if (problem) return problem;
   }
-  return undefined;
+  return networkSpecProblem(spec.network);
 }
 
 /**
  * Why a running sandbox cannot take `next` in place of `before`: its image, memory, ports or
  * region (its URL) or volumes changed, which only a new sandbox can have. Undefined when the change
- * is allowed (labels, ttl, expires, snapshotEnabled, expiration policies, envs).
+ * is allowed (labels, ttl, expires, snapshotEnabled, expiration policies, envs, network domains).
  */
 export function sandboxSpecChangeProblem(before: SandboxSpec, next: SandboxSpec): string | undefined {
   const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
@@ -38,6 +39,10 @@ export function sandboxSpecChangeProblem(before: SandboxSpec, next: SandboxSpec)
   }
   if (!same(before.region, next.region)) return 'body.spec.region cannot change on a running sandbox; create a new sandbox instead';
   if (!same(before.volumes, next.volumes)) return 'body.spec.volumes cannot change on a running sandbox; create a new sandbox instead';
+  // A sandbox has a network namespace with outbound network, or loopback only, from its start.
+  if ((before.network?.internet !== false) !== (next.network?.internet !== false)) {
+    return 'body.spec.network.internet cannot change on a running sandbox; create a new sandbox instead';
+  }
   return undefined;
 }
 
@@ -48,4 +53,9 @@ export function sandboxSpecChangeProblem(before: SandboxSpec, next: SandboxSpec)
  */
 export function envsChanged(before: SandboxSpec, next: SandboxSpec): boolean {
   return JSON.stringify(before.runtime?.envs ?? []) !== JSON.stringify(next.runtime?.envs ?? []);
+}
+
+/** Whether an update changes the sandbox's network policy, which the node applies from the next connection on. */
+export function networkChanged(before: SandboxSpec, next: SandboxSpec): boolean {
+  return JSON.stringify(before.network ?? null) !== JSON.stringify(next.network ?? null);
 }

@@ -54,8 +54,8 @@ export interface SandboxPlatform {
 }
 
 /** Starts the sandbox platform for the app `t`; on a failure, stops what it had started. */
-export async function startSandboxPlatform(t: TestApp): Promise<SandboxPlatform> {
-  const runtime = testRuntime(t.config.dataDir);
+export async function startSandboxPlatform(t: TestApp, runtimeOptions: Partial<BwrapRuntimeOptions> = {}): Promise<SandboxPlatform> {
+  const runtime = testRuntime(t.config.dataDir, runtimeOptions);
   const started: Partial<SandboxPlatform> = { runtime };
   try {
     started.gateway = await buildSandboxGatewayApp(t.config, runtime);

@@ -52,9 +52,13 @@ function withVolumeIds(input: SandboxLifecycleInput, volumeIds: string[]): Sandb
   return { ...input, spec: { ...input.spec, volumes: input.spec.volumes.map((volume, i) => ({ ...volume, volumeId: volumeIds[i] })) } };
 }
 
-function checkSpec(spec: SandboxSpec, before?: SandboxSpec): void {
+function checkSpec(config: HangarConfig, spec: SandboxSpec, before?: SandboxSpec): void {
   const problem = sandboxSpecProblem(spec, Date.now(), before);
   if (problem) throw badRequest(problem);
+  // A policy the nodes would not apply is refused rather than kept as if it were.
+  if (spec.network && spec.network.internet !== false && !config.sandboxNetwork) {
+    throw badRequest('body.spec.network: sandboxes of this platform have no outbound network (HANGAR_SANDBOX_NETWORK is off); only internet: false is accepted');
+  }
   const image = spec.runtime?.image;
   if (image === undefined || imageExists(image)) return;
   // A reference naming its registry is pulled before the start; a malformed one is refused here.
@@ -99,7 +103,7 @@ export function findSandbox(services: SandboxServices, workspace: WorkspaceGrant
 export async function createSandbox(services: SandboxServices, workspace: WorkspaceGrant, body: SandboxRequest, actor: string, seedSnapshotId?: string): Promise<ResourceRow> {
   const { store, config } = services;
   const spec = body.spec ?? {};
-  checkSpec(spec);
+  checkSpec(config, spec);
   const volumeIds = await resolveVolumes(store, workspace, spec);
   const insert = () => createNamed(store, workspace, SANDBOXES, { metadata: body.metadata, spec: spec as Record<string, unknown>, status: 'DEPLOYING', message: 'creating the sandbox', actor });
   const row = await insertOverFailed(services, workspace, body.metadata.name, insert);
@@ -190,7 +194,7 @@ export async function updateSandbox(services: SandboxServices, workspace: Worksp
   const current = await findSandbox(services, workspace, name);
   const before = current.spec as SandboxSpec;
   const next = body.spec ?? before;
-  checkSpec(next, before);
+  checkSpec(services.config, next, before);
   const changeProblem = sandboxSpecChangeProblem(before, next);
   if (changeProblem) throw badRequest(changeProblem);
   const updated = await updateNamed(services.store, workspace, SANDBOXES, current, { metadata: body.metadata, spec: next as Record<string, unknown>, actor });

@@ -44,6 +44,22 @@ const VolumeMount = Type.Object(
   { additionalProperties: false },
 );
 
+/** Entries are checked one by one after the schema (domain/sandbox/network-policy.ts), so a 400 names the bad one. */
+const DomainList = (description: string) => Type.Optional(Type.Array(Type.String({ maxLength: 300 }), { maxItems: 1000, description }));
+const NetworkRules = {
+  allowedDomains: DomainList("Only these may be reached: domains ('*.example.com' for its subdomains), IP addresses or CIDR blocks. Wins over forbiddenDomains."),
+  forbiddenDomains: DomainList('These may not be reached (same forms as allowedDomains).'),
+};
+
+const Network = Type.Object(
+  {
+    ...NetworkRules,
+    internet: Type.Optional(Type.Boolean({ description: 'false: no outbound network at all (loopback only). Fixed for the sandbox’s life.' })),
+    proxy: Type.Optional(Type.Object(NetworkRules, { additionalProperties: false, description: 'The same rules; both places apply.' })),
+  },
+  { additionalProperties: false },
+);
+
 export const SandboxSpecSchema = Type.Object(
   {
     region: Type.Optional(Type.String({ pattern: REGION_PATTERN, description: 'Fills {region} in the sandbox URL template; the platform region by default.' })),
@@ -71,6 +87,7 @@ export const SandboxSpecSchema = Type.Object(
       }),
     ),
     volumes: Type.Optional(Type.Array(VolumeMount, { maxItems: 20 })),
+    network: Type.Optional(Network),
   },
   { additionalProperties: false },
 );

@@ -35,6 +35,9 @@ test('sandbox ids are safe as host names, file names and cgroup names', () => {
 test("the synthesized /etc names the sandbox user and the sandbox, nothing of the host", () => {
   const etc = imageEtcFiles({ uid: 1234, gid: 1234, home: '/home/user' });
   expect(etc.passwd).toContain('user:x:1234:1234:sandbox user:/home/user:/bin/bash');
-  expect(Object.keys(etc).sort()).toEqual(['group', 'nsswitch.conf', 'passwd', 'resolv.conf']);
+  expect(Object.keys(etc).sort()).toEqual(['group', 'nsswitch.conf', 'passwd']);
   expect(sandboxEtcFiles('sb-9').hosts).toMatch(/^127\.0\.0\.1\tlocalhost sb-9$/m);
+  // The resolver is the sandbox's own: loopback without a network, the node's DNS answerer with one.
+  expect(sandboxEtcFiles('sb-9')['resolv.conf']).toMatch(/^nameserver 127\.0\.0\.1$/m);
+  expect(sandboxEtcFiles('sb-9', '10.200.0.1')['resolv.conf']).toMatch(/^nameserver 10\.200\.0\.1$/m);
 });

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import type { SandboxSpec } from '../../../../domain/sandbox/sandbox';
-import { envsChanged, sandboxSpecChangeProblem, sandboxSpecProblem } from '../../../../domain/sandbox/spec-rules';
+import { envsChanged, networkChanged, sandboxSpecChangeProblem, sandboxSpecProblem } from '../../../../domain/sandbox/spec-rules';
 
 const running: SandboxSpec = {
   runtime: { image: 'base', memory: 512, envs: [{ name: 'A', value: '1' }], ports: [{ target: 8080 }], ttl: '1h' },
@@ -84,5 +84,18 @@ describe('sandbox spec rules', () => {
     expect(sandboxSpecChangeProblem(running, placed)).toMatch(/^body\.spec\.region cannot change/);
     const later: SandboxSpec = { ...placed, runtime: { ...placed.runtime, expires: '2027-01-01T00:00:00Z', snapshotEnabled: true } };
     expect(sandboxSpecChangeProblem(placed, later)).toBeUndefined();
+  });
+
+  test('network domains change on a running sandbox; whether it has internet does not; a bad entry is named', () => {
+    const open: SandboxSpec = { ...running, network: { allowedDomains: ['pypi.org'] } };
+    const changed: SandboxSpec = { ...running, network: { forbiddenDomains: ['*.example.com'], proxy: { allowedDomains: ['203.0.113.0/24'] } } };
+    expect(sandboxSpecChangeProblem(open, changed)).toBeUndefined();
+    expect(networkChanged(open, changed)).toBe(true);
+    expect(networkChanged(open, { ...open })).toBe(false);
+    expect(sandboxSpecChangeProblem(open, { ...running, network: { internet: false } })).toBe(
+      'body.spec.network.internet cannot change on a running sandbox; create a new sandbox instead',
+    );
+    expect(sandboxSpecChangeProblem(running, { ...running, network: { internet: true } })).toBeUndefined();
+    expect(sandboxSpecProblem({ network: { allowedDomains: ['ok.example', 'not ok'] } }, NOW)).toMatch(/^body\.spec\.network\.allowedDomains\[1\] 'not ok'/);
   });
 });

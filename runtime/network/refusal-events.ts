@@ -1,0 +1,32 @@
+import type { Pool } from 'pg';
+import { ResourceStore } from '../../store/resources';
+import type { EgressRefusal } from './egress-proxy';
+
+/** A sandbox's refusals to the same destination leave one event and one log line a minute at most. */
+const REPORT_EVERY_MS = 60_000;
+const MAX_REMEMBERED = 10_000;
+const RESOURCE_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * What the node does with a refused connection or name: a warning in its log and, for a sandbox
+ * of the platform, an event on the sandbox naming the destination and the rule, so a user sees
+ * why `pip install` failed. Rate-limited per sandbox and destination: a loop retrying a refused
+ * host must not flood either.
+ */
+export function refusalReporter(pg: Pool | undefined, log: (line: string) => void = console.warn): (refusal: EgressRefusal) => void {
+  const store = pg ? new ResourceStore(pg) : undefined;
+  const lastReported = new Map<string, number>();
+  return (refusal) => {
+    const key = `${refusal.sandboxId ?? refusal.source} ${refusal.host}`;
+    const now = Date.now();
+    if (now - (lastReported.get(key) ?? 0) < REPORT_EVERY_MS) return;
+    if (lastReported.size >= MAX_REMEMBERED) lastReported.clear();
+    lastReported.set(key, now);
+    const message = `egress refused: '${refusal.host}': ${refusal.rule}`;
+    log(`sandbox ${refusal.sandboxId ?? `(unknown, ${refusal.source})`}: ${message}`);
+    // Warm sandboxes and the runtime's own tests have ids that are no resource's.
+    if (store && refusal.sandboxId && RESOURCE_ID.test(refusal.sandboxId)) {
+      store.note(refusal.sandboxId, { type: 'Warning', message }, {}).catch((err: Error) => log(`could not record a refusal event: ${err.message}`));
+    }
+  };
+}

@@ -1,0 +1,111 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { SandboxNetwork, type SandboxNetworkOptions } from '../../runtime/network/sandbox-network';
+import { until } from './sandbox-runtime';
+
+/**
+ * A stand-in for the internet, on this machine only: a network namespace reached from the host
+ * through a veth pair, holding a few "hosts" (addresses in TEST-NET-3, 203.0.113.0/24, which no
+ * one routes) served by one web server that answers which address and Host it was asked for.
+ * Nothing a test does through it leaves the machine.
+ */
+export interface TestInternet {
+  netns: string;
+  /** The host end's address (a node address, so never a sandbox's destination). */
+  hostSide: string;
+  /** Addresses of the web server inside. */
+  hosts: string[];
+  close(): Promise<void>;
+}
+
+const SERVER = `
+const http = require('node:http');
+const https = require('node:https');
+const fs = require('node:fs');
+const answer = (scheme) => (req, res) => res.end(JSON.stringify({ scheme, host: req.headers.host, local: req.socket.localAddress, path: req.url }));
+http.createServer(answer('http')).listen(80, '0.0.0.0');
+// Any other port of a host: only a connection routed past the node's rules would reach it.
+http.createServer(answer('http-8080')).listen(8080, '0.0.0.0');
+const tls = process.argv[1];
+if (tls) https.createServer({ key: fs.readFileSync(tls + '/server.key'), cert: fs.readFileSync(tls + '/server.crt') }, answer('https')).listen(443, '0.0.0.0');
+setInterval(() => {}, 1 << 30);
+`;
+
+const ipCommand = (...args: string[]) => execFileSync('ip', args, { stdio: ['ignore', 'pipe', 'pipe'] }).toString();
+
+/** Starts the test internet: `hostCount` addresses 203.0.113.2.. behind 203.0.113.1; TLS too when `tlsDir` holds server.key and server.crt. */
+export async function startTestInternet(hostCount: number, tlsDir?: string): Promise<TestInternet> {
+  const tag = randomBytes(3).toString('hex');
+  const netns = `hgi-${tag}`;
+  const hostInterface = `hgi${tag}`;
+  const hostSide = '203.0.113.1';
+  const hosts = Array.from({ length: hostCount }, (_, i) => `203.0.113.${i + 2}`);
+  ipCommand('netns', 'add', netns);
+  ipCommand('link', 'add', hostInterface, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', netns);
+  ipCommand('addr', 'add', `${hostSide}/24`, 'dev', hostInterface);
+  ipCommand('link', 'set', hostInterface, 'up');
+  for (const host of hosts) ipCommand('-n', netns, 'addr', 'add', `${host}/24`, 'dev', 'eth0');
+  ipCommand('-n', netns, 'link', 'set', 'lo', 'up');
+  ipCommand('-n', netns, 'link', 'set', 'eth0', 'up');
+  const server: ChildProcess = spawn('ip', ['netns', 'exec', netns, process.execPath, '-e', SERVER, ...(tlsDir ? [tlsDir] : [])], { stdio: 'ignore' });
+  await until('the test internet server', () => {
+    const listening = execFileSync('ip', ['netns', 'exec', netns, 'ss', '-Hltn'], { stdio: ['ignore', 'pipe', 'ignore'] }).toString();
+    return listening.includes(':80 ') && listening.includes(':8080 ') && (!tlsDir || listening.includes(':443 '));
+  });
+  return {
+    netns,
+    hostSide,
+    hosts,
+    async close() {
+      server.kill('SIGKILL');
+      await new Promise((resolve) => (server.exitCode === null && server.signalCode === null ? server.once('exit', resolve) : resolve(undefined)));
+      try {
+        ipCommand('link', 'del', hostInterface);
+      } catch {
+        // gone with the namespace
+      }
+      ipCommand('netns', 'del', netns);
+    },
+  };
+}
+
+/** A test CA and a server certificate for `names`, made with openssl in `dir`; answers the CA's file. */
+export function makeTestCertificates(dir: string, names: string[]): string {
+  fs.mkdirSync(dir, { recursive: true });
+  const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '2', '-subj', '/CN=hangar test CA');
+  openssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'server.key', '-out', 'server.csr', '-subj', `/CN=${names[0]}`);
+  fs.writeFileSync(path.join(dir, 'ext.cnf'), `subjectAltName=${names.map((name) => `DNS:${name}`).join(',')}\n`);
+  openssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.crt', '-days', '2', '-extfile', 'ext.cnf');
+  for (const file of fs.readdirSync(dir)) fs.chmodSync(path.join(dir, file), 0o644);
+  return path.join(dir, 'ca.crt');
+}
+
+/**
+ * A node's sandbox network of its own for one test file (its bridge, subnet, nftables table and
+ * interface names chosen not to meet another file's), resolving only the names `names` gives: a
+ * name's addresses, or (a string) the name it is an alias of.
+ */
+export function testSandboxNetwork(dataDir: string, names: () => Record<string, string[] | string>, options: Partial<SandboxNetworkOptions> = {}): SandboxNetwork {
+  const tag = randomBytes(2).toString('hex');
+  return new SandboxNetwork({
+    dataDir,
+    subnet: `10.${200 + (parseInt(tag, 16) % 50)}.${parseInt(tag.slice(0, 2), 16)}.0/24`,
+    bridge: `hgb${tag}`,
+    table: `hangar_test_${tag}`,
+    interfacePrefix: `hgt${tag}`.slice(0, 7),
+    resolve: async (name) => {
+      const aliases: string[] = [];
+      let entry = names()[name];
+      while (typeof entry === 'string' && aliases.length < 8) {
+        aliases.push(entry);
+        entry = names()[entry];
+      }
+      if (!Array.isArray(entry)) throw new Error(`${name}: no such test host`);
+      return { addresses: entry, aliases };
+    },
+    ...options,
+  });
+}
