@@ -64,6 +64,11 @@ const MAX_HISTORY_EVENTS = 2_000;
 const STATE_HISTORY_PATCH = 'state-history';
 /** Wakes asked for while the workload is being deleted fail instead of answering its socket. */
 const REFUSE_WAKES_WHILE_DELETING_PATCH = 'refuse-wakes-while-deleting';
+/**
+ * A new revision takes over before the old one is removed, not after (found by the deployment
+ * interleaving test, seed 143270153: a wake during the removal answered the old socket).
+ */
+const SERVE_NEW_BEFORE_REMOVING_OLD_PATCH = 'serve-new-before-removing-old';
 
 /**
  * One workload's deployments, for its whole life: each new revision goes BUILDING (unpack and
@@ -302,8 +307,16 @@ class DeploymentRun {
     const scaling = scalesToZero(record.spec);
     await control.markRevisionDeployed(key, revision, next, scaling ? 'serving; scales to zero when idle' : 'serving', scaling ? 'RUNNING' : null);
     await this.switchUsage({ memoryMb: record.spec.runtime?.memory ?? DEFAULT_WORKLOAD_MEMORY_MB, bundleBytes: record.bundleBytes });
-    await this.removeServingSandbox();
-    this.serving = next;
+    if (patched(SERVE_NEW_BEFORE_REMOVING_OLD_PATCH)) {
+      // The new revision serves before the old one goes: a wake answered while the old one is
+      // being removed would send its request to a socket about to disappear.
+      const previous = this.serving;
+      this.serving = next;
+      if (previous && 'sandboxId' in previous) await this.node.removeRevision(previous.sandboxId);
+    } else {
+      await this.removeServingSandbox();
+      this.serving = next;
+    }
     this.restart = scaling ? start : undefined;
     this.scale = 'RUNNING';
     this.lastUsedAt = Date.now();

@@ -137,7 +137,12 @@ test('every generated schedule leaves the reported scale, the usage and the wake
       }
       expect(problems).toEqual([]);
     }),
-    { numRuns: RUNS, seed: process.env.HANGAR_INTERLEAVING_SEED ? Number(process.env.HANGAR_INTERLEAVING_SEED) : undefined },
+    {
+      numRuns: RUNS,
+      seed: process.env.HANGAR_INTERLEAVING_SEED ? Number(process.env.HANGAR_INTERLEAVING_SEED) : undefined,
+      // With the seed, replays one schedule of a failure report (its path) instead of all.
+      ...(process.env.HANGAR_INTERLEAVING_PATH ? { path: process.env.HANGAR_INTERLEAVING_PATH } : {}),
+    },
   );
   // The closing note of issue #14 quotes these.
   console.info(
