@@ -24,7 +24,24 @@ const SERVER = `
 const http = require('node:http');
 const https = require('node:https');
 const fs = require('node:fs');
-const answer = (scheme) => (req, res) => res.end(JSON.stringify({ scheme, host: req.headers.host, local: req.socket.localAddress, path: req.url }));
+// /bytes/<n>: n bytes (a download to measure); anything else: which address and Host were asked for.
+const chunk = Buffer.alloc(1 << 20, 120);
+function sendBytes(res, n) {
+  res.writeHead(200, { 'content-length': n });
+  const more = () => {
+    while (n > 0) {
+      const piece = n >= chunk.length ? chunk : chunk.subarray(0, n);
+      n -= piece.length;
+      if (!res.write(piece)) return res.once('drain', more);
+    }
+    res.end();
+  };
+  more();
+}
+const answer = (scheme) => (req, res) => {
+  if (req.url.startsWith('/bytes/')) return sendBytes(res, Number(req.url.slice('/bytes/'.length)));
+  res.end(JSON.stringify({ scheme, host: req.headers.host, local: req.socket.localAddress, path: req.url }));
+};
 http.createServer(answer('http')).listen(80, '0.0.0.0');
 // Any other port of a host: only a connection routed past the node's rules would reach it.
 http.createServer(answer('http-8080')).listen(8080, '0.0.0.0');
@@ -50,11 +67,7 @@ export async function startTestInternet(hostCount: number, tlsDir?: string): Pro
   ipCommand('-n', netns, 'link', 'set', 'lo', 'up');
   ipCommand('-n', netns, 'link', 'set', 'eth0', 'up');
   const server: ChildProcess = spawn('ip', ['netns', 'exec', netns, process.execPath, '-e', SERVER, ...(tlsDir ? [tlsDir] : [])], { stdio: 'ignore' });
-  await until('the test internet server', () => {
-    const listening = execFileSync('ip', ['netns', 'exec', netns, 'ss', '-Hltn'], { stdio: ['ignore', 'pipe', 'ignore'] }).toString();
-    return listening.includes(':80 ') && listening.includes(':8080 ') && (!tlsDir || listening.includes(':443 '));
-  });
-  return {
+  const internet: TestInternet = {
     netns,
     hostSide,
     hosts,
@@ -69,6 +82,17 @@ export async function startTestInternet(hostCount: number, tlsDir?: string): Pro
       ipCommand('netns', 'del', netns);
     },
   };
+  try {
+    await until('the test internet server', () => {
+      const listening = execFileSync('ip', ['netns', 'exec', netns, 'ss', '-Hltn'], { stdio: ['ignore', 'pipe', 'ignore'] }).toString();
+      return listening.includes(':80 ') && listening.includes(':8080 ') && (!tlsDir || listening.includes(':443 '));
+    });
+  } catch (err) {
+    // A server that did not come up leaves no namespace or link behind.
+    await internet.close();
+    throw err;
+  }
+  return internet;
 }
 
 /** A test CA and a server certificate for `names`, made with openssl in `dir`; answers the CA's file. */
