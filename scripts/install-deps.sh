@@ -64,6 +64,9 @@ command -v docker-registry >/dev/null || missing+=(docker-registry)
 command -v nft >/dev/null || missing+=(nftables)
 command -v ip >/dev/null || missing+=(iproute2)
 command -v nsenter >/dev/null || missing+=(util-linux)
+# The network tests fetch from inside sandboxes with curl and make their TLS test CA with openssl.
+command -v curl >/dev/null || missing+=(curl)
+command -v openssl >/dev/null || missing+=(openssl)
 python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 
 if [ ${#missing[@]} -gt 0 ]; then
