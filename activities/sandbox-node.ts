@@ -128,7 +128,7 @@ async function startSandbox(
       memoryMb,
       envs: runtimeEnvs(spec),
       volumes: mounts,
-      ...(seedSnapshotId ? { seedSnapshotId } : {}),
+      seedSnapshotId,
       network: spec.network,
     });
   } catch (err) {

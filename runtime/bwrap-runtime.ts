@@ -76,14 +76,14 @@ export interface BwrapRuntimeOptions {
 
 const WARM_MEMORY_MB = 256;
 
+/** Where bwrap finds the seccomp filter: the descriptor after stdin, stdout and stderr. */
+const SECCOMP_FD = 3;
+
 /**
  * The launcher joins the sandbox's cgroups before exec'ing bubblewrap, so every process of the
  * sandbox (bubblewrap, its init, the agent, user code) is limited and freezable from the first
  * instruction.
  */
-/** Where bwrap finds the seccomp filter: the descriptor after stdin, stdout and stderr. */
-const SECCOMP_FD = 3;
-
 const LAUNCH_SCRIPT = ['IFS=:', 'for f in $HANGAR_CGROUP_PROCS; do echo $$ > "$f" || exit 97; done', 'unset IFS HANGAR_CGROUP_PROCS', 'exec "$@"'].join('\n');
 
 /** The sandbox runtime of one node: bubblewrap for isolation, cgroups for limits and standby. */
@@ -96,6 +96,8 @@ export class BwrapRuntime implements SandboxRuntime {
   private readonly uid: number;
   private readonly gid: number;
   private readonly bwrapPath: string;
+  /** Found once, where the node gives sandboxes a network (a launch enters its namespace with it). */
+  private readonly nsenterPath?: string;
   private readonly pool: WarmPool;
   private readonly seccomp: SandboxSeccompFilter;
 
@@ -106,6 +108,7 @@ export class BwrapRuntime implements SandboxRuntime {
     this.uid = options.uid ?? 1000;
     this.gid = options.gid ?? this.uid;
     this.bwrapPath = options.bwrapPath ?? findOnPath('bwrap');
+    if (options.network) this.nsenterPath = findOnPath('nsenter');
     this.images = new SandboxImages({
       dataDir: options.dataDir,
       identity: { uid: this.uid, gid: this.gid },
@@ -309,7 +312,7 @@ export class BwrapRuntime implements SandboxRuntime {
       };
       const filter = await this.seccomp.open();
       const log = fs.openSync(layout.agentLog, 'w', 0o600);
-      const child = spawn('/bin/sh', ['-c', LAUNCH_SCRIPT, 'hangar-launch', ...enterNetwork(network), this.bwrapPath, ...bwrapArguments(plan)], {
+      const child = spawn('/bin/sh', ['-c', LAUNCH_SCRIPT, 'hangar-launch', ...enterNetwork(network, this.nsenterPath), this.bwrapPath, ...bwrapArguments(plan)], {
         detached: true,
         stdio: ['ignore', log, log, filter],
         env: { PATH: SANDBOX_ENV.PATH, HANGAR_CGROUP_PROCS: cgroup.procsFiles.join(':') },
@@ -563,8 +566,8 @@ export const AGENT_NODE_FLAGS = ['--max-semi-space-size=1'];
  * The launcher's command before bubblewrap: nothing, or entering the network namespace the node
  * made (nsenter with the namespace's file; no other namespace is entered).
  */
-function enterNetwork(network: SandboxAttachment | undefined): string[] {
-  return network ? [findOnPath('nsenter'), `--net=${network.netnsPath}`, '--'] : [];
+function enterNetwork(network: SandboxAttachment | undefined, nsenterPath: string | undefined): string[] {
+  return network ? [nsenterPath ?? findOnPath('nsenter'), `--net=${network.netnsPath}`, '--'] : [];
 }
 
 function findOnPath(binary: string): string {

@@ -163,8 +163,7 @@ class SandboxRun {
     try {
       const image = this.spec.runtime?.image;
       if (image !== undefined && isRegistryImage(image) && patched(IMAGE_PULL_PATCH)) await this.pulls.pullSandboxImage(this.key, this.spec);
-      const seed = this.input.seedSnapshotId;
-      started = await (seed ? this.node.startSandbox(this.key, this.spec, seed) : this.node.startSandbox(this.key, this.spec));
+      started = await this.node.startSandbox(this.key, this.spec, this.input.seedSnapshotId);
     } catch (err) {
       // The node's own reason (its image, files or a spec it cannot use), not Temporal's wrapper around it.
       await this.control.markSandboxFailed(this.key, `failed to start: ${failureReason(err)}`);
