@@ -52,18 +52,32 @@ setInterval(() => {}, 1 << 30);
 
 const ipCommand = (...args: string[]) => execFileSync('ip', args, { stdio: ['ignore', 'pipe', 'pipe'] }).toString();
 
-/** Starts the test internet: `hostCount` addresses 203.0.113.2.. behind 203.0.113.1; TLS too when `tlsDir` holds server.key and server.crt. */
+/**
+ * A /28 of TEST-NET-3 that no route of this machine uses yet: two test runs at once (say, two
+ * port offsets) must not both route the same addresses, or one's proxy reaches the other's hosts.
+ */
+function freeTestNetBlock(): number {
+  const routes = ipCommand('-4', 'route', 'show');
+  // Not the first /28: a whole-/24 test internet of an older checkout would shadow its hosts.
+  const slots = Array.from({ length: 15 }, (_, i) => (i + 1) * 16).sort(() => Math.random() - 0.5);
+  const free = slots.find((base) => !routes.includes(`203.0.113.${base}/28`));
+  if (free === undefined) throw new Error('every /28 of 203.0.113.16-255 is routed already: test internets left behind?');
+  return free;
+}
+
+/** Starts the test internet: `hostCount` (at most 13) addresses of a free /28 of TEST-NET-3 behind its first; TLS too when `tlsDir` holds server.key and server.crt. */
 export async function startTestInternet(hostCount: number, tlsDir?: string): Promise<TestInternet> {
   const tag = randomBytes(3).toString('hex');
   const netns = `hgi-${tag}`;
   const hostInterface = `hgi${tag}`;
-  const hostSide = '203.0.113.1';
-  const hosts = Array.from({ length: hostCount }, (_, i) => `203.0.113.${i + 2}`);
+  const base = freeTestNetBlock();
+  const hostSide = `203.0.113.${base + 1}`;
+  const hosts = Array.from({ length: Math.min(hostCount, 13) }, (_, i) => `203.0.113.${base + i + 2}`);
   ipCommand('netns', 'add', netns);
   ipCommand('link', 'add', hostInterface, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', netns);
-  ipCommand('addr', 'add', `${hostSide}/24`, 'dev', hostInterface);
+  ipCommand('addr', 'add', `${hostSide}/28`, 'dev', hostInterface);
   ipCommand('link', 'set', hostInterface, 'up');
-  for (const host of hosts) ipCommand('-n', netns, 'addr', 'add', `${host}/24`, 'dev', 'eth0');
+  for (const host of hosts) ipCommand('-n', netns, 'addr', 'add', `${host}/28`, 'dev', 'eth0');
   ipCommand('-n', netns, 'link', 'set', 'lo', 'up');
   ipCommand('-n', netns, 'link', 'set', 'eth0', 'up');
   const server: ChildProcess = spawn('ip', ['netns', 'exec', netns, process.execPath, '-e', SERVER, ...(tlsDir ? [tlsDir] : [])], { stdio: 'ignore' });
@@ -116,7 +130,7 @@ export function testSandboxNetwork(dataDir: string, names: () => Record<string, 
   const tag = randomBytes(2).toString('hex');
   return new SandboxNetwork({
     dataDir,
-    subnet: `10.${200 + (parseInt(tag, 16) % 50)}.${parseInt(tag.slice(0, 2), 16)}.0/24`,
+    subnet: `10.${201 + (parseInt(tag, 16) % 48)}.${parseInt(tag.slice(0, 2), 16)}.0/24`,
     bridge: `hgb${tag}`,
     table: `hangar_test_${tag}`,
     interfacePrefix: `hgt${tag}`.slice(0, 7),
