@@ -2,13 +2,14 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { cidrContains, parseCidr, type CidrBlock } from '../../domain/sandbox/ip-address';
 import { SandboxNetwork, type SandboxNetworkOptions } from '../../runtime/network/sandbox-network';
 import { until } from './sandbox-runtime';
 
 /**
  * A stand-in for the internet, on this machine only: a network namespace reached from the host
- * through a veth pair, holding a few "hosts" (addresses in TEST-NET-3, 203.0.113.0/24, which no
- * one routes) served by one web server that answers which address and Host it was asked for.
+ * through a veth pair, holding a few "hosts" (addresses of a /28 of TEST-NET-2 or -3, which the
+ * internet does not route) served by one web server that answers which address and Host it was asked for.
  * Nothing a test does through it leaves the machine.
  */
 export interface TestInternet {
@@ -52,27 +53,43 @@ setInterval(() => {}, 1 << 30);
 
 const ipCommand = (...args: string[]) => execFileSync('ip', args, { stdio: ['ignore', 'pipe', 'pipe'] }).toString();
 
+/** The IPv4 addresses the machine's resolver gives the package registries it installs from (they may sit in a TEST-NET). */
+function registryAddresses(): string[] {
+  try {
+    const answer = execFileSync('getent', ['ahostsv4', 'deb.debian.org', 'registry.npmjs.org', 'pypi.org'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    return answer.toString().split('\n').map((line) => line.split(/\s+/)[0]).filter(Boolean);
+  } catch {
+    return [];
+  }
+}
+
 /**
- * A /28 of TEST-NET-3 that no route of this machine uses yet: two test runs at once (say, two
- * port offsets) must not both route the same addresses, or one's proxy reaches the other's hosts.
+ * A /28 of the documentation ranges (TEST-NET-2 and -3, public-looking to the egress proxy) that
+ * nothing of this machine uses: no route to any part of it (two test runs at once must not route
+ * the same hosts, or one's proxy reaches the other's), and none of the package registries'
+ * addresses (some environments serve their mirror from such a range; shadowing it would cut off
+ * installs while the test runs). Answers its first address's prefix (`a.b.c.`) and offset.
  */
-function freeTestNetBlock(): number {
-  const routes = ipCommand('-4', 'route', 'show');
-  // Not the first /28: a whole-/24 test internet of an older checkout would shadow its hosts.
-  const slots = Array.from({ length: 15 }, (_, i) => (i + 1) * 16).sort(() => Math.random() - 0.5);
-  const free = slots.find((base) => !routes.includes(`203.0.113.${base}/28`));
-  if (free === undefined) throw new Error('every /28 of 203.0.113.16-255 is routed already: test internets left behind?');
+function freeTestNetBlock(): { prefix: string; base: number } {
+  const routes = JSON.parse(ipCommand('-j', '-4', 'route', 'show')) as { dst: string }[];
+  const taken = [...routes.map((route) => route.dst).filter((dst) => dst !== 'default'), ...registryAddresses()]
+    .map((entry) => parseCidr(entry.includes('/') ? entry : `${entry}/32`))
+    .filter((block): block is CidrBlock => block !== undefined && !('problem' in block));
+  const overlaps = (block: CidrBlock) => taken.some((other) => cidrContains(block, { family: 4, value: other.base }) || cidrContains(other, { family: 4, value: block.base }));
+  const candidates = ['198.51.100.', '203.0.113.'].flatMap((prefix) => Array.from({ length: 16 }, (_, i) => ({ prefix, base: i * 16 })));
+  const free = candidates.sort(() => Math.random() - 0.5).find(({ prefix, base }) => !overlaps(parseCidr(`${prefix}${base}/28`) as CidrBlock));
+  if (!free) throw new Error('every /28 of 198.51.100.0/24 and 203.0.113.0/24 is in use: test internets left behind?');
   return free;
 }
 
-/** Starts the test internet: `hostCount` (at most 13) addresses of a free /28 of TEST-NET-3 behind its first; TLS too when `tlsDir` holds server.key and server.crt. */
+/** Starts the test internet: `hostCount` (at most 13) addresses of a free /28 of TEST-NET-2 or -3 behind its first; TLS too when `tlsDir` holds server.key and server.crt. */
 export async function startTestInternet(hostCount: number, tlsDir?: string): Promise<TestInternet> {
   const tag = randomBytes(3).toString('hex');
   const netns = `hgi-${tag}`;
   const hostInterface = `hgi${tag}`;
-  const base = freeTestNetBlock();
-  const hostSide = `203.0.113.${base + 1}`;
-  const hosts = Array.from({ length: Math.min(hostCount, 13) }, (_, i) => `203.0.113.${base + i + 2}`);
+  const { prefix, base } = freeTestNetBlock();
+  const hostSide = `${prefix}${base + 1}`;
+  const hosts = Array.from({ length: Math.min(hostCount, 13) }, (_, i) => `${prefix}${base + i + 2}`);
   ipCommand('netns', 'add', netns);
   ipCommand('link', 'add', hostInterface, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', netns);
   ipCommand('addr', 'add', `${hostSide}/28`, 'dev', hostInterface);
