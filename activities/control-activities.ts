@@ -3,6 +3,7 @@ import { createCustomDomainControlActivities } from './custom-domain-control';
 import { createDeploymentControlActivities } from './deployment-control';
 import type { ActivityDeps } from './support/activity-deps';
 import { createJobControlActivities } from './job-control';
+import { createNodePlacementActivities } from './node-placement';
 import { createProvisioningActivities } from './provisioning';
 import { createSandboxControlActivities } from './sandbox-control';
 import { createSnapshotControlActivities } from './snapshot-control';
@@ -19,6 +20,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createDeploymentControlActivities(deps),
     ...createProvisioningActivities(deps),
     ...createJobControlActivities(deps),
+    ...createNodePlacementActivities(deps),
     ...createVolumeControlActivities(deps),
     ...createCustomDomainControlActivities(deps),
     ...createUsageActivities(deps),

@@ -7,6 +7,7 @@ import { loadConfig, nodeTaskQueue } from '../domain/config';
 import { PlatformServices } from '../runtime/platform-services/platform-services';
 import { BwrapRuntime } from '../runtime/bwrap-runtime';
 import { NodeHeartbeat } from '../runtime/node-heartbeat';
+import { removeMovedJobSandboxes } from '../runtime/moved-job-sandboxes';
 import { SandboxNetwork } from '../runtime/network/sandbox-network';
 import { refusalReporter } from '../runtime/network/refusal-events';
 import { PortEventRelay } from '../runtime/port-event-relay';
@@ -39,6 +40,8 @@ async function main() {
     sandboxes: () => runtime.list(),
     log: (line) => console.error(line),
   });
+  const removed = await removeMovedJobSandboxes(runtime, pg, config.nodeId);
+  if (removed.length > 0) console.log(`removed the sandboxes of ${removed.length} job executions that ended or moved to another node meanwhile`);
   await heartbeat.start();
   const platform = await PlatformServices.forNode(config, pg);
   const worker = await Worker.create({
