@@ -2,7 +2,7 @@
 # Sandbox runtime nodes need bubblewrap, cgroups, nftables and iproute2 (scripts/install-deps.sh)
 # on a real Linux host; they are not run here.
 
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 # The lock lacks other platforms' optional binaries (its mirror did not serve them), which npm ci
@@ -11,7 +11,7 @@ RUN npm ci --no-audit --no-fund || npm install --no-audit --no-fund
 COPY . .
 RUN npm run -s compile && npm prune --omit=dev
 
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 ENV NODE_ENV=production \
     HANGAR_DATA_DIR=/data \
     HANGAR_HOST=0.0.0.0

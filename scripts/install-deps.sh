@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what Hangar needs on a fresh Debian 12 machine, then builds and type-checks.
 # Idempotent and quick when everything is present. Prints each thing it does.
+#   Node.js 24 LTS      into .tools/node/ from the npm registry, when the machine's node is older
 #   node_modules        npm ci (never npm install), when missing or older than package-lock.json
 #   PostgreSQL 15, ClickHouse, bubblewrap, ripgrep, python3-seccomp, nftables, iproute2   apt (we run our own clusters; no system service is used)
 #   skopeo, umoci       apt: pull OCI images and unpack them (sandboxes on images from a registry)
@@ -15,12 +16,17 @@ began=$SECONDS
 say() { echo "[install-deps] $*"; }
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
-# --- Node.js (not installed here: the project's toolchain) ----------------------------------
-# 20.19 is the first 20.x that loads the ESM-only jose and typebox through require().
-if ! node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 20 || (a === 20 && b >= 19) ? 0 : 1)'; then
-  say "ERROR: Node.js >= 20.19 is required, found $(node --version 2>/dev/null || echo none)"
+# --- Node.js ----------------------------------------------------------------------------------
+# The machine's node and npm fetch the LTS the project runs on when the machine's is older
+# (scripts/node-runtime.sh); start.sh and test.sh put it first on PATH before calling this.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  say "ERROR: Node.js and npm are required (any maintained version: the project brings its LTS)"
   exit 1
 fi
+# shellcheck source=scripts/node-runtime.sh
+. scripts/node-runtime.sh
+hangar_use_node_lts "$PWD"
+say "Node.js $(node --version) ($(command -v node))"
 
 # --- node_modules ---------------------------------------------------------------------------
 if [ ! -d node_modules ] || [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then

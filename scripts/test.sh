@@ -4,6 +4,9 @@
 # .data-test (not at all when only test/unit files are selected).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=scripts/node-runtime.sh
+. scripts/node-runtime.sh
+hangar_use_node_lts "$PWD"
 bash scripts/install-deps.sh
 # The floors and the code's shape, before any suite: ESLint (typescript-eslint, functions of at
 # most 80 lines) and dependency-cruiser (.dependency-cruiser.js: imports only point down, no cycles).
