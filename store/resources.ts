@@ -133,6 +133,21 @@ export class ResourceStore {
     await this.pg.query('UPDATE resources SET state = state || $2::jsonb WHERE id = $1', [id, JSON.stringify(state)]);
   }
 
+  /**
+   * Adds bytes a sandbox's egress carried to its totals (`state.network`): increments, so counts
+   * from several node workers in turn (a restart) add up, and one statement each, so concurrent
+   * additions do not lose each other.
+   */
+  async addSandboxTraffic(id: string, bytesOut: number, bytesIn: number): Promise<void> {
+    await this.pg.query(
+      `UPDATE resources SET state = state || jsonb_build_object('network', jsonb_build_object(
+          'bytesOut', COALESCE((state->'network'->>'bytesOut')::bigint, 0) + $2::bigint,
+          'bytesIn', COALESCE((state->'network'->>'bytesIn')::bigint, 0) + $3::bigint))
+        WHERE id = $1`,
+      [id, bytesOut, bytesIn],
+    );
+  }
+
   async deleteById(id: string): Promise<void> {
     await this.announcing('DELETE FROM resources WHERE id = $1', [id]);
   }

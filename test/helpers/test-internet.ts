@@ -52,13 +52,17 @@ setInterval(() => {}, 1 << 30);
 
 const ipCommand = (...args: string[]) => execFileSync('ip', args, { stdio: ['ignore', 'pipe', 'pipe'] }).toString();
 
-/** Starts the test internet: `hostCount` addresses 203.0.113.2.. behind 203.0.113.1; TLS too when `tlsDir` holds server.key and server.crt. */
-export async function startTestInternet(hostCount: number, tlsDir?: string): Promise<TestInternet> {
+/**
+ * Starts the test internet: `hostCount` addresses 203.0.113.2.. behind 203.0.113.1 (or in another
+ * /24, `network` giving its first three octets, e.g. a private one); TLS too when `tlsDir` holds
+ * server.key and server.crt.
+ */
+export async function startTestInternet(hostCount: number, tlsDir?: string, network = '203.0.113'): Promise<TestInternet> {
   const tag = randomBytes(3).toString('hex');
   const netns = `hgi-${tag}`;
   const hostInterface = `hgi${tag}`;
-  const hostSide = '203.0.113.1';
-  const hosts = Array.from({ length: hostCount }, (_, i) => `203.0.113.${i + 2}`);
+  const hostSide = `${network}.1`;
+  const hosts = Array.from({ length: hostCount }, (_, i) => `${network}.${i + 2}`);
   ipCommand('netns', 'add', netns);
   ipCommand('link', 'add', hostInterface, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', netns);
   ipCommand('addr', 'add', `${hostSide}/24`, 'dev', hostInterface);
