@@ -158,3 +158,13 @@ test('a policy PUT while the node worker is down is not lost: an event says it i
   expect(await curlIn('inherits', 'http://first.test/')).toMatch(/refused first\.test/);
   await until('the applied event', async () => (await get('inherits')).events.some((event) => event.type === 'Normal' && event.message === 'network policy applied on the node'));
 });
+
+test('a PUT whose spec leaves out network gets the defaults as they are then (here the platform one)', async () => {
+  const current = await get('inherits');
+  const { network: _dropped, ...rest } = current.spec as { network?: object };
+  const put = await api('PUT', '/v0/sandboxes/inherits', { metadata: { name: 'inherits' }, spec: rest });
+  expect(put.statusCode).toBe(200);
+  expect(put.json().spec.network).toEqual(PLATFORM_DEFAULT);
+  await until('the platform default on the node', async () => (await curlIn('inherits', 'http://first.test/')).includes(`"local":"${internet.hosts[0]}"`), 60_000);
+  expect(await curlIn('inherits', 'http://second.test/')).toMatch(/refused second\.test: spec\.network\.forbiddenDomains entry 'second\.test'/);
+});
