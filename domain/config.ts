@@ -47,8 +47,8 @@ export interface HangarConfig {
   /** Sandboxes kept started ahead of demand on each node, so creating one takes a started one. */
   sandboxWarmPool: number;
   /**
-   * Whether this platform's nodes give sandboxes outbound network by their `spec.network`
-   * (HANGAR_SANDBOX_NETWORK=on; off by default): without it every sandbox has loopback only.
+   * Whether this platform's nodes give sandboxes outbound network by their `spec.network` (on
+   * unless HANGAR_SANDBOX_NETWORK=off): without it every sandbox has loopback only.
    */
   sandboxNetwork: boolean;
   /** The private subnet of each node's sandboxes (HANGAR_SANDBOX_SUBNET). */
@@ -105,6 +105,15 @@ function intFrom(env: NodeJS.ProcessEnv, name: string, fallback: number): number
   const value = Number(raw);
   if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer, got '${raw}'`);
   return value;
+}
+
+/** An on/off setting: on, true, 1 or off, false, 0 (any case); anything else is a mistake to name, not a default. */
+function switchFrom(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = (env[name] ?? '').trim().toLowerCase();
+  if (raw === '') return fallback;
+  if (['on', 'true', '1'].includes(raw)) return true;
+  if (['off', 'false', '0'].includes(raw)) return false;
+  throw new Error(`${name} must be on or off, got '${env[name]}'`);
 }
 
 function atLeastOne(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -170,7 +179,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HangarConfig {
     nodeId: env.HANGAR_NODE_ID || 'local',
     sandboxIdleSeconds: intFrom(env, 'HANGAR_SANDBOX_IDLE_SECONDS', 15),
     sandboxWarmPool: intFrom(env, 'HANGAR_SANDBOX_WARM_POOL', 2),
-    sandboxNetwork: ['on', 'true', '1'].includes((env.HANGAR_SANDBOX_NETWORK ?? '').toLowerCase()),
+    sandboxNetwork: switchFrom(env, 'HANGAR_SANDBOX_NETWORK', true),
     sandboxSubnet: env.HANGAR_SANDBOX_SUBNET || '10.200.0.0/16',
     sandboxDefaultNetwork: defaultNetworkFrom(env),
     sandboxAllowedPrivateRanges: allowedPrivateRangesFrom(env),

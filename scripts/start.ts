@@ -29,6 +29,7 @@ function printSummary(config: HangarConfig, stack: Stack, credentials: Bootstrap
     ['base_url', `${config.baseUrl} (${config.apiProcesses} process${config.apiProcesses === 1 ? '' : 'es'}, HANGAR_API_PROCESSES)`],
     ['run_url', config.runUrl],
     ['sandbox_url', config.sandboxUrlTemplate],
+    ['sandbox_network', config.sandboxNetwork ? `subnet ${config.sandboxSubnet} (HANGAR_SANDBOX_SUBNET), egress by spec.network` : 'off (HANGAR_SANDBOX_NETWORK): loopback only'],
     ['temporal_ui', stack.temporalUiUrl ?? `(external Temporal at ${stack.temporalAddress})`],
     ['temporal', `${stack.temporalAddress} namespace ${config.temporalNamespace}`],
     ['postgres', maskPassword(stack.databaseUrl)],

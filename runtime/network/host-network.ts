@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fsp from 'node:fs/promises';
 import { promisify } from 'node:util';
+import { parseCidr, type CidrBlock } from '../../domain/sandbox/ip-address';
 
 const run = promisify(execFile);
 
@@ -102,8 +103,39 @@ export function bridgeMac(bridge: string): string {
   return [...bytes].map((byte) => byte.toString(16).padStart(2, '0')).join(':');
 }
 
+/** A route of `ip -j route show` (the fields read here). */
+export interface RouteEntry {
+  dst: string;
+  dev?: string;
+  type?: string;
+}
+
+/**
+ * The route that already covers part of the sandbox subnet through another device, if any: the
+ * sandboxes' addresses would then be ambiguous for the node (its replies, its proxy's peers), so
+ * the node refuses to start rather than break that network or its own.
+ */
+export function overlappingRoute(plan: NodeNetworkPlan, routes: readonly RouteEntry[]): RouteEntry | undefined {
+  const ours = parseCidr(`${plan.subnet}/${plan.prefix}`) as CidrBlock;
+  return routes.find((route) => {
+    if (route.dev === plan.bridge || (route.type !== undefined && route.type !== 'unicast')) return false;
+    const block = route.dst === 'default' ? undefined : parseCidr(route.dst.includes('/') ? route.dst : `${route.dst}/32`);
+    if (!block || 'problem' in block || block.family !== 4) return false;
+    const prefix = Math.min(block.prefix, ours.prefix);
+    const mask = ((1n << BigInt(prefix)) - 1n) << BigInt(32 - prefix);
+    return (block.base & mask) === (ours.base & mask);
+  });
+}
+
 /** The bridge (idempotent), with its address and MAC, without IPv6, and the node's rules. */
 export async function setUpNode(plan: NodeNetworkPlan): Promise<void> {
+  const routes = JSON.parse(await ip('-j', '-4', 'route', 'show')) as RouteEntry[];
+  const overlap = overlappingRoute(plan, routes);
+  if (overlap) {
+    throw new Error(
+      `the sandbox subnet ${plan.subnet}/${plan.prefix} overlaps the route to ${overlap.dst} on ${overlap.dev ?? 'another device'}: choose another with HANGAR_SANDBOX_SUBNET`,
+    );
+  }
   const exists = await ip('link', 'show', 'dev', plan.bridge).then(() => true, () => false);
   if (!exists) await ip('link', 'add', plan.bridge, 'type', 'bridge');
   await ip('link', 'set', 'dev', plan.bridge, 'address', bridgeMac(plan.bridge));

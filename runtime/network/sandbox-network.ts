@@ -86,9 +86,12 @@ export function nodeNetworkPlan(options: SandboxNetworkOptions): NodeNetworkPlan
     throw new Error(`the sandbox subnet must be an IPv4 CIDR block from /8 to /24, got '${subnet}'`);
   }
   const gateway = formatIp({ family: 4, value: block.base + 1n });
+  // Named after the subnet: two installations on one machine (npm start beside npm test, or two
+  // test runs) have different subnets, so their bridges and tables never meet.
+  const tag = block.base.toString(16).padStart(8, '0');
   return {
-    bridge: options.bridge ?? 'hangar0',
-    table: options.table ?? 'hangar',
+    bridge: options.bridge ?? `hg${tag}`,
+    table: options.table ?? `hangar_${tag}`,
     interfacePrefix: options.interfacePrefix ?? 'hgv',
     subnet: formatIp({ family: 4, value: block.base }),
     prefix: block.prefix,

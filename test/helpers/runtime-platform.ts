@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import { buildRunApp } from '../../api/gateway/run-app';
 import { buildSandboxGatewayApp } from '../../api/gateway/sandbox-app';
 import type { DeployTarget } from '../../cli/deploy';
@@ -8,7 +10,9 @@ import type { HangarConfig } from '../../domain/config';
 import type { AppOptions } from '../../api/fastify';
 import type { BwrapRuntimeOptions } from '../../runtime/bwrap-runtime';
 import type { TestApp, TestTenant } from './platform';
+import type { SandboxNetwork } from '../../runtime/network/sandbox-network';
 import { testRuntime } from './sandbox-runtime';
+import { testSandboxNetwork } from './test-internet';
 import { startControlWorker, startNodeWorker, type RunningWorker } from './workers';
 
 /** The run gateway (run_url) on a port of its own, as workload tests call it. */
@@ -53,17 +57,33 @@ export interface SandboxPlatform {
   node: RunningWorker;
 }
 
-/** Starts the sandbox platform for the app `t`; on a failure, stops what it had started. */
+/** The node networks sandbox platforms made for their runtimes, torn down with them. */
+const ownNetworks = new WeakMap<ReturnType<typeof testRuntime>, SandboxNetwork>();
+
+/**
+ * Starts the sandbox platform for the app `t`; on a failure, stops what it had started. Like a
+ * node of the platform by default, its sandboxes have outbound network (a node network of the
+ * test file's own, resolving no names) unless the configuration turns it off or the caller passes
+ * `network` itself (undefined for none).
+ */
 export async function startSandboxPlatform(t: TestApp, runtimeOptions: Partial<BwrapRuntimeOptions> = {}): Promise<SandboxPlatform> {
-  const runtime = testRuntime(t.config.dataDir, runtimeOptions);
-  const started: Partial<SandboxPlatform> = { runtime };
+  const started: Partial<SandboxPlatform> = {};
+  let ownNetwork: SandboxNetwork | undefined;
   try {
+    if (!('network' in runtimeOptions) && t.config.sandboxNetwork) {
+      ownNetwork = testSandboxNetwork(path.join(t.config.dataDir, `node-network-${process.pid}-${randomBytes(2).toString('hex')}`), () => ({}));
+      await ownNetwork.start();
+    }
+    const runtime = testRuntime(t.config.dataDir, { ...(ownNetwork ? { network: ownNetwork } : {}), ...runtimeOptions });
+    started.runtime = runtime;
+    if (ownNetwork) ownNetworks.set(runtime, ownNetwork);
     started.gateway = await buildSandboxGatewayApp(t.config, runtime);
     started.control = await startControlWorker(t.config, t.app.pg);
     started.node = await startNodeWorker(t.config, runtime);
     return started as SandboxPlatform;
   } catch (err) {
     await stopRuntimeTest(started);
+    if (!started.runtime) await ownNetwork?.tearDown();
     throw err;
   }
 }
@@ -92,6 +112,7 @@ export async function stopRuntimeTest(parts: {
   await runtime?.close();
   await parts.control?.stop();
   await parts.gateway?.close();
+  if (runtime) await ownNetworks.get(runtime)?.tearDown();
   await parts.t?.close();
   if (parts.scratch) fs.rmSync(parts.scratch, { recursive: true, force: true });
 }

@@ -2,19 +2,22 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { cidrContains, parseCidr, type CidrBlock } from '../../domain/sandbox/ip-address';
 import { SandboxNetwork, type SandboxNetworkOptions } from '../../runtime/network/sandbox-network';
 import { until } from './sandbox-runtime';
 
 /**
  * A stand-in for the internet, on this machine only: a network namespace reached from the host
- * through a veth pair, holding a few "hosts" (addresses in TEST-NET-3, 203.0.113.0/24, which no
- * one routes) served by one web server that answers which address and Host it was asked for.
+ * through a veth pair, holding a few "hosts" (addresses of a /28 of TEST-NET-2 or -3, which the
+ * internet does not route) served by one web server that answers which address and Host it was asked for.
  * Nothing a test does through it leaves the machine.
  */
 export interface TestInternet {
   netns: string;
   /** The host end's address (a node address, so never a sandbox's destination). */
   hostSide: string;
+  /** The /28 the host side and the hosts are in. */
+  block: string;
   /** Addresses of the web server inside. */
   hosts: string[];
   close(): Promise<void>;
@@ -52,28 +55,67 @@ setInterval(() => {}, 1 << 30);
 
 const ipCommand = (...args: string[]) => execFileSync('ip', args, { stdio: ['ignore', 'pipe', 'pipe'] }).toString();
 
+/** The IPv4 addresses the machine's resolver gives the package registries it installs from (they may sit in a TEST-NET). */
+function registryAddresses(): string[] {
+  try {
+    const answer = execFileSync('getent', ['ahostsv4', 'deb.debian.org', 'registry.npmjs.org', 'pypi.org'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    return answer.toString().split('\n').map((line) => line.split(/\s+/)[0]).filter(Boolean);
+  } catch {
+    return [];
+  }
+}
+
+/** Where a test internet's /28 is taken from: the documentation ranges, or a private range (172.24.0.0/13, refused to sandboxes unless opened). */
+export type TestInternetRange = 'test-net' | 'private';
+
+function candidatePrefixes(range: TestInternetRange): string[] {
+  if (range === 'test-net') return ['198.51.100.', '203.0.113.'];
+  return Array.from({ length: 8 }, () => `172.${24 + Math.floor(Math.random() * 8)}.${Math.floor(Math.random() * 256)}.`);
+}
+
 /**
- * Starts the test internet: `hostCount` addresses 203.0.113.2.. behind 203.0.113.1 (or in another
- * /24, `network` giving its first three octets, e.g. a private one); TLS too when `tlsDir` holds
- * server.key and server.crt.
+ * A /28 of the documentation ranges (TEST-NET-2 and -3, public-looking to the egress proxy), or
+ * of a private range, that nothing of this machine uses: no route to any part of it (two test
+ * runs at once must not route the same hosts, or one's proxy reaches the other's), and none of
+ * the package registries' addresses (some environments serve their mirror from such a range;
+ * shadowing it would cut off installs while the test runs). Answers its first address's prefix
+ * (`a.b.c.`) and offset.
  */
-export async function startTestInternet(hostCount: number, tlsDir?: string, network = '203.0.113'): Promise<TestInternet> {
+function freeTestNetBlock(range: TestInternetRange): { prefix: string; base: number } {
+  const routes = JSON.parse(ipCommand('-j', '-4', 'route', 'show')) as { dst: string }[];
+  const taken = [...routes.map((route) => route.dst).filter((dst) => dst !== 'default'), ...registryAddresses()]
+    .map((entry) => parseCidr(entry.includes('/') ? entry : `${entry}/32`))
+    .filter((block): block is CidrBlock => block !== undefined && !('problem' in block));
+  const overlaps = (block: CidrBlock) => taken.some((other) => cidrContains(block, { family: 4, value: other.base }) || cidrContains(other, { family: 4, value: block.base }));
+  const candidates = candidatePrefixes(range).flatMap((prefix) => Array.from({ length: 16 }, (_, i) => ({ prefix, base: i * 16 })));
+  const free = candidates.sort(() => Math.random() - 0.5).find(({ prefix, base }) => !overlaps(parseCidr(`${prefix}${base}/28`) as CidrBlock));
+  if (!free) throw new Error(`every /28 of ${candidatePrefixes(range).join(', ')} is in use: test internets left behind?`);
+  return free;
+}
+
+/**
+ * Starts the test internet: `hostCount` (at most 13) addresses of a free /28 of TEST-NET-2 or -3
+ * (or of a private range) behind its first; TLS too when `tlsDir` holds server.key and server.crt.
+ */
+export async function startTestInternet(hostCount: number, tlsDir?: string, range: TestInternetRange = 'test-net'): Promise<TestInternet> {
   const tag = randomBytes(3).toString('hex');
   const netns = `hgi-${tag}`;
   const hostInterface = `hgi${tag}`;
-  const hostSide = `${network}.1`;
-  const hosts = Array.from({ length: hostCount }, (_, i) => `${network}.${i + 2}`);
+  const { prefix, base } = freeTestNetBlock(range);
+  const hostSide = `${prefix}${base + 1}`;
+  const hosts = Array.from({ length: Math.min(hostCount, 13) }, (_, i) => `${prefix}${base + i + 2}`);
   ipCommand('netns', 'add', netns);
   ipCommand('link', 'add', hostInterface, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', netns);
-  ipCommand('addr', 'add', `${hostSide}/24`, 'dev', hostInterface);
+  ipCommand('addr', 'add', `${hostSide}/28`, 'dev', hostInterface);
   ipCommand('link', 'set', hostInterface, 'up');
-  for (const host of hosts) ipCommand('-n', netns, 'addr', 'add', `${host}/24`, 'dev', 'eth0');
+  for (const host of hosts) ipCommand('-n', netns, 'addr', 'add', `${host}/28`, 'dev', 'eth0');
   ipCommand('-n', netns, 'link', 'set', 'lo', 'up');
   ipCommand('-n', netns, 'link', 'set', 'eth0', 'up');
   const server: ChildProcess = spawn('ip', ['netns', 'exec', netns, process.execPath, '-e', SERVER, ...(tlsDir ? [tlsDir] : [])], { stdio: 'ignore' });
   const internet: TestInternet = {
     netns,
     hostSide,
+    block: `${prefix}${base}/28`,
     hosts,
     async close() {
       server.kill('SIGKILL');
@@ -120,7 +162,7 @@ export function testSandboxNetwork(dataDir: string, names: () => Record<string, 
   const tag = randomBytes(2).toString('hex');
   return new SandboxNetwork({
     dataDir,
-    subnet: `10.${200 + (parseInt(tag, 16) % 50)}.${parseInt(tag.slice(0, 2), 16)}.0/24`,
+    subnet: `10.${201 + (parseInt(tag, 16) % 48)}.${parseInt(tag.slice(0, 2), 16)}.0/24`,
     bridge: `hgb${tag}`,
     table: `hangar_test_${tag}`,
     interfacePrefix: `hgt${tag}`.slice(0, 7),

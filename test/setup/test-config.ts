@@ -28,6 +28,9 @@ export function testConfig(env: NodeJS.ProcessEnv = process.env): HangarConfig {
   return loadConfig({
     ...ports,
     HANGAR_DATA_DIR: path.resolve(repoRoot(), env.HANGAR_TEST_DATA_DIR || '.data-test'),
+    // Away from npm start's default (10.200.0.0/16), the test files' own networks (10.201-248,
+    // test-internet.ts) and the benchmarks' (10.250), and one per port offset.
+    HANGAR_SANDBOX_SUBNET: `10.252.${(Math.floor(offset / 100) % 16) * 16}.0/20`,
     HANGAR_LOG_LEVEL: env.HANGAR_TEST_LOG_LEVEL || 'warn',
     DATABASE_URL: env.HANGAR_TEST_DATABASE_URL,
     CLICKHOUSE_URL: env.HANGAR_TEST_CLICKHOUSE_URL,

@@ -25,7 +25,7 @@ let internet: TestInternet;
 let network: SandboxNetwork;
 
 beforeAll(async () => {
-  t = await startTestApp({ taskQueue: unique('network-api'), sandboxNetwork: true });
+  t = await startTestApp({ taskQueue: unique('network-api') });
   tenant = await createTenant(t.app.pg, 'network');
   internet = await startTestInternet(2);
   const [first, second] = internet.hosts;
@@ -103,4 +103,19 @@ test('the policy reaches the node at start; PUT changes it for the next connecti
   await resources().gone('sandboxes', 'netbox', 90_000);
   expect(execFileSync('ip', ['netns', 'list']).toString()).not.toContain(netns);
   expect(execFileSync('ip', ['-o', 'link']).toString()).not.toContain(`${network.plan.interfacePrefix}${netns.slice('hangar-'.length)}`);
+});
+
+test('on a platform whose nodes give no network (HANGAR_SANDBOX_NETWORK=off), a policy is a 400, internet: false is accepted', async () => {
+  const off = await startTestApp({ taskQueue: unique('network-off'), sandboxNetwork: false });
+  try {
+    const offTenant = await createTenant(off.app.pg, 'network-off');
+    const create = (name: string, network: object) =>
+      off.call(offTenant.admin.apiKey, { method: 'POST', url: '/v0/sandboxes', workspace: offTenant.workspace, payload: { metadata: { name }, spec: { network } } });
+    const refused = await create('with-policy', { allowedDomains: ['first.test'] });
+    expect(refused.statusCode).toBe(400);
+    expect(refused.json().message).toContain('body.spec.network: sandboxes of this platform have no outbound network (HANGAR_SANDBOX_NETWORK is off)');
+    expect((await create('without-internet', { internet: false })).statusCode).toBe(200);
+  } finally {
+    await off.close();
+  }
 });

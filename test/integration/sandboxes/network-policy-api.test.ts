@@ -1,4 +1,3 @@
-import { randomInt } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { refusalReporter } from '../../../runtime/network/refusal-events';
@@ -21,10 +20,6 @@ import { startNodeWorker } from '../../helpers/workers';
 jest.setTimeout(180_000);
 
 const PLATFORM_DEFAULT = { forbiddenDomains: ['second.test'] };
-// The test hosts sit in a private /24 of their own, opened to sandboxes as an operator would: the
-// fixed 203.0.113.0/24 of other test files can be routed to another run's test internet when two
-// runs share the machine.
-const HOSTS_NET = `172.${24 + randomInt(8)}.${randomInt(256)}`;
 let t: TestApp;
 let tenant: TestTenant;
 let platform: SandboxPlatform;
@@ -36,13 +31,12 @@ let recorder: TrafficRecorder;
 beforeAll(async () => {
   t = await startTestApp({ taskQueue: unique('network-policy'), sandboxNetwork: true, sandboxDefaultNetwork: PLATFORM_DEFAULT });
   tenant = await createTenant(t.app.pg, 'netpolicy');
-  internet = await startTestInternet(2, undefined, HOSTS_NET);
+  internet = await startTestInternet(2);
   const [first, second] = internet.hosts;
   recorder = new TrafficRecorder(t.app.pg);
   network = testSandboxNetwork(path.join(t.config.dataDir, `network-policy-${process.pid}`), () => ({ 'first.test': [first], 'second.test': [second] }), {
     onRefused: refusalReporter(t.app.pg, () => undefined),
     onTraffic: (...counts) => recorder.record(...counts),
-    allowedPrivateRanges: [`${HOSTS_NET}.0/24`],
   });
   await network.start();
   platform = await startSandboxPlatform(t, { network, warmPool: 0 });

@@ -1,4 +1,3 @@
-import { randomInt } from 'node:crypto';
 import fs from 'node:fs';
 import type { BwrapRuntime } from '../../../runtime/bwrap-runtime';
 import { SandboxNetwork } from '../../../runtime/network/sandbox-network';
@@ -10,13 +9,12 @@ import { startTestInternet, testSandboxNetwork, type TestInternet } from '../../
 jest.setTimeout(90_000);
 
 /**
- * Private destinations: a test host on a private address (a /24 of 172.16.0.0/12 picked at
- * random, so two runs do not meet) is refused to every sandbox until the operator opens its
+ * Private destinations: a test host on a private address (a free /28 of 172.24.0.0/13, see
+ * test-internet.ts) is refused to every sandbox until the operator opens its
  * block (HANGAR_SANDBOX_ALLOWED_PRIVATE_RANGES, here the network's allowedPrivateRanges, taken at
  * the node worker's start); the node's own address in that block stays refused.
  */
 const dataDir = runtimeDataDir('private-ranges');
-const privateNet = `172.${24 + randomInt(8)}.${randomInt(256)}`;
 let internet: TestInternet;
 let network: SandboxNetwork;
 let runtime: BwrapRuntime;
@@ -29,7 +27,7 @@ const names = (): Record<string, string[]> => ({
 });
 
 beforeAll(async () => {
-  internet = await startTestInternet(1, undefined, privateNet);
+  internet = await startTestInternet(1, undefined, 'private');
   network = testSandboxNetwork(dataDir, names);
   await network.start();
   runtime = testRuntime(dataDir, { network, warmPool: 0 });
@@ -62,19 +60,19 @@ test('a host on a private address is refused by default, by name and by address,
   expect(await curl(`http://${mirror}/`)).toMatch(rule);
   expect(await curl(`--noproxy '*' http://${mirror}/`)).toMatch(rule);
   // The sandbox's own allow list naming it does not open it either: the operator decides.
-  await runtime.updateNetwork(box.id, { allowedDomains: ['mirror.test', `${privateNet}.0/24`] });
+  await runtime.updateNetwork(box.id, { allowedDomains: ['mirror.test', internet.block] });
   expect(await curl('http://mirror.test/')).toMatch(rule);
   await runtime.updateNetwork(box.id, {});
 });
 
 test("once the operator opens the host's block the sandbox reaches it; the node's own address and metadata stay refused", async () => {
   const [mirror] = internet.hosts;
-  await restartNode([`${privateNet}.0/24`]);
+  await restartNode([internet.block]);
   expect(JSON.parse(await curl('http://mirror.test/'))).toMatchObject({ local: mirror });
   expect(JSON.parse(await curl(`--noproxy '*' http://${mirror}/`))).toMatchObject({ local: mirror });
   expect(await curl('http://node.test/')).toMatch(new RegExp(`${internet.hostSide.replace(/\./g, '\\.')}/32 is never reachable from a sandbox`));
   expect(await curl('http://metadata.test/')).toMatch(/169\.254\.0\.0\/16 is never reachable from a sandbox/);
   // A sandbox's forbidden list still applies inside the opened block.
-  await runtime.updateNetwork(box.id, { forbiddenDomains: [`${privateNet}.0/24`] });
+  await runtime.updateNetwork(box.id, { forbiddenDomains: [internet.block] });
   expect(await curl('http://mirror.test/')).toMatch(/forbiddenDomains entry/);
 });

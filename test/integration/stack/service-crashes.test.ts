@@ -1,8 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomInt } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Pool } from 'pg';
+import { SandboxNetwork } from '../../../runtime/network/sandbox-network';
 import { commandLineOf, isAlive, processTreePids, statFields } from '../../../scripts/stack/service-process';
 import { servicePasswords } from '../../../scripts/stack/service-passwords';
 import { sleep } from '../../../scripts/stack/timing';
@@ -22,6 +24,9 @@ const SERVICES = ['postgres', 'clickhouse', 'temporal'] as const;
 const PORT_VARIABLES = Object.keys(TEST_PORTS) as (keyof typeof TEST_PORTS)[];
 
 /** One `npm start`: its output so far, and how it ended once it has. */
+/** The platform's sandbox subnet: one of its own, away from every other test's (test-config.ts). */
+const SANDBOX_SUBNET = `10.253.${randomInt(256)}.0/24`;
+
 interface RunningPlatform {
   process: ChildProcess;
   output: () => string;
@@ -31,7 +36,14 @@ interface RunningPlatform {
 
 async function startPlatform(dataDir: string): Promise<RunningPlatform> {
   const ports = Object.fromEntries(await Promise.all(PORT_VARIABLES.map(async (name) => [name, await freePort()]))) as RunningPlatform['ports'];
-  const env: NodeJS.ProcessEnv = { ...process.env, HANGAR_DATA_DIR: dataDir, HANGAR_API_PROCESSES: '1', HANGAR_LOG_LEVEL: 'warn', HANGAR_SANDBOX_WARM_POOL: '0' };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    HANGAR_DATA_DIR: dataDir,
+    HANGAR_API_PROCESSES: '1',
+    HANGAR_LOG_LEVEL: 'warn',
+    HANGAR_SANDBOX_WARM_POOL: '0',
+    HANGAR_SANDBOX_SUBNET: SANDBOX_SUBNET,
+  };
   for (const name of ['DATABASE_URL', 'CLICKHOUSE_URL', 'TEMPORAL_ADDRESS', 'HANGAR_TASK_QUEUE']) delete env[name];
   for (const [name, port] of Object.entries(ports)) env[name] = String(port);
   const child = spawn(process.execPath, [path.join(repoRoot(), 'dist/scripts/start.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -150,10 +162,14 @@ describe('a local service killed under load (npm start)', () => {
       platform.process.kill('SIGTERM');
       await platform.exited;
     }
-    // Sandboxes are not the platform's children: they outlive it on purpose.
-    const runtime = testRuntime(dataDir);
+    // Sandboxes are not the platform's children: they outlive it on purpose, and so do their
+    // network namespaces and the node's bridge, removed here with them.
+    const network = new SandboxNetwork({ dataDir, subnet: SANDBOX_SUBNET });
+    await network.start();
+    const runtime = testRuntime(dataDir, { network });
     for (const sandbox of await runtime.list()) await runtime.remove(sandbox.id).catch(() => undefined);
     await runtime.close();
+    await network.tearDown();
     fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
