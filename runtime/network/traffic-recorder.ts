@@ -36,15 +36,13 @@ export class TrafficRecorder {
   /** Adds what was counted since the last flush to the rows; what fails to be added is kept for the next. */
   flush(): Promise<void> {
     this.flushing = this.flushing.then(async () => {
-      const batch = this.pending;
+      const batch = [...this.pending].map(([id, counts]) => ({ id, ...counts }));
       this.pending = new Map();
-      for (const [id, counts] of batch) {
-        try {
-          await this.store.addSandboxTraffic(id, counts.bytesOut, counts.bytesIn);
-        } catch (err) {
-          this.log(`could not record sandbox ${id}'s traffic: ${(err as Error).message}`);
-          this.record(id, counts.bytesOut, counts.bytesIn);
-        }
+      try {
+        await this.store.addSandboxTraffic(batch);
+      } catch (err) {
+        this.log(`could not record the traffic of ${batch.length} sandboxes (kept for the next try): ${(err as Error).message}`);
+        for (const { id, bytesOut, bytesIn } of batch) this.record(id, bytesOut, bytesIn);
       }
     });
     return this.flushing;
