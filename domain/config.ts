@@ -3,6 +3,7 @@ import path from 'node:path';
 import { parseAllowedPrivateRanges } from './sandbox/ip-address';
 import { parseNetworkSpec } from './sandbox/network-defaults';
 import type { SandboxNetworkSpec } from './sandbox/network-policy';
+import { parseNodeLabels, UNREACHABLE_AFTER_SECONDS } from './nodes/node';
 
 /**
  * Every setting Hangar reads from its environment, in one place. Defaults give a working
@@ -42,6 +43,10 @@ export interface HangarConfig {
   taskQueue: string;
   /** This machine's identity; its runtime worker polls the task queue `<taskQueue>-node-<nodeId>`. */
   nodeId: string;
+  /** This node's labels (HANGAR_NODE_LABELS=key=value,...), reported with its capacity; the region is one more. */
+  nodeLabels: Record<string, string>;
+  /** Seconds of silence after which a node is LOST rather than UNREACHABLE (HANGAR_NODE_LOST_SECONDS, more than 10). */
+  nodeLostSeconds: number;
   /** Seconds without requests or foreground commands before a sandbox goes to standby. */
   sandboxIdleSeconds: number;
   /** Sandboxes kept started ahead of demand on each node, so creating one takes a started one. */
@@ -116,6 +121,20 @@ function switchFrom(env: NodeJS.ProcessEnv, name: string, fallback: boolean): bo
   throw new Error(`${name} must be on or off, got '${env[name]}'`);
 }
 
+function labelsFrom(env: NodeJS.ProcessEnv, name: string): Record<string, string> {
+  try {
+    return parseNodeLabels(env[name] ?? '');
+  } catch (err) {
+    throw new Error(`${name}: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+function lostAfterFrom(env: NodeJS.ProcessEnv, name: string): number {
+  const value = intFrom(env, name, 60);
+  if (value <= UNREACHABLE_AFTER_SECONDS) throw new Error(`${name} must be more than ${UNREACHABLE_AFTER_SECONDS} (a node is UNREACHABLE first), got '${env[name]}'`);
+  return value;
+}
+
 function atLeastOne(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   const value = intFrom(env, name, fallback);
   if (value < 1) throw new Error(`${name} must be at least 1, got '${env[name]}'`);
@@ -177,6 +196,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HangarConfig {
     masterKey: env.HANGAR_MASTER_KEY || undefined,
     taskQueue: env.HANGAR_TASK_QUEUE || 'hangar-control',
     nodeId: env.HANGAR_NODE_ID || 'local',
+    nodeLabels: labelsFrom(env, 'HANGAR_NODE_LABELS'),
+    nodeLostSeconds: lostAfterFrom(env, 'HANGAR_NODE_LOST_SECONDS'),
     sandboxIdleSeconds: intFrom(env, 'HANGAR_SANDBOX_IDLE_SECONDS', 15),
     sandboxWarmPool: intFrom(env, 'HANGAR_SANDBOX_WARM_POOL', 2),
     sandboxNetwork: switchFrom(env, 'HANGAR_SANDBOX_NETWORK', true),

@@ -6,6 +6,7 @@ import { temporalAddress } from '../domain/config';
 import { loadConfig, nodeTaskQueue } from '../domain/config';
 import { PlatformServices } from '../runtime/platform-services/platform-services';
 import { BwrapRuntime } from '../runtime/bwrap-runtime';
+import { NodeHeartbeat } from '../runtime/node-heartbeat';
 import { SandboxNetwork } from '../runtime/network/sandbox-network';
 import { refusalReporter } from '../runtime/network/refusal-events';
 import { TrafficRecorder } from '../runtime/network/traffic-recorder';
@@ -38,6 +39,17 @@ async function main() {
   await network?.start();
   const runtime = new BwrapRuntime({ dataDir: config.dataDir, warmPool: config.sandboxWarmPool, network });
   const volumes = new VolumeStore({ dataDir: config.dataDir });
+  const heartbeat = new NodeHeartbeat({
+    pg,
+    id: config.nodeId,
+    taskQueue: nodeTaskQueue(config),
+    region: config.region,
+    labels: config.nodeLabels,
+    dataDir: config.dataDir,
+    sandboxes: () => runtime.list(),
+    log: (line) => console.error(line),
+  });
+  await heartbeat.start();
   const platform = await PlatformServices.forNode(config, pg);
   const worker = await Worker.create({
     connection,
@@ -60,6 +72,7 @@ async function main() {
   try {
     await worker.run();
   } finally {
+    await heartbeat.stop();
     await relay.close();
     await platform.closeAll();
     await network?.close();

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import accountRoutes from './accounts/routes';
 import customDomainRoutes from './custom-domains/routes';
 import integrationsApi from './integrations';
+import nodeRoutes from './nodes/routes';
 import oauthRoutes from './oauth/routes';
 import { RESOURCE_KINDS } from './resources/kinds';
 import { resourceRoutes } from './resources/routes';
@@ -31,4 +32,5 @@ export default async function managementApi(app: FastifyInstance) {
   await app.register(volumeRoutes);
   await app.register(customDomainRoutes);
   await app.register(integrationsApi);
+  await app.register(nodeRoutes);
 }

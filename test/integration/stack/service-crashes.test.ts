@@ -198,6 +198,24 @@ describe('a local service killed under load (npm start)', () => {
     });
   }
 
+  test("npm start's node worker registers itself with its load; its sandbox has a network of its own", async () => {
+    const created = await api('POST', '/v0/sandboxes', { metadata: { name: 'net-box' }, spec: { runtime: { memory: 192 } } });
+    expect(created.status).toBe(200);
+    await until(platform, 'the sandbox to be deployed', async () => ((await api('GET', '/v0/sandboxes/net-box')).json().status === 'DEPLOYED' ? true : undefined));
+    // Heartbeats come every 2 s: the new sandbox shows in the node's load by the next one.
+    const node = await until(platform, 'the node to count the sandbox', async () => {
+      const nodes = (await api('GET', '/v0/nodes')).json() as { id: string; state: string; load: { sandboxes: number; memoryCommittedBytes: number } }[];
+      return nodes.find((entry) => entry.id === 'local' && entry.load.sandboxes >= 1);
+    });
+    expect(node!.state).toBe('READY');
+    expect(node!.load.memoryCommittedBytes).toBeGreaterThanOrEqual(192 * 2 ** 20);
+    // The node's DNS answerer on its bridge, as a sandbox with the node's network has by default.
+    const gateway = SANDBOX_SUBNET.replace(/\.0\/24$/, '.1');
+    const run = await api('POST', `${created.json().metadata.url}/process`, { command: 'cat /etc/resolv.conf', waitForCompletion: true });
+    expect(JSON.stringify(run.json())).toContain(`nameserver ${gateway}`);
+    expect((await api('DELETE', '/v0/sandboxes/net-box')).status).toBe(200);
+  });
+
   test('each of PostgreSQL, ClickHouse and Temporal is restarted by itself; nothing is lost: events counted once, the job done, the sandbox there', async () => {
     const created = await api('POST', '/v0/sandboxes', { metadata: { name: 'crash-box' }, spec: { runtime: { memory: 256 } } });
     expect(created.status).toBe(200);

@@ -1,0 +1,49 @@
+import type { Pool } from 'pg';
+import type { NodeReport } from '../domain/nodes/node';
+
+/** A node's row, with how long it has been silent by the database's clock. */
+export interface NodeRow {
+  id: string;
+  task_queue: string;
+  region: string;
+  labels: Record<string, string>;
+  memory_bytes: string;
+  cpus: number;
+  disk_bytes: string;
+  disk_free_bytes: string;
+  memory_committed_bytes: string;
+  sandboxes: number;
+  started_at: Date;
+  heartbeat_at: Date;
+  drained_at: Date | null;
+  silent_seconds: number;
+}
+
+/** Records what a node reports of itself, registering it the first time (a drain survives its restarts). */
+export async function recordHeartbeat(pg: Pool, report: NodeReport): Promise<void> {
+  const { capacity, load } = report;
+  await pg.query(
+    `INSERT INTO nodes (id, task_queue, region, labels, memory_bytes, cpus, disk_bytes, disk_free_bytes, memory_committed_bytes, sandboxes, started_at, heartbeat_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, now())
+     ON CONFLICT (id) DO UPDATE SET task_queue = EXCLUDED.task_queue, region = EXCLUDED.region, labels = EXCLUDED.labels,
+       memory_bytes = EXCLUDED.memory_bytes, cpus = EXCLUDED.cpus, disk_bytes = EXCLUDED.disk_bytes, disk_free_bytes = EXCLUDED.disk_free_bytes,
+       memory_committed_bytes = EXCLUDED.memory_committed_bytes, sandboxes = EXCLUDED.sandboxes, started_at = EXCLUDED.started_at, heartbeat_at = now()`,
+    [report.id, report.taskQueue, report.region, JSON.stringify(report.labels), capacity.memoryBytes, capacity.cpus, capacity.diskBytes, load.diskFreeBytes, load.memoryCommittedBytes, load.sandboxes, report.startedAt],
+  );
+}
+
+const SELECT = `SELECT *, extract(epoch FROM now() - heartbeat_at)::float8 AS silent_seconds FROM nodes`;
+
+export async function listNodes(pg: Pool): Promise<NodeRow[]> {
+  return (await pg.query<NodeRow>(`${SELECT} ORDER BY id`)).rows;
+}
+
+export async function getNode(pg: Pool, id: string): Promise<NodeRow | undefined> {
+  return (await pg.query<NodeRow>(`${SELECT} WHERE id = $1`, [id])).rows[0];
+}
+
+/** Drains the node (nothing new goes there) or lifts its drain; undefined when no such node is known. */
+export async function setNodeDrained(pg: Pool, id: string, drained: boolean): Promise<NodeRow | undefined> {
+  const updated = await pg.query(`UPDATE nodes SET drained_at = CASE WHEN $2 THEN coalesce(drained_at, now()) END WHERE id = $1`, [id, drained]);
+  return updated.rowCount ? getNode(pg, id) : undefined;
+}
