@@ -51,7 +51,8 @@ const NetworkRules = {
   forbiddenDomains: DomainList('These may not be reached (same forms as allowedDomains).'),
 };
 
-const Network = Type.Object(
+/** `spec.network`; also a workspace's default for its new sandboxes. */
+export const NetworkSchema = Type.Object(
   {
     ...NetworkRules,
     internet: Type.Optional(Type.Boolean({ description: 'false: no outbound network at all (loopback only). Fixed for the sandbox’s life.' })),
@@ -87,7 +88,7 @@ export const SandboxSpecSchema = Type.Object(
       }),
     ),
     volumes: Type.Optional(Type.Array(VolumeMount, { maxItems: 20 })),
-    network: Type.Optional(Network),
+    network: Type.Optional(NetworkSchema),
   },
   { additionalProperties: false },
 );
@@ -111,4 +112,7 @@ export const SandboxEnvelope = envelopeSchema({
   }),
   lastUsedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
   expiresIn: Type.Union([Type.Integer(), Type.Null()], { description: 'Seconds until a ttl or expiration policy deletes it.' }),
+  network: Type.Union([Type.Object({ bytesIn: Type.Integer(), bytesOut: Type.Integer() }), Type.Null()], {
+    description: "Bytes its outbound connections carried in and out over its life (the egress proxy's payload count, updated every few seconds); null without outbound network.",
+  }),
 });
