@@ -5,6 +5,7 @@ import type { ActivityDeps } from './support/activity-deps';
 import { createJobControlActivities } from './job-control';
 import { createProvisioningActivities } from './provisioning';
 import { createSandboxControlActivities } from './sandbox-control';
+import { createImageControlActivities } from './image-control';
 import { createSnapshotControlActivities } from './snapshot-control';
 import { createVolumeControlActivities } from './volume-control';
 import { createUsageActivities } from './usage-flush';
@@ -16,6 +17,7 @@ export function createActivities(deps: ActivityDeps) {
   return {
     ...createSandboxControlActivities(deps),
     ...createSnapshotControlActivities(deps),
+    ...createImageControlActivities(deps),
     ...createDeploymentControlActivities(deps),
     ...createProvisioningActivities(deps),
     ...createJobControlActivities(deps),

@@ -12,6 +12,7 @@ import * as usageAdditiveRollups from './013_usage_additive_rollups';
 import * as resourceStateIntervals from './014_resource_state_intervals';
 import * as sandboxPreviews from './015_sandbox_previews';
 import * as sandboxSnapshots from './016_sandbox_snapshots';
+import * as workspaceImages from './019_workspace_images';
 
 export interface Migration {
   name: string;
@@ -19,4 +20,4 @@ export interface Migration {
 }
 
 /** Applied in this order; a migration, once released, is never edited: add a new one. */
-export const migrations: Migration[] = [foundation, billing, integrations, workloads, jobs, asyncRequests, customDomains, agentThreads, usageOutboxTsv, usagePendingRollups, usageAdditiveRollups, resourceStateIntervals, sandboxPreviews, sandboxSnapshots];
+export const migrations: Migration[] = [foundation, billing, integrations, workloads, jobs, asyncRequests, customDomains, agentThreads, usageOutboxTsv, usagePendingRollups, usageAdditiveRollups, resourceStateIntervals, sandboxPreviews, sandboxSnapshots, workspaceImages];
