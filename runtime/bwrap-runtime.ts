@@ -188,6 +188,11 @@ export class BwrapRuntime implements SandboxRuntime {
     return this.images.build(build);
   }
 
+  /** A workspace's image tag as this node stores it, if it does. */
+  findWorkspaceImage(workspaceId: string, name: string, tag: string): Promise<StoredImage | undefined> {
+    return this.images.findWorkspaceImage(workspaceId, name, tag);
+  }
+
   /** Forgets a workspace's image tag on this node. */
   removeWorkspaceImage(workspaceId: string, name: string, tag: string, owner: string): Promise<void> {
     return this.images.removeWorkspaceImage(workspaceId, name, tag, owner);

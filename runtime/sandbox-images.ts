@@ -72,6 +72,11 @@ export class SandboxImages {
     return this.builder.build({ ...rest, key: workspaceImageKey(workspaceId, { name, tag }), resolveBase });
   }
 
+  /** The workspace's image tag as this node stores it, if it does. */
+  findWorkspaceImage(workspaceId: string, name: string, tag: string): Promise<StoredImage | undefined> {
+    return this.store.findKey(workspaceImageKey(workspaceId, { name, tag }));
+  }
+
   /** Forgets a workspace's image tag on this node (its files stay for other tags of the same digest). */
   removeWorkspaceImage(workspaceId: string, name: string, tag: string, owner: string): Promise<void> {
     return this.store.removeKey(workspaceImageKey(workspaceId, { name, tag }), owner);
