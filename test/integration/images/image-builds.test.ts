@@ -134,6 +134,17 @@ test('a RUN step that fails: the image is FAILED with the reason, and keeps the 
   expect(failed.events.at(-1)).toMatchObject({ type: 'Warning', message: expect.stringMatching(/^build failed: /) });
 });
 
+test('RUN steps have no network: the registry the node reaches is out of their reach', async () => {
+  expect((await fetch(`http://${registry.address}/v2/`)).status).toBe(200);
+  const name = unique('offline');
+  // The step succeeds only if nc ran and was told the network is unreachable (a loopback of its own, down), and lo is its only interface.
+  const [host, port] = registry.address.split(':');
+  const run = `RUN nc -w 3 ${host} ${port} < /dev/null > /nc.txt 2>&1; cat /nc.txt; grep -q 'Network is unreachable' /nc.txt && test "$(tail -n +3 /proc/net/dev | wc -l)" = 1`;
+  expect((await upload(name, buildContext({ Dockerfile: `FROM ${base}\n${run}\n` }))).statusCode).toBe(202);
+  const tag = await built(name);
+  expect([tag.state, tag.reason]).toEqual(['READY', null]);
+});
+
 test('bad contexts and Dockerfiles are 4xx naming the problem, and leave nothing stored', async () => {
   const contexts = path.join(t.config.dataDir, 'images', 'contexts');
   const stored = () => fs.readdirSync(contexts).sort();
