@@ -20,6 +20,11 @@ export interface BuildahOptions {
   policyFile: string;
   /** A private folder for buildah's temporary files. */
   workDir: string;
+  /**
+   * Where buildah runs: bases are named relative to it (`oci:layouts/<hex>:image`), since buildah
+   * names a base after its path, which must then be a valid image name (no dot-folders, no capitals).
+   */
+  cwd: string;
 }
 
 const STEP = /^STEP (\d+)\/(\d+): (.*)$/;
@@ -36,6 +41,7 @@ function runBuildah(options: BuildahOptions, args: string[], onLine: (line: stri
   const unshare = ['--net', '--ipc', '--uts', '--pid', '--fork', '--mount', '--propagation', 'private', '--', options.buildahPath, ...storage, ...args];
   return new Promise((resolve, reject) => {
     const child = spawn(options.unsharePath, unshare, {
+      cwd: options.cwd,
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { PATH, HOME: options.workDir, TMPDIR: options.workDir, BUILDAH_ISOLATION: 'chroot' },
     });

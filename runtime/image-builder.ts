@@ -60,14 +60,14 @@ export class ImageBuilder {
           throw new BuildInputError((err as Error).message);
         }
       })();
+      const buildah = await this.buildahOptions(workDir);
       const bases = new Map<string, string>();
       for (const base of parsed.bases.filter((b) => b.kind === 'workspace' || b.kind === 'registry')) {
         const layout = await this.options.store.layoutOf(await build.resolveBase(base));
-        bases.set(base.reference, `oci:${layout.dir}:${layout.tag}`);
+        bases.set(base.reference, `oci:${path.relative(buildah.cwd, layout.dir)}:${layout.tag}`);
       }
       const dockerfile = path.join(workDir, 'Dockerfile.hangar');
       await fsp.writeFile(dockerfile, rewriteDockerfile(parsed, bases));
-      const buildah = await this.buildahOptions(workDir);
       // One buildah tag per key, reused by every build of it: the previous result is replaced, its layers stay cached.
       const tag = `localhost/hangar/${createHash('sha256').update(build.key).digest('hex').slice(0, 24)}:build`;
       await buildahBuild(buildah, { dockerfile, contextDir: path.join(workDir, 'context'), tag, onStep: build.onStep });
@@ -84,13 +84,15 @@ export class ImageBuilder {
   private async buildahOptions(workDir: string): Promise<BuildahOptions> {
     const root = path.join(this.options.imagesDir, 'buildah');
     await fsp.mkdir(root, { recursive: true, mode: 0o700 });
+    const storeRoot = path.dirname(await this.options.store.blobsDir());
     return {
+      cwd: storeRoot,
       buildahPath: this.options.buildahPath ?? 'buildah',
       unsharePath: this.options.unsharePath ?? 'unshare',
       root: path.join(root, 'storage'),
       runroot: path.join(root, 'run'),
       storageDriver: this.options.storageDriver ?? 'overlay',
-      policyFile: path.join(path.dirname(await this.options.store.blobsDir()), 'policy.json'),
+      policyFile: path.join(storeRoot, 'policy.json'),
       workDir,
     };
   }

@@ -73,7 +73,7 @@ async function main(): Promise<void> {
     const imagesDir = path.join(dataDir, 'images');
     const baseLayout = path.join(imagesDir, 'oci', 'layouts', stored!.digest.slice('sha256:'.length));
     const dockerfile = path.join(root, 'Dockerfile.floor');
-    fs.writeFileSync(dockerfile, rewriteDockerfile(parseDockerfile(context.dockerfile), new Map([[base, `oci:${baseLayout}:image`]])));
+    fs.writeFileSync(dockerfile, rewriteDockerfile(parseDockerfile(context.dockerfile), new Map([[base, `oci:${path.relative(path.join(imagesDir, 'oci'), baseLayout)}:image`]])));
     const options: BuildahOptions = {
       buildahPath: 'buildah',
       unsharePath: 'unshare',
@@ -82,6 +82,7 @@ async function main(): Promise<void> {
       storageDriver: 'overlay',
       policyFile: path.join(imagesDir, 'oci', 'policy.json'),
       workDir: root,
+      cwd: path.join(imagesDir, 'oci'),
     };
     for (let i = 0; i < RUNS; i++) {
       start = process.hrtime.bigint();
