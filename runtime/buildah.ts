@@ -1,4 +1,6 @@
 import { spawn } from 'node:child_process';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
 import readline from 'node:readline';
 
 /** A step of a build as buildah prints it (`STEP 3/6: COPY a /b`), and whether its cache answered it. */
@@ -73,15 +75,17 @@ export class BuildahError extends Error {
 /**
  * Builds `dockerfile` over `contextDir` into buildah's storage as `tag`, every step cached by its
  * content (`--layers`): a step whose instruction, files and base are unchanged is taken from the
- * cache, and so is every step before the first changed one. Reports each step once it is done.
+ * cache, and so is every step before the first changed one. Reports each step once it is done;
+ * answers the image's id (its config's digest).
  */
-export async function buildahBuild(options: BuildahOptions, build: { dockerfile: string; contextDir: string; tag: string; onStep: (step: BuildStep) => void }): Promise<void> {
+export async function buildahBuild(options: BuildahOptions, build: { dockerfile: string; contextDir: string; tag: string; onStep: (step: BuildStep) => void }): Promise<string> {
   let current: BuildStep | undefined;
   const finish = () => {
     if (current) build.onStep(current);
     current = undefined;
   };
-  const args = ['build', '--signature-policy', options.policyFile, '--isolation', 'chroot', '--layers', '-f', build.dockerfile, '-t', build.tag, build.contextDir];
+  const iidFile = path.join(options.workDir, `iid-${process.hrtime.bigint()}`);
+  const args = ['build', '--signature-policy', options.policyFile, '--isolation', 'chroot', '--layers', '--iidfile', iidFile, '-f', build.dockerfile, '-t', build.tag, build.contextDir];
   await runBuildah(options, args, (line) => {
     const step = STEP.exec(line);
     if (step) {
@@ -94,6 +98,9 @@ export async function buildahBuild(options: BuildahOptions, build: { dockerfile:
     }
   });
   finish();
+  const id = (await fsp.readFile(iidFile, 'utf8')).trim();
+  await fsp.rm(iidFile, { force: true });
+  return id.startsWith('sha256:') ? id : `sha256:${id}`;
 }
 
 /** Writes the built image `tag` into an OCI layout (`oci:<dir>:<layoutTag>`), layers uncompressed: they are unpacked next, on this node. */

@@ -70,7 +70,10 @@ export class ImageBuilder {
       await fsp.writeFile(dockerfile, rewriteDockerfile(parsed, bases));
       // One buildah tag per key, reused by every build of it: the previous result is replaced, its layers stay cached.
       const tag = `localhost/hangar/${createHash('sha256').update(build.key).digest('hex').slice(0, 24)}:build`;
-      await buildahBuild(buildah, { dockerfile, contextDir: path.join(workDir, 'context'), tag, onStep: build.onStep });
+      const id = await buildahBuild(buildah, { dockerfile, contextDir: path.join(workDir, 'context'), tag, onStep: build.onStep });
+      // Nothing changed since this record's last build (every step cached): the stored image is the result.
+      const unchanged = await this.options.store.findKey(build.key, build.owner);
+      if (unchanged?.configDigest === id) return unchanged;
       const layoutDir = path.join(workDir, 'layout');
       await fsp.mkdir(layoutDir, { mode: 0o700 });
       await fsp.symlink(path.relative(layoutDir, await this.options.store.blobsDir()), path.join(layoutDir, 'blobs'));

@@ -15,6 +15,8 @@ export interface StoredImage {
   reference: string;
   /** Digest of its manifest: the image's identity on this node. */
   digest: string;
+  /** Digest of its config: what buildah calls the image's id. */
+  configDigest: string;
   /** Its run settings (Env, WorkingDir, User, Entrypoint, Cmd), from its config. */
   config: ImageRunConfig;
   /** Host folder of its unpacked files, shown read-only to its sandboxes. */
@@ -88,11 +90,12 @@ export class OciImageStore {
   }
 
   /** The image recorded under a key: a canonical reference, or a workspace's image (workspaceImageKey). */
-  async findKey(key: string): Promise<StoredImage | undefined> {
+  async findKey(key: string, owner?: string): Promise<StoredImage | undefined> {
     const text = await fsp.readFile(this.refFile(key), 'utf8').catch(() => undefined);
     if (!text) return undefined;
-    const digest = (JSON.parse(text) as { digest: string }).digest;
-    const record = await this.readRecord(digest);
+    const ref = JSON.parse(text) as { digest: string; owner?: string };
+    if (owner !== undefined && ref.owner !== owner) return undefined;
+    const record = await this.readRecord(ref.digest);
     return record && this.stored(key, record);
   }
 
@@ -226,7 +229,7 @@ export class OciImageStore {
 
   private stored(reference: string, record: ImageRecord): StoredImage {
     const dir = this.unpackedDir(record.digest);
-    return { reference, digest: record.digest, config: record.config, rootfs: path.join(dir, 'rootfs'), dir, storedBytes: record.blobBytes + record.unpackedBytes };
+    return { reference, digest: record.digest, configDigest: record.configDigest, config: record.config, rootfs: path.join(dir, 'rootfs'), dir, storedBytes: record.blobBytes + record.unpackedBytes };
   }
 
   private async prepare(): Promise<void> {

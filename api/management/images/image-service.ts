@@ -1,4 +1,4 @@
-import type { Client } from '@temporalio/client';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { nodeTaskQueue, type HangarConfig } from '../../../domain/config';
 import { badRequest, conflict, notFound } from '../../../domain/errors';
 import type { ParsedDockerfile } from '../../../domain/images/dockerfile';
@@ -46,17 +46,40 @@ export async function startImageBuild(services: ImageServices, workspace: Worksp
   if (isBuiltinName(image.name)) throw conflict(`image '${image.name}' is built in: it is read-only`);
   await checkBases(services, workspace, context.dockerfile);
   const nodeQueue = nodeTaskQueue(services.config);
-  const row = await services.images.startBuild({ workspaceId: workspace.id, ...image, contextSha256: context.sha256, nodeQueue, actor });
+  const start = () => services.images.startBuild({ workspaceId: workspace.id, ...image, contextSha256: context.sha256, nodeQueue, actor });
+  let row = await start();
+  if (!row && (await settleOrphanBuild(services, workspace, image))) row = await start();
   if (!row) throw conflict(`image '${image.name}:${image.tag}' is being built; wait for its build to end`);
   const input: ImageBuildInput = { key: keyOf(workspace, row), nodeQueue, phase: { kind: 'build', build: row.build, contextSha256: context.sha256 } };
   try {
-    await services.temporal.workflow.start<typeof imageBuild>('imageBuild', { taskQueue: services.config.taskQueue, workflowId: `${imageWorkflowId(workspace.name, image)}/${row.id}/${row.build}`, args: [input] });
+    await services.temporal.workflow.start<typeof imageBuild>('imageBuild', { taskQueue: services.config.taskQueue, workflowId: buildWorkflowId(workspace, row), args: [input] });
   } catch (err) {
     // Without its workflow the tag would stay BUILDING forever.
     await services.images.settle(row.id, row.build, { state: 'FAILED', reason: `the build could not be started: ${(err as Error).message}` });
     throw err;
   }
   return row;
+}
+
+function buildWorkflowId(workspace: WorkspaceGrant, row: WorkspaceImageRow): string {
+  return `${imageWorkflowId(workspace.name, row)}/${row.id}/${row.build}`;
+}
+
+/**
+ * A tag left BUILDING with no workflow running its build (the API died between the two) is
+ * settled FAILED, so the next upload can build it; answers whether it was.
+ */
+async function settleOrphanBuild(services: ImageServices, workspace: WorkspaceGrant, image: WorkspaceImageName): Promise<boolean> {
+  const row = await services.images.find(workspace.id, image.name, image.tag);
+  if (row?.state !== 'BUILDING') return false;
+  try {
+    const description = await services.temporal.workflow.getHandle(buildWorkflowId(workspace, row)).describe();
+    if (description.status.name === 'RUNNING') return false;
+  } catch (err) {
+    if (!(err instanceof WorkflowNotFoundError)) throw err;
+  }
+  await services.images.settle(row.id, row.build, { state: 'FAILED', reason: 'the build was interrupted before it started' });
+  return true;
 }
 
 function keyOf(workspace: WorkspaceGrant, row: WorkspaceImageRow): WorkspaceImageKey {

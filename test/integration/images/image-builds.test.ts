@@ -9,6 +9,7 @@ import { tenantResources } from '../../helpers/resources';
 import { stopRuntimeTest, startSandboxPlatform, type SandboxPlatform } from '../../helpers/runtime-platform';
 import { exec } from '../../helpers/sandbox-runtime';
 import { eventually } from '../../helpers/workers';
+import { WorkspaceImageStore } from '../../../store/workspace-images';
 
 // Images a workspace builds from a Dockerfile (PUT /v0/images/{name}/build), run by sandboxes as
 // `name:tag`. The builds' base comes from a registry of the test's own on loopback (static busybox):
@@ -143,6 +144,23 @@ test('RUN steps have no network: the registry the node reaches is out of their r
   expect((await upload(name, buildContext({ Dockerfile: `FROM ${base}\n${run}\n` }))).statusCode).toBe(202);
   const tag = await built(name);
   expect([tag.state, tag.reason]).toEqual(['READY', null]);
+});
+
+test('an upload while the tag builds is a 409; a tag left BUILDING without its workflow (the API died between the two) is built by the next upload', async () => {
+  const name = unique('busy');
+  const context = buildContext({ Dockerfile: `FROM ${base}\nENV RUN_ID=${runId}\nRUN sleep 1\n` });
+  expect((await upload(name, context)).statusCode).toBe(202);
+  const busy = await upload(name, context);
+  expect([busy.statusCode, busy.json().message]).toEqual([409, `image '${name}:1' is being built; wait for its build to end`]);
+  expect((await built(name)).state).toBe('READY');
+
+  const orphan = unique('orphan');
+  const row = await new WorkspaceImageStore(t.app.pg).startBuild({ workspaceId: tenant.workspaceId, name: orphan, tag: '1', contextSha256: '0'.repeat(64), nodeQueue: 'nowhere', actor: 'test' });
+  expect(row?.state).toBe('BUILDING');
+  expect((await upload(orphan, context)).statusCode).toBe(202);
+  const tag = await built(orphan);
+  expect(tag.state).toBe('READY');
+  expect(tag.events.map((event: { message: string }) => event.message)).toContain('build failed: the build was interrupted before it started');
 });
 
 test('bad contexts and Dockerfiles are 4xx naming the problem, and leave nothing stored', async () => {
