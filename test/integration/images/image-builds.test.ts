@@ -112,10 +112,14 @@ test('a rebuild with nothing changed takes every step from the cache and gives t
   expect(steps.slice(4).some((message: string) => message.endsWith('(cached)'))).toBe(false);
 });
 
-test('an image of the workspace is the base of another build; another workspace sees neither', async () => {
+test('an image of the workspace is the base of another build (a multi-stage one); another workspace sees neither', async () => {
   const derived = unique('derived');
-  expect((await upload(derived, buildContext({ Dockerfile: `FROM ${image}:1\nRUN cat /work/hello.txt > /work/again.txt\n` }))).statusCode).toBe(202);
+  const multiStage = `FROM ${image}:1 AS first\nRUN cat /work/hello.txt /work/who.txt > /work/again.txt\nFROM ${base}\nCOPY --from=first /work/again.txt /again.txt\n`;
+  expect((await upload(derived, buildContext({ Dockerfile: multiStage }))).statusCode).toBe(202);
   expect((await built(derived)).state).toBe('READY');
+  const stored = await platform.runtime.findWorkspaceImage(tenant.workspaceId, derived, '1');
+  expect(fs.readFileSync(path.join(stored!.rootfs, 'again.txt'), 'utf8')).toBe('changed\nbuilder\n');
+  expect(fs.existsSync(path.join(stored!.rootfs, 'work'))).toBe(false);
   const theirs = await upload(derived, buildContext({ Dockerfile: `FROM ${image}:1\nRUN true\n` }), '1', other);
   expect(theirs.statusCode).toBe(400);
   expect(theirs.json().message).toBe(`body: Dockerfile line 1: FROM '${image}:1': the workspace has no built image of that name and tag`);
