@@ -66,12 +66,18 @@ function buildWorkflowId(workspace: WorkspaceGrant, row: WorkspaceImageRow): str
 }
 
 /**
+ * How long a tag may be BUILDING without its workflow before it counts as left behind: an upload
+ * starts the workflow milliseconds after the record, and one racing it must not take it for dead.
+ */
+const ORPHAN_AFTER_MS = 60_000;
+
+/**
  * A tag left BUILDING with no workflow running its build (the API died between the two) is
  * settled FAILED, so the next upload can build it; answers whether it was.
  */
 async function settleOrphanBuild(services: ImageServices, workspace: WorkspaceGrant, image: WorkspaceImageName): Promise<boolean> {
   const row = await services.images.find(workspace.id, image.name, image.tag);
-  if (row?.state !== 'BUILDING') return false;
+  if (row?.state !== 'BUILDING' || Date.now() - row.updated_at.getTime() < ORPHAN_AFTER_MS) return false;
   try {
     const description = await services.temporal.workflow.getHandle(buildWorkflowId(workspace, row)).describe();
     if (description.status.name === 'RUNNING') return false;

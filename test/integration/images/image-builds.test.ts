@@ -150,7 +150,7 @@ test('RUN steps have no network: the registry the node reaches is out of their r
   expect([tag.state, tag.reason]).toEqual(['READY', null]);
 });
 
-test('an upload while the tag builds is a 409; a tag left BUILDING without its workflow (the API died between the two) is built by the next upload', async () => {
+test('an upload while the tag builds is a 409, and of uploads at once one builds; a tag left BUILDING without its workflow (the API died between the two) is built by the next upload', async () => {
   const name = unique('busy');
   const context = buildContext({ Dockerfile: `FROM ${base}\nENV RUN_ID=${runId}\nRUN sleep 1\n` });
   expect((await upload(name, context)).statusCode).toBe(202);
@@ -158,9 +158,19 @@ test('an upload while the tag builds is a 409; a tag left BUILDING without its w
   expect([busy.statusCode, busy.json().message]).toEqual([409, `image '${name}:1' is being built; wait for its build to end`]);
   expect((await built(name)).state).toBe('READY');
 
+  // Uploads of one new tag at once: the database lets exactly one start a build.
+  const raced = unique('raced');
+  const replies = await Promise.all(Array.from({ length: 6 }, () => upload(raced, context)));
+  expect(replies.map((reply) => reply.statusCode).sort()).toEqual([202, 409, 409, 409, 409, 409]);
+  const racedTag = await built(raced);
+  expect([racedTag.state, racedTag.events.filter((event: { message: string }) => event.message.startsWith('build context received')).length]).toEqual(['READY', 1]);
+
   const orphan = unique('orphan');
   const row = await new WorkspaceImageStore(t.app.pg).startBuild({ workspaceId: tenant.workspaceId, name: orphan, tag: '1', contextSha256: '0'.repeat(64), nodeQueue: 'nowhere', actor: 'test' });
   expect(row?.state).toBe('BUILDING');
+  // A fresh one may be an upload between its record and its workflow: left alone.
+  expect((await upload(orphan, context)).statusCode).toBe(409);
+  await t.app.pg.query("UPDATE workspace_images SET updated_at = now() - interval '2 minutes' WHERE id = $1", [row!.id]);
   expect((await upload(orphan, context)).statusCode).toBe(202);
   const tag = await built(orphan);
   expect(tag.state).toBe('READY');
