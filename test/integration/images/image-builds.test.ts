@@ -212,6 +212,8 @@ test('two sandboxes on one image share its storage: the second adds nothing of t
   // The image holds more than 4 MB (its random file, twice: blob and rootfs); the second sandbox adds under 100 KB to the store.
   expect(tag.sizeBytes).toBeGreaterThan(8_000_000);
   expect(du() - before).toBeLessThan(100_000);
+  // Each sandbox's image storage counts the image it runs on (stored once, billed to each) plus its own writes.
+  expect(await platform.runtime.imageStorageBytes(await resources().idOf('sandboxes', 'on-built-2'), `${image}:1`)).toBeGreaterThanOrEqual(tag.sizeBytes);
 });
 
 test('the list shows the built-in images read-only and the workspace\'s own with their tags; an image in use cannot be deleted', async () => {
