@@ -8,6 +8,7 @@ import type { SandboxSpec } from '../../../domain/sandbox/sandbox';
 import { NameParam, commonErrors } from '../common-schemas';
 import { toEnvelope } from '../resources/envelope';
 import { ResourceStore, type ResourceRow } from '../../../store/resources';
+import { WorkspaceImageStore } from '../../../store/workspace-images';
 import { requestWorkspace } from '../workspace-context';
 import { CreateQuery, SandboxEnvelope, SandboxInput, type SandboxSpecSchema } from './schemas';
 import { SANDBOXES, createSandbox, createSandboxIfNotExists, deleteSandbox, findSandbox, updateSandbox, type SandboxServices } from './sandbox-service';
@@ -90,7 +91,7 @@ const deleteSchema = {
  */
 export default async function sandboxRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  const services: SandboxServices = { store: new ResourceStore(app.pg), pg: app.pg, temporal: app.temporal, config: app.config };
+  const services: SandboxServices = { store: new ResourceStore(app.pg), pg: app.pg, temporal: app.temporal, config: app.config, images: new WorkspaceImageStore(app.pg) };
   const envelope = (row: ResourceRow) => sandboxEnvelope(app.config, row);
 
   app.get(

@@ -9,7 +9,9 @@ import { networkOffProblem, resolvedNetwork } from '../../../domain/sandbox/netw
 import { sandboxSpecChangeProblem, sandboxSpecProblem } from '../../../domain/sandbox/spec-rules';
 import { volumeMountError } from '../../../runtime/bwrap-args';
 import { ImageReferenceError, parseImageReference } from '../../../domain/images/reference';
+import { parseWorkspaceImage } from '../../../domain/images/workspace-image';
 import { availableImages, imageExists } from '../../../runtime/image';
+import type { WorkspaceImageStore } from '../../../store/workspace-images';
 import type { ResourceRow, ResourceStore } from '../../../store/resources';
 import { workspaceSandboxNetwork } from '../../../store/workspaces';
 import type { SandboxLifecycleInput, sandboxLifecycle } from '../../../workflows/sandbox-lifecycle';
@@ -24,6 +26,8 @@ export interface SandboxServices {
   pg: Pool;
   temporal: Client;
   config: HangarConfig;
+  /** The workspaces' own images, which `spec.runtime.image` may name as `name[:tag]`. */
+  images: WorkspaceImageStore;
 }
 
 export interface SandboxRequest {
@@ -56,6 +60,7 @@ function withVolumeIds(input: SandboxLifecycleInput, volumeIds: string[]): Sandb
   return { ...input, spec: { ...input.spec, volumes: input.spec.volumes.map((volume, i) => ({ ...volume, volumeId: volumeIds[i] })) } };
 }
 
+/** Checks the spec; an image named `name[:tag]` is checked against the workspace's images next (checkOwnImage). */
 function checkSpec(config: HangarConfig, spec: SandboxSpec, before?: SandboxSpec): void {
   const problem = sandboxSpecProblem(spec, Date.now(), before);
   if (problem) throw badRequest(problem);
@@ -71,8 +76,20 @@ function checkSpec(config: HangarConfig, spec: SandboxSpec, before?: SandboxSpec
     if (err instanceof ImageReferenceError) throw badRequest(`body.spec.runtime.image: ${err.message}`);
     throw err;
   }
+  if (parseWorkspaceImage(image)) return;
   // Every node has the same built-in images: an unknown one is refused here, not left to fail the start.
   throw badRequest(`body.spec.runtime.image: image '${image}' does not exist; available: ${availableImages().join(', ')}, or an image of a registry named with its host (registry.example.com/team/image:tag)`);
+}
+
+/** An image of the workspace (`name[:tag]`) must have been built: READY, or one the sandbox had before. */
+async function checkOwnImage(services: SandboxServices, workspace: WorkspaceGrant, spec: SandboxSpec, before?: SandboxSpec): Promise<void> {
+  const image = spec.runtime?.image;
+  const own = image === undefined || image === before?.runtime?.image ? undefined : parseWorkspaceImage(image);
+  if (!own) return;
+  const row = await services.images.find(workspace.id, own.name, own.tag);
+  if (row?.state === 'READY' || (row?.digest ?? null) !== null) return;
+  const why = row ? `is ${row.state}${row.reason ? `: ${row.reason}` : ''}` : 'does not exist';
+  throw badRequest(`body.spec.runtime.image: image '${image}' ${why}; available: ${availableImages().join(', ')}, an image the workspace built (PUT /v0/images/{name}/build), or an image of a registry named with its host (registry.example.com/team/image:tag)`);
 }
 
 /**
@@ -119,6 +136,7 @@ export async function createSandbox(services: SandboxServices, workspace: Worksp
   const { store, config } = services;
   const spec = await withDefaultNetwork(services, workspace, body.spec ?? {});
   checkSpec(config, spec);
+  await checkOwnImage(services, workspace, spec);
   const volumeIds = await resolveVolumes(store, workspace, spec);
   const insert = () => createNamed(store, workspace, SANDBOXES, { metadata: body.metadata, spec: spec as Record<string, unknown>, status: 'DEPLOYING', message: 'creating the sandbox', actor });
   const row = await insertOverFailed(services, workspace, body.metadata.name, insert);
@@ -211,6 +229,7 @@ export async function updateSandbox(services: SandboxServices, workspace: Worksp
   // A spec given without a network policy gets the defaults again, as at the create.
   const next = body.spec ? await withDefaultNetwork(services, workspace, body.spec) : before;
   checkSpec(services.config, next, before);
+  await checkOwnImage(services, workspace, next, before);
   const changeProblem = sandboxSpecChangeProblem(before, next);
   if (changeProblem) throw badRequest(changeProblem);
   const updated = await updateNamed(services.store, workspace, SANDBOXES, current, { metadata: body.metadata, spec: next as Record<string, unknown>, actor });
