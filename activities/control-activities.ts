@@ -6,6 +6,7 @@ import { createJobControlActivities } from './job-control';
 import { createNodePlacementActivities } from './node-placement';
 import { createProvisioningActivities } from './provisioning';
 import { createSandboxControlActivities } from './sandbox-control';
+import { createImageControlActivities } from './image-control';
 import { createSnapshotControlActivities } from './snapshot-control';
 import { createVolumeControlActivities } from './volume-control';
 import { createUsageActivities } from './usage-flush';
@@ -17,6 +18,7 @@ export function createActivities(deps: ActivityDeps) {
   return {
     ...createSandboxControlActivities(deps),
     ...createSnapshotControlActivities(deps),
+    ...createImageControlActivities(deps),
     ...createDeploymentControlActivities(deps),
     ...createProvisioningActivities(deps),
     ...createJobControlActivities(deps),

@@ -10,6 +10,7 @@ import { NodeHeartbeat } from '../runtime/node-heartbeat';
 import { removeMovedJobSandboxes } from '../runtime/moved-job-sandboxes';
 import { SandboxNetwork } from '../runtime/network/sandbox-network';
 import { refusalReporter } from '../runtime/network/refusal-events';
+import { TrafficRecorder } from '../runtime/network/traffic-recorder';
 import { PortEventRelay } from '../runtime/port-event-relay';
 import { VolumeStore } from '../runtime/volume-store';
 import { connectToTemporal } from './connect';
@@ -26,7 +27,16 @@ async function main() {
   const connection = await connectToTemporal(temporalAddress(config));
   const temporal = new Client({ connection: await Connection.connect({ address: temporalAddress(config) }), namespace: config.temporalNamespace });
   const pg = createPool(config.databaseUrl);
-  const network = config.sandboxNetwork ? new SandboxNetwork({ dataDir: config.dataDir, subnet: config.sandboxSubnet, onRefused: refusalReporter(pg) }) : undefined;
+  const traffic = config.sandboxNetwork ? new TrafficRecorder(pg) : undefined;
+  const network = config.sandboxNetwork
+    ? new SandboxNetwork({
+        dataDir: config.dataDir,
+        subnet: config.sandboxSubnet,
+        onRefused: refusalReporter(pg),
+        onTraffic: traffic?.record,
+        allowedPrivateRanges: config.sandboxAllowedPrivateRanges,
+      })
+    : undefined;
   await network?.start();
   const runtime = new BwrapRuntime({ dataDir: config.dataDir, warmPool: config.sandboxWarmPool, network });
   const volumes = new VolumeStore({ dataDir: config.dataDir });
@@ -69,6 +79,7 @@ async function main() {
     await relay.close();
     await platform.closeAll();
     await network?.close();
+    await traffic?.close();
     await Promise.allSettled([runtime.close(), pg.end(), temporal.connection.close(), connection.close()]);
   }
 }
