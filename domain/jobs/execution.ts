@@ -1,3 +1,4 @@
+import type { SandboxNetworkSpec } from '../sandbox/network-policy';
 import type { UsageTick } from '../billing/metering';
 
 export type ExecutionStatus = 'queued' | 'pending' | 'running' | 'cancelling' | 'cancelled' | 'failed' | 'succeeded' | 'timeout';
@@ -27,6 +28,8 @@ export interface JobRuntimeSettings {
   maxConcurrentTasks: number;
   maxRetries: number;
   timeoutSeconds: number;
+  /** The execution sandbox's outbound network: the job's `spec.network` when the execution started (none: loopback only). */
+  network?: SandboxNetworkSpec;
 }
 
 /** What identifies one execution everywhere (rows, workflow, sandbox, meters). */

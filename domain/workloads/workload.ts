@@ -1,3 +1,4 @@
+import type { SandboxNetworkSpec } from '../sandbox/network-policy';
 import type { ProviderTarget } from './provider-model';
 
 /** The workload kinds deployed from code bundles, by their /v0 path (also the `kind` column). */
@@ -38,6 +39,8 @@ export interface WorkloadRuntimeSpec {
 export interface WorkloadSpec {
   runtime?: WorkloadRuntimeSpec;
   integrationConnections?: string[];
+  /** Outbound network of each instance, as a sandbox's (see workloadNetwork: none, loopback only). */
+  network?: SandboxNetworkSpec;
   [field: string]: unknown;
 }
 

@@ -4,6 +4,7 @@ import { ApiError, badRequest, conflict } from '../../../domain/errors';
 import type { WorkspaceGrant } from '../../../domain/principal';
 import type { ResourceStatus } from '../../../domain/resource';
 import { sandboxWorkflowId, type SandboxKey, type SandboxSpec } from '../../../domain/sandbox/sandbox';
+import { networkUnavailableProblem } from '../../../domain/sandbox/network-policy';
 import { sandboxSpecChangeProblem, sandboxSpecProblem } from '../../../domain/sandbox/spec-rules';
 import { volumeMountError } from '../../../runtime/bwrap-args';
 import { ImageReferenceError, parseImageReference } from '../../../domain/images/reference';
@@ -55,10 +56,8 @@ function withVolumeIds(input: SandboxLifecycleInput, volumeIds: string[]): Sandb
 function checkSpec(config: HangarConfig, spec: SandboxSpec, before?: SandboxSpec): void {
   const problem = sandboxSpecProblem(spec, Date.now(), before);
   if (problem) throw badRequest(problem);
-  // A policy the nodes would not apply is refused rather than kept as if it were.
-  if (spec.network && spec.network.internet !== false && !config.sandboxNetwork) {
-    throw badRequest('body.spec.network: sandboxes of this platform have no outbound network (HANGAR_SANDBOX_NETWORK is off); only internet: false is accepted');
-  }
+  const unavailable = networkUnavailableProblem(spec.network, config.sandboxNetwork);
+  if (unavailable) throw badRequest(unavailable);
   const image = spec.runtime?.image;
   if (image === undefined || imageExists(image)) return;
   // A reference naming its registry is pulled before the start; a malformed one is refused here.

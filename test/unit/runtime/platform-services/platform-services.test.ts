@@ -6,6 +6,7 @@ import type { Pool } from 'pg';
 import { workloadPlatformToken } from '../../../../domain/workloads/platform-credential';
 import { PlatformServices, type PlatformPolicy } from '../../../../runtime/platform-services/platform-services';
 import { sandboxLayout } from '../../../../runtime/layout';
+import { NO_PLATFORM_EGRESS } from '../../../../runtime/platform-services/egress';
 
 // The platform socket's own life: where it is bound, by whom, and its removal. (What it serves is
 // tested end to end with deployed workloads.)
@@ -14,7 +15,7 @@ import { sandboxLayout } from '../../../../runtime/layout';
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `hangar-platform-${'d'.repeat(60)}-`));
 const sandboxId = 'wl-88a29fa5-b905-46ed-af60-39366dbbd790-r1';
 const layout = sandboxLayout(dataDir, sandboxId);
-const policy: PlatformPolicy = { sandboxId, workspaceId: 'ws', resourceId: 'r', kind: 'agents', egress: [] };
+const policy: PlatformPolicy = { sandboxId, workspaceId: 'ws', resourceId: 'r', kind: 'agents', egress: NO_PLATFORM_EGRESS };
 // Nothing here reaches the thread store: requests are refused before any query.
 const services = new PlatformServices({ dataDir, masterKey: Buffer.alloc(32, 7), pg: {} as Pool });
 
