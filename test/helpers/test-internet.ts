@@ -7,8 +7,8 @@ import { until } from './sandbox-runtime';
 
 /**
  * A stand-in for the internet, on this machine only: a network namespace reached from the host
- * through a veth pair, holding a few "hosts" (addresses in TEST-NET-3, 203.0.113.0/24, which no
- * one routes) served by one web server that answers which address and Host it was asked for.
+ * through a veth pair, holding a few "hosts" (addresses of a /28 of TEST-NET-3, 203.0.113.0/24,
+ * which no one routes) served by one web server that answers which address and Host it was asked for.
  * Nothing a test does through it leaves the machine.
  */
 export interface TestInternet {
@@ -52,18 +52,32 @@ setInterval(() => {}, 1 << 30);
 
 const ipCommand = (...args: string[]) => execFileSync('ip', args, { stdio: ['ignore', 'pipe', 'pipe'] }).toString();
 
-/** Starts the test internet: `hostCount` addresses 203.0.113.2.. behind 203.0.113.1; TLS too when `tlsDir` holds server.key and server.crt. */
+/**
+ * A /28 of TEST-NET-3 that no interface of this machine holds yet: test files (and people)
+ * running at once each get their own, so one's hosts are never answered by another's server.
+ * The first /28 is left out, as a /24 route of an older run would cover it.
+ */
+function freeSlice(): number {
+  const taken = ipCommand('-o', '-4', 'addr');
+  const free = Array.from({ length: 15 }, (_, i) => (i + 1) * 16).filter((base) => !taken.includes(` 203.0.113.${base + 1}/`));
+  if (free.length === 0) throw new Error('every /28 of 203.0.113.0/24 is taken by another test internet');
+  return free[randomBytes(1)[0] % free.length];
+}
+
+/** Starts the test internet: `hostCount` (at most 13) addresses of a free /28 of 203.0.113.0/24 behind its first; TLS too when `tlsDir` holds server.key and server.crt. */
 export async function startTestInternet(hostCount: number, tlsDir?: string): Promise<TestInternet> {
+  if (hostCount > 13) throw new Error('a test internet has at most 13 hosts');
   const tag = randomBytes(3).toString('hex');
   const netns = `hgi-${tag}`;
   const hostInterface = `hgi${tag}`;
-  const hostSide = '203.0.113.1';
-  const hosts = Array.from({ length: hostCount }, (_, i) => `203.0.113.${i + 2}`);
+  const base = freeSlice();
+  const hostSide = `203.0.113.${base + 1}`;
+  const hosts = Array.from({ length: hostCount }, (_, i) => `203.0.113.${base + i + 2}`);
   ipCommand('netns', 'add', netns);
   ipCommand('link', 'add', hostInterface, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', netns);
-  ipCommand('addr', 'add', `${hostSide}/24`, 'dev', hostInterface);
+  ipCommand('addr', 'add', `${hostSide}/28`, 'dev', hostInterface);
   ipCommand('link', 'set', hostInterface, 'up');
-  for (const host of hosts) ipCommand('-n', netns, 'addr', 'add', `${host}/24`, 'dev', 'eth0');
+  for (const host of hosts) ipCommand('-n', netns, 'addr', 'add', `${host}/28`, 'dev', 'eth0');
   ipCommand('-n', netns, 'link', 'set', 'lo', 'up');
   ipCommand('-n', netns, 'link', 'set', 'eth0', 'up');
   const server: ChildProcess = spawn('ip', ['netns', 'exec', netns, process.execPath, '-e', SERVER, ...(tlsDir ? [tlsDir] : [])], { stdio: 'ignore' });
