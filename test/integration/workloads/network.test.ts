@@ -11,6 +11,8 @@ import { tenantResources } from '../../helpers/resources';
 import { deployTarget, startWorkloadPlatform, stopRuntimeTest, type WorkloadPlatform } from '../../helpers/runtime-platform';
 import { startTestInternet, testSandboxNetwork, type TestInternet } from '../../helpers/test-internet';
 import { eventually } from '../../helpers/workers';
+import { deployJobCode } from '../jobs/helpers';
+import { TERMINAL_EXECUTION_STATUSES } from '../../../domain/jobs/execution';
 
 /**
  * Workloads' `spec.network`, end to end: an agent deployed with an allow list reaches an allowed
@@ -39,7 +41,8 @@ beforeAll(async () => {
   const [first, second] = internet.hosts;
   network = testSandboxNetwork(path.join(t.config.dataDir, `network-wl-${process.pid}`), () => ({ 'first.test': [first], 'second.test': [second] }));
   await network.start();
-  platform = await startWorkloadPlatform(t, { runtime: { network } });
+  // A warm sandbox waiting, as on a node: a networked start takes it over with its own policy.
+  platform = await startWorkloadPlatform(t, { runtime: { network, warmPool: 1 } });
   target = deployTarget(t, tenant);
 }, 120_000);
 
@@ -181,6 +184,54 @@ test("scaling to zero removes the instance's namespace, waking gives it one agai
   await resources().gone('agents', 'sleepy', 90_000);
   await eventually('revision 2 removed', async () => ((await platform.runtime.status(revisionSandboxId(id, 2))) === undefined ? true : undefined), 60_000);
   expectNoNetworkLeft(revisionSandboxId(id, 2), replaced);
+});
+
+/** A task: fetches its URL after `sleepMs` and exits 0 when what happened is what it `expect`s ('reached' the host answering as `local`, or 'refused'). */
+const TASK = `
+const http = require('http');
+const args = JSON.parse(process.env.TASK_ARGUMENTS);
+const done = (outcome, detail) => {
+  console.error(outcome + ': ' + detail);
+  process.exit(outcome === args.expect ? 0 : 1);
+};
+setTimeout(() => {
+  const req = http.get(args.url, { timeout: 15000 }, (res) => {
+    let data = '';
+    res.on('data', (chunk) => (data += chunk));
+    res.on('end', () => done(res.statusCode === 200 && data.includes(args.local) ? 'reached' : 'refused', res.statusCode + ' ' + data));
+  });
+  req.on('timeout', () => req.destroy(new Error('timeout')));
+  req.on('error', (err) => done(['ENOTFOUND', 'EAI_AGAIN'].includes(err.code) ? 'refused' : 'error', err.code || err.message));
+}, args.sleepMs || 0);
+`;
+
+test("a job's tasks run in its execution's namespace under the job's policy, which is gone when the execution ends", async () => {
+  const [first] = internet.hosts;
+  const created = await resources().api('POST', '/v0/jobs', {
+    metadata: { name: 'fetch-job' },
+    spec: { runtime: { command: ['node', 'task.js'], memory: 256 }, network: { allowedDomains: ['first.test'] } },
+  });
+  expect(created.statusCode).toBe(200);
+  await deployJobCode(t.app.pg, t.config.dataDir, await resources().idOf('jobs', 'fetch-job'), { 'task.js': TASK });
+  const tasks = [
+    { url: 'http://first.test/', local: first, expect: 'reached', sleepMs: 3000 },
+    { url: 'http://second.test/', expect: 'refused' },
+    { url: `http://${first}/`, expect: 'refused' },
+  ];
+  const executions = `/${tenant.workspace}/jobs/fetch-job/executions`;
+  expect((await resources().api('POST', executions, { tasks, id: 'fetch' })).statusCode).toBe(200);
+  // While the slow task runs, the execution's sandbox has its namespace.
+  const sandboxId = await eventually('the execution sandbox', async () => (await platform.runtime.list()).find((sandbox) => sandbox.id.startsWith('job-'))?.id, 30_000);
+  const namespace = await eventually('its namespace', async () => (fs.existsSync(platform.runtime.layout(sandboxId).stateFile) && nodeRecord(sandboxId).network ? namespaceOf(sandboxId) : undefined), 30_000);
+  const done = await eventually('the execution to end', async () => {
+    const body = (await resources().api('GET', `${executions}/fetch`)).json();
+    return TERMINAL_EXECUTION_STATUSES.includes(body.status) ? body : undefined;
+  }, 60_000);
+  const failed = done.status === 'succeeded' ? [] : (await resources().api('GET', `${executions}/fetch/tasks`)).json();
+  expect({ status: done.status, failed }).toEqual({ status: 'succeeded', failed: [] });
+  expect(done.stats).toMatchObject({ total: 3, success: 3 });
+  await eventually('the execution sandbox removed', async () => ((await platform.runtime.status(sandboxId)) === undefined ? true : undefined), 60_000);
+  expectNoNetworkLeft(sandboxId, namespace);
 });
 
 test('bad input is a 400 naming the entry, for every kind, on create and update', async () => {
