@@ -68,3 +68,20 @@ test('closing removes the socket and the policy; a worker restart restores only 
   expect(await statusThrough(layout.platformSocket)).toBe(401);
   await restarted.closeAll();
 });
+
+test("a policy an earlier worker left with egress as a list of origins is served as the providers' egress", async () => {
+  const provider = http.createServer((_req, res) => res.end('provider'));
+  await new Promise<void>((resolve) => provider.listen(0, '127.0.0.1', resolve));
+  const port = (provider.address() as { port: number }).port;
+  try {
+    fs.writeFileSync(path.join(layout.root, 'platform-policy.json'), JSON.stringify({ ...policy, egress: [`http://127.0.0.1:${port}`] }));
+    const restarted = new PlatformServices({ dataDir, masterKey: Buffer.alloc(32, 7), pg: {} as Pool });
+    await restarted.restore();
+    expect(await statusThrough(layout.platformSocket, `http://127.0.0.1:${port}/token`)).toBe(200);
+    expect(await statusThrough(layout.platformSocket, `http://127.0.0.1:${port + 1}/token`)).toBe(403);
+    expect(await statusThrough(layout.platformSocket, `http://localhost:${port}/token`)).toBe(403);
+    await restarted.closeAll();
+  } finally {
+    provider.close();
+  }
+});
