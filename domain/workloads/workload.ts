@@ -107,6 +107,12 @@ export function revisionSandboxId(resourceId: string, revision: number): string 
   return `wl-${resourceId}-r${revision}`;
 }
 
+/** The resource and revision of a runtime id revisionSandboxId made; undefined for any other id. */
+export function revisionOfSandboxId(sandboxId: string): { resourceId: string; revision: number } | undefined {
+  const match = /^wl-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})-r([1-9][0-9]*)$/.exec(sandboxId);
+  return match ? { resourceId: match[1], revision: Number(match[2]) } : undefined;
+}
+
 export function workloadPort(spec: WorkloadSpec): number {
   return spec.runtime?.ports?.[0]?.target ?? DEFAULT_WORKLOAD_PORT;
 }

@@ -1,4 +1,5 @@
 import type { Pool } from 'pg';
+import { revisionOfSandboxId } from '../../domain/workloads/workload';
 import { ResourceStore } from '../../store/resources';
 import type { EgressRefusal } from './egress-proxy';
 
@@ -9,7 +10,7 @@ const RESOURCE_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 
 /**
  * What the node does with a refused connection or name: a warning in its log and, for a sandbox
- * of the platform, an event on the sandbox naming the destination and the rule, so a user sees
+ * or a workload of the platform, an event on it naming the destination and the rule, so a user sees
  * why `pip install` failed. Rate-limited per sandbox and destination: a loop retrying a refused
  * host must not flood either.
  */
@@ -24,9 +25,20 @@ export function refusalReporter(pg: Pool | undefined, log: (line: string) => voi
     lastReported.set(key, now);
     const message = `egress refused: '${refusal.host}': ${refusal.rule}`;
     log(`sandbox ${refusal.sandboxId ?? `(unknown, ${refusal.source})`}: ${message}`);
-    // Warm sandboxes and the runtime's own tests have ids that are no resource's.
-    if (store && refusal.sandboxId && RESOURCE_ID.test(refusal.sandboxId)) {
-      store.note(refusal.sandboxId, { type: 'Warning', message }, {}).catch((err: Error) => log(`could not record a refusal event: ${err.message}`));
+    const resource = refusal.sandboxId ? refusingResource(refusal.sandboxId) : undefined;
+    if (store && resource) {
+      store.note(resource.id, { type: 'Warning', message: `${message}${resource.suffix}` }, {}).catch((err: Error) => log(`could not record a refusal event: ${err.message}`));
     }
   };
+}
+
+/**
+ * The resource whose events tell of a refusal: a sandbox (its id is the resource's), or the
+ * workload a revision's instance runs (the event names the revision). Warm sandboxes, job
+ * executions' sandboxes (logged only) and the runtime's own tests have ids that are no resource's.
+ */
+function refusingResource(sandboxId: string): { id: string; suffix: string } | undefined {
+  if (RESOURCE_ID.test(sandboxId)) return { id: sandboxId, suffix: '' };
+  const revision = revisionOfSandboxId(sandboxId);
+  return revision && { id: revision.resourceId, suffix: ` (revision ${revision.revision})` };
 }

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { deployFolder, type DeployTarget } from '../../../cli/deploy';
 import { revisionSandboxId } from '../../../domain/workloads/workload';
+import { refusalReporter } from '../../../runtime/network/refusal-events';
 import type { SandboxNetwork } from '../../../runtime/network/sandbox-network';
 import type { SandboxRecord } from '../../../runtime/state-store';
 import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../../helpers/platform';
@@ -39,7 +40,9 @@ beforeAll(async () => {
   tenant = await createTenant(t.app.pg, 'wl-network');
   internet = await startTestInternet(2);
   const [first, second] = internet.hosts;
-  network = testSandboxNetwork(path.join(t.config.dataDir, `network-wl-${process.pid}`), () => ({ 'first.test': [first], 'second.test': [second] }));
+  network = testSandboxNetwork(path.join(t.config.dataDir, `network-wl-${process.pid}`), () => ({ 'first.test': [first], 'second.test': [second] }), {
+    onRefused: refusalReporter(t.app.pg, () => undefined),
+  });
   await network.start();
   // A warm sandbox waiting, as on a node: a networked start takes it over with its own policy.
   platform = await startWorkloadPlatform(t, { runtime: { network, warmPool: 1 } });
@@ -135,6 +138,14 @@ test('an agent with an allow list reaches the allowed host by name; a forbidden 
     expect({ address, status: refused.status }).toEqual({ address, status: 403 });
     expect(refused.body).toContain(`refused ${address}: not in spec.network.allowedDomains`);
   }
+  // Each refusal is an event of the agent, naming the destination, the rule and the revision.
+  await eventually('the refusal events', async () => {
+    const messages = ((await resources().api('GET', '/v0/agents/allowed')).json().events as { type: string; message: string }[])
+      .filter((event) => event.type === 'Warning')
+      .map((event) => event.message);
+    const expected = [`egress refused: 'second.test': not in spec.network.allowedDomains (revision 1)`, `egress refused: '${second}': not in spec.network.allowedDomains (revision 1)`];
+    return expected.every((message) => messages.includes(message)) ? true : undefined;
+  });
   const namespace = namespaceOf(revisionSandboxId(id, 1));
   expect((await resources().api('DELETE', '/v0/agents/allowed')).statusCode).toBe(200);
   await resources().gone('agents', 'allowed', 90_000);
