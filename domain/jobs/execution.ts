@@ -146,6 +146,11 @@ export const jobExecutionWorkflowId = (workspace: string, job: string, execution
 /** The node-local sandbox that runs the tasks of one execution. */
 export const jobSandboxId = (executionRowId: string) => `job-${executionRowId}`;
 
+/** The execution row id of a runtime id jobSandboxId made; undefined for any other id. */
+export function executionOfSandboxId(sandboxId: string): string | undefined {
+  return /^job-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/.exec(sandboxId)?.[1];
+}
+
 /** The agent's process name of one attempt of one task; a restarted activity finds it again. */
 export const taskProcessName = (index: number, attempt: number) => `task-${index}-a${attempt}`;
 

@@ -241,6 +241,12 @@ test("a job's tasks run in its execution's namespace under the job's policy, whi
   const failed = done.status === 'succeeded' ? [] : (await resources().api('GET', `${executions}/fetch/tasks`)).json();
   expect({ status: done.status, failed }).toEqual({ status: 'succeeded', failed: [] });
   expect(done.stats).toMatchObject({ total: 3, success: 3 });
+  // Refusals are events of the job, naming the execution.
+  await eventually('the refusal events', async () => {
+    const events = (await resources().api('GET', '/v0/jobs/fetch-job')).json().events as { type: string; message: string }[];
+    const expected = [`egress refused: 'second.test': not in spec.network.allowedDomains (execution fetch)`, `egress refused: '${first}': not in spec.network.allowedDomains (execution fetch)`];
+    return expected.every((message) => events.some((event) => event.type === 'Warning' && event.message === message)) ? true : undefined;
+  });
   await eventually('the execution sandbox removed', async () => ((await platform.runtime.status(sandboxId)) === undefined ? true : undefined), 60_000);
   expectNoNetworkLeft(sandboxId, namespace);
 });
