@@ -72,10 +72,9 @@ export async function redeployForNetworkChange(
   actor: string | null,
 ): Promise<number | undefined> {
   if (key.kind === 'jobs' || deploysWithoutBundle(key.kind, spec)) return undefined;
-  const revisions = new RevisionStore(services.pg);
-  const latest = await revisions.latest(key.id);
-  if (!latest?.bundleSha256 || !networkChanged(latest.spec, spec)) return undefined;
-  const revision = await revisions.create({ resourceId: key.id, bundleSha256: latest.bundleSha256, bundleBytes: latest.bundleBytes, spec, actor });
-  await requestDeployment(services.temporal, services.config, key, revision);
+  // Compared and written under the resource's lock, with the spec as it is then: of two updates
+  // at once (or an update and an upload), the last revision has the last spec.
+  const revision = await new RevisionStore(services.pg).createFromLatestBundle(key.id, actor, (latest, current) => networkChanged(latest.spec, current));
+  if (revision !== undefined) await requestDeployment(services.temporal, services.config, key, revision);
   return revision;
 }
