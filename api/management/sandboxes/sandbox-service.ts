@@ -5,7 +5,8 @@ import { ApiError, badRequest, conflict } from '../../../domain/errors';
 import type { WorkspaceGrant } from '../../../domain/principal';
 import type { ResourceStatus } from '../../../domain/resource';
 import { sandboxWorkflowId, type SandboxKey, type SandboxSpec } from '../../../domain/sandbox/sandbox';
-import { networkOffProblem, resolvedNetwork } from '../../../domain/sandbox/network-defaults';
+import { resolvedNetwork } from '../../../domain/sandbox/network-defaults';
+import { networkUnavailableProblem } from '../../../domain/sandbox/network-policy';
 import { sandboxSpecChangeProblem, sandboxSpecProblem } from '../../../domain/sandbox/spec-rules';
 import { volumeMountError } from '../../../runtime/bwrap-args';
 import { ImageReferenceError, parseImageReference } from '../../../domain/images/reference';
@@ -65,8 +66,8 @@ function checkSpec(config: HangarConfig, spec: SandboxSpec, before?: SandboxSpec
   const problem = sandboxSpecProblem(spec, Date.now(), before);
   if (problem) throw badRequest(problem);
   // A policy the nodes would not apply is refused rather than kept as if it were.
-  const networkOff = networkOffProblem(spec.network, config.sandboxNetwork, 'body.spec.network');
-  if (networkOff) throw badRequest(networkOff);
+  const unavailable = networkUnavailableProblem(spec.network, config.sandboxNetwork);
+  if (unavailable) throw badRequest(unavailable);
   const image = spec.runtime?.image;
   if (image === undefined || imageExists(image)) return;
   // A reference naming its registry is pulled before the start; a malformed one is refused here.

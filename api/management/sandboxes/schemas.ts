@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import { DURATION_PATTERN } from '../../../domain/duration';
 import { DisplayName, Labels, ResourceName } from '../common-schemas';
 import { envelopeSchema } from '../resources/envelope';
+import { NetworkSpecSchema } from '../network-schema';
 
 /** A date-time as RFC 3339 writes it (what `Date.toISOString()` gives). */
 export const RFC3339_PATTERN = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$';
@@ -44,23 +45,6 @@ const VolumeMount = Type.Object(
   { additionalProperties: false },
 );
 
-/** Entries are checked one by one after the schema (domain/sandbox/network-policy.ts), so a 400 names the bad one. */
-const DomainList = (description: string) => Type.Optional(Type.Array(Type.String({ maxLength: 300 }), { maxItems: 1000, description }));
-const NetworkRules = {
-  allowedDomains: DomainList("Only these may be reached: domains ('*.example.com' for its subdomains), IP addresses or CIDR blocks. Wins over forbiddenDomains."),
-  forbiddenDomains: DomainList('These may not be reached (same forms as allowedDomains).'),
-};
-
-/** `spec.network`; also a workspace's default for its new sandboxes. */
-export const NetworkSchema = Type.Object(
-  {
-    ...NetworkRules,
-    internet: Type.Optional(Type.Boolean({ description: 'false: no outbound network at all (loopback only). Fixed for the sandbox’s life.' })),
-    proxy: Type.Optional(Type.Object(NetworkRules, { additionalProperties: false, description: 'The same rules; both places apply.' })),
-  },
-  { additionalProperties: false },
-);
-
 export const SandboxSpecSchema = Type.Object(
   {
     region: Type.Optional(Type.String({ pattern: REGION_PATTERN, description: 'Fills {region} in the sandbox URL template; the platform region by default.' })),
@@ -88,7 +72,7 @@ export const SandboxSpecSchema = Type.Object(
       }),
     ),
     volumes: Type.Optional(Type.Array(VolumeMount, { maxItems: 20 })),
-    network: Type.Optional(NetworkSchema),
+    network: Type.Optional(NetworkSpecSchema),
   },
   { additionalProperties: false },
 );
