@@ -14,7 +14,15 @@ export type NodeRuntime = SandboxRuntime & {
   imageStorageBytes(id: string, image: string): Promise<number>;
   pullImage(reference: string): Promise<{ digest: string }>;
   findImage(reference: string): Promise<{ digest: string } | undefined>;
+  restoreFiles(id: string, snapshotId: string, restoreId: string): Promise<FreezeState>;
 };
+
+/** A restore asked for through the API: the snapshot (one of the sandbox's own) and the request's id. */
+export interface RestoreRequest {
+  snapshotId: string;
+  snapshotName: string;
+  restoreId: string;
+}
 
 /**
  * The node side of a sandbox's life, run by the runtime worker of the node that hosts it. Every
@@ -81,6 +89,14 @@ export function createSandboxNodeActivities({ runtime, volumes, pg }: { runtime:
       const [status, imageBytes] = await Promise.all([runtime.status(key.id), runtime.imageStorageBytes(key.id, image)]);
       return { memoryBytes: status?.memoryUsageBytes ?? 0, imageBytes };
     },
+
+    /**
+     * Puts the sandbox back to one of its snapshots, processes started afresh (see
+     * BwrapRuntime.restoreFiles), saying so on its events. Answers whether it was restored and the
+     * node's freeze state after: a snapshot whose files are gone leaves the sandbox as it was, with
+     * a Warning saying why; a start that fails after the files changed is an error (retried).
+     */
+    restoreSandbox: (key: SandboxKey, request: RestoreRequest) => whileHeartbeating(() => restoreSandbox(runtime, store, key, request)),
 
     /**
      * Removes the sandbox. Answers when it was gone (metering ends there) and its last freeze
@@ -165,6 +181,19 @@ async function pullSandboxImage(runtime: NodeRuntime, store: ResourceStore, key:
     if (err instanceof ImagePullError && err.kind !== 'unreachable') throw ApplicationFailure.nonRetryable(err.message, 'ImagePullError');
     if (err instanceof SandboxSpecError) throw ApplicationFailure.nonRetryable(err.message, 'SandboxSpecError');
     throw err;
+  }
+}
+
+/** See the activity restoreSandbox above. */
+async function restoreSandbox(runtime: NodeRuntime, store: ResourceStore, key: SandboxKey, request: RestoreRequest): Promise<ObservedFreeze & { restored: boolean }> {
+  try {
+    const freeze = await runtime.restoreFiles(key.id, request.snapshotId, request.restoreId);
+    await store.note(key.id, { type: 'Normal', message: `restored to snapshot '${request.snapshotName}': files replaced, processes started afresh` }, {});
+    return { ...freeze, observedAt: Date.now(), restored: true };
+  } catch (err) {
+    if (!(err instanceof SandboxSpecError)) throw err;
+    await store.note(key.id, { type: 'Warning', message: `restore to snapshot '${request.snapshotName}' refused: ${err.message}` }, {});
+    return { ...(await runtime.freezeState(key.id)), observedAt: Date.now(), restored: false };
   }
 }
 

@@ -114,6 +114,7 @@ export class SandboxNodeModel {
   controlActivities(): SandboxControlActivities {
     return {
       markSandboxFailed: async () => undefined,
+      markSandboxRestoreFailed: async () => undefined,
       markSandboxDeleting: async () => undefined,
       deleteSandboxRecord: async () => undefined,
       setSandboxState: async (_key, state) => {
