@@ -10,6 +10,7 @@ import { BuiltinWorkloads } from '../runtime/builtin-workloads';
 import { createDeploymentNodeActivities } from './deployment-node';
 import { createJobNodeActivities } from './job-node';
 import { createSandboxNodeActivities, type NodeRuntime } from './sandbox-node';
+import { registryAccountsFrom } from './support/registry-accounts';
 import { createSnapshotNodeActivities, type SnapshotRuntime } from './snapshot-node';
 import { createVolumeNodeActivities } from './volume-node';
 
@@ -30,7 +31,7 @@ export interface NodeActivityDeps {
 /** Every activity a node's runtime worker runs: what touches this machine's sandboxes and volumes. */
 export function createNodeActivities({ config, runtime, volumes, pg, platform, temporal, jobMounts }: NodeActivityDeps) {
   return {
-    ...createSandboxNodeActivities({ runtime, volumes, pg }),
+    ...createSandboxNodeActivities({ runtime, volumes, pg, registryAccounts: registryAccountsFrom(pg, config) }),
     ...createSnapshotNodeActivities({ runtime, pg }),
     ...createVolumeNodeActivities({ volumes }),
     ...createDeploymentNodeActivities({ runtime, dataDir: config.dataDir, builtins: new BuiltinWorkloads(config), pg, platform }),

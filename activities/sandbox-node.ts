@@ -7,13 +7,15 @@ import { ImagePullError } from '../domain/images/pull-failure';
 import { DEFAULT_SANDBOX_IMAGE, DEFAULT_SANDBOX_MEMORY_MB, type SandboxKey, type SandboxSpec } from '../domain/sandbox/sandbox';
 import { SandboxSpecError, type FreezeState, type RuntimeVolumeMount, type SandboxRemoval, type SandboxRuntime } from '../runtime/sandbox-runtime';
 import type { VolumeStore } from '../runtime/volume-store';
+import type { RegistryAccount } from '../domain/integrations/registry-credentials';
 import { whileHeartbeating } from './support/heartbeat';
+import type { RegistryAccounts } from './support/registry-accounts';
 
 /** The runtime plus what metering and images from registries need of it. */
 export type NodeRuntime = SandboxRuntime & {
   imageStorageBytes(id: string, image: string): Promise<number>;
-  pullImage(reference: string): Promise<{ digest: string }>;
-  findImage(reference: string): Promise<{ digest: string } | undefined>;
+  pullImage(reference: string, options?: { credentials?: RegistryAccount }): Promise<{ digest: string }>;
+  findImage(reference: string): Promise<{ digest: string; authenticated: boolean } | undefined>;
   restoreFiles(id: string, snapshotId: string, restoreId: string): Promise<FreezeState>;
 };
 
@@ -29,7 +31,7 @@ export interface RestoreRequest {
  * activity is idempotent (start returns the running sandbox, remove of a missing one is a no-op),
  * so retries after a worker crash are safe.
  */
-export function createSandboxNodeActivities({ runtime, volumes, pg }: { runtime: NodeRuntime; volumes?: VolumeStore; pg: Pool }) {
+export function createSandboxNodeActivities({ runtime, volumes, pg, registryAccounts }: { runtime: NodeRuntime; volumes?: VolumeStore; pg: Pool; registryAccounts?: RegistryAccounts }) {
   const store = new ResourceStore(pg);
   const history = new StateHistory(pg);
 
@@ -39,7 +41,7 @@ export function createSandboxNodeActivities({ runtime, volumes, pg }: { runtime:
       whileHeartbeating(() => startSandbox({ runtime, volumes, store, history }, key, spec, seedSnapshotId)),
 
     /** Pulls the sandbox's image onto this node when it comes from a registry (see pullSandboxImage below). */
-    pullSandboxImage: (key: SandboxKey, spec: SandboxSpec) => whileHeartbeating(() => pullSandboxImage(runtime, store, key, spec)),
+    pullSandboxImage: (key: SandboxKey, spec: SandboxSpec) => whileHeartbeating(() => pullSandboxImage({ runtime, store, registryAccounts }, key, spec)),
 
     /**
      * Freezes the sandbox unless it is serving a request, running a command someone waits on or
@@ -161,20 +163,31 @@ async function startSandbox(
 /**
  * Pulls the sandbox's image onto this node when it names a registry (a built-in image needs
  * nothing), saying on the sandbox's events that it waits for its image, then which digest came.
- * Answers the digest pulled. The registry's refusals (not found, unauthorized) and a malformed
- * reference do not get better by retrying; an unreachable registry may, and is retried.
+ * Answers the digest pulled. With `spec.runtime.registryConnection` the pull gives that
+ * connection's credentials, and always asks the registry: they are checked every time. An image
+ * last pulled with credentials is not started from the node's copy by a sandbox without them.
+ * The registry's refusals (not found, unauthorized) and a malformed reference do not get better
+ * by retrying; an unreachable registry may, and is retried.
  */
-async function pullSandboxImage(runtime: NodeRuntime, store: ResourceStore, key: SandboxKey, spec: SandboxSpec): Promise<{ digest?: string }> {
+async function pullSandboxImage(
+  { runtime, store, registryAccounts }: { runtime: NodeRuntime; store: ResourceStore; registryAccounts?: RegistryAccounts },
+  key: SandboxKey,
+  spec: SandboxSpec,
+): Promise<{ digest?: string }> {
   const image = spec.runtime?.image;
   if (image === undefined || !isRegistryImage(image)) return {};
-  const present = pullsEveryTime(image) ? undefined : await runtime.findImage(image);
+  const connection = spec.runtime?.registryConnection;
+  const found = pullsEveryTime(image) || connection !== undefined ? undefined : await runtime.findImage(image);
+  const present = found && !found.authenticated ? found : undefined;
   if (present) {
     await store.note(key.id, { type: 'Normal', message: `image '${image}' is on the node (${present.digest})` }, { image: { reference: image, digest: present.digest, pull: 'PRESENT' } });
     return { digest: present.digest };
   }
   await store.note(key.id, { type: 'Normal', message: `waiting for its image: pulling '${image}' onto the node` }, { image: { reference: image, pull: 'PULLING' } });
   try {
-    const { digest } = await runtime.pullImage(image);
+    if (connection !== undefined && !registryAccounts) throw ApplicationFailure.nonRetryable('this node worker cannot open integration connections', 'RegistryCredentialsError');
+    const credentials = connection === undefined ? undefined : await registryAccounts!(key.workspaceId, connection, image);
+    const { digest } = await runtime.pullImage(image, credentials ? { credentials } : {});
     await store.note(key.id, { type: 'Normal', message: `image '${image}' pulled (${digest})` }, { image: { reference: image, digest, pull: 'PULLED' } });
     return { digest };
   } catch (err) {

@@ -23,6 +23,11 @@ export interface StoredImage {
   dir: string;
   /** Bytes the node stores for it: its blobs (compressed layers, config, manifest) plus the unpacked rootfs. */
   storedBytes: number;
+  /**
+   * Whether its last pull gave credentials: its registry may want them, so whoever runs it without
+   * credentials of their own asks the registry first (a private image is not handed on by the node).
+   */
+  authenticated: boolean;
 }
 
 /** The record of an unpacked image, `image.json` beside its rootfs. */
@@ -87,9 +92,9 @@ export class OciImageStore {
     const canonical = canonicalImageReference(parseImageReference(reference));
     const text = await fsp.readFile(this.refFile(canonical), 'utf8').catch(() => undefined);
     if (!text) return undefined;
-    const digest = (JSON.parse(text) as { digest: string }).digest;
+    const { digest, authenticated } = JSON.parse(text) as { digest: string; authenticated?: boolean };
     const record = await this.readRecord(digest);
-    return record && this.stored(canonical, record);
+    return record && this.stored(canonical, record, authenticated === true);
   }
 
   /** Manifest digests of the images unpacked on this node. */
@@ -120,8 +125,8 @@ export class OciImageStore {
       });
       const manifest = manifestOfIndex(await fsp.readFile(path.join(layoutDir, 'index.json'), 'utf8'), TAG);
       const record = await this.unpackOnce(manifest.digest, layoutDir);
-      await writeFileAtomically(this.refFile(canonical), JSON.stringify({ reference: canonical, digest: record.digest }));
-      return this.stored(canonical, record);
+      await writeFileAtomically(this.refFile(canonical), JSON.stringify({ reference: canonical, digest: record.digest, authenticated: credentials !== undefined }));
+      return this.stored(canonical, record, credentials !== undefined);
     } finally {
       await fsp.rm(workDir, { recursive: true, force: true });
     }
@@ -170,9 +175,9 @@ export class OciImageStore {
     return text ? (JSON.parse(text) as ImageRecord) : undefined;
   }
 
-  private stored(reference: string, record: ImageRecord): StoredImage {
+  private stored(reference: string, record: ImageRecord, authenticated: boolean): StoredImage {
     const dir = this.unpackedDir(record.digest);
-    return { reference, digest: record.digest, config: record.config, rootfs: path.join(dir, 'rootfs'), dir, storedBytes: record.blobBytes + record.unpackedBytes };
+    return { reference, digest: record.digest, config: record.config, rootfs: path.join(dir, 'rootfs'), dir, storedBytes: record.blobBytes + record.unpackedBytes, authenticated };
   }
 
   private async prepare(): Promise<void> {

@@ -79,7 +79,7 @@ const deleteSchema = {
  */
 export default async function sandboxRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  const services: SandboxServices = { store: new ResourceStore(app.pg), temporal: app.temporal, config: app.config };
+  const services: SandboxServices = { store: new ResourceStore(app.pg), pg: app.pg, temporal: app.temporal, config: app.config };
   const envelope = (row: ResourceRow) => sandboxEnvelope(app.config, row);
 
   app.get(

@@ -8,16 +8,20 @@ import { sandboxSpecChangeProblem, sandboxSpecProblem } from '../../../domain/sa
 import { volumeMountError } from '../../../runtime/bwrap-args';
 import { ImageReferenceError, parseImageReference } from '../../../domain/images/reference';
 import { availableImages, imageExists } from '../../../runtime/image';
+import type { Pool } from 'pg';
 import type { ResourceRow, ResourceStore } from '../../../store/resources';
 import type { SandboxLifecycleInput, sandboxLifecycle } from '../../../workflows/sandbox-lifecycle';
 import { assertNameUnchanged, createNamed, findNamed, updateNamed, type MetadataInput } from '../resources/named';
 import { deleteThroughWorkflow, startOwningWorkflow } from '../resources/owning-workflow';
+import { checkRegistryConnection } from './registry-connection';
 
 export const SANDBOXES = { path: 'sandboxes', singular: 'sandbox' };
 
 /** What the sandbox operations work with: the resource rows, Temporal and the platform's settings. */
 export interface SandboxServices {
   store: ResourceStore;
+  /** Where the workspace's integration connections are looked up (a registry's credentials). */
+  pg: Pool;
   temporal: Client;
   config: HangarConfig;
 }
@@ -104,6 +108,7 @@ export async function createSandbox(services: SandboxServices, workspace: Worksp
   const { store, config } = services;
   const spec = body.spec ?? {};
   checkSpec(config, spec);
+  await checkRegistryConnection(services.pg, workspace, spec);
   const volumeIds = await resolveVolumes(store, workspace, spec);
   const insert = () => createNamed(store, workspace, SANDBOXES, { metadata: body.metadata, spec: spec as Record<string, unknown>, status: 'DEPLOYING', message: 'creating the sandbox', actor });
   const row = await insertOverFailed(services, workspace, body.metadata.name, insert);
@@ -197,6 +202,7 @@ export async function updateSandbox(services: SandboxServices, workspace: Worksp
   checkSpec(services.config, next, before);
   const changeProblem = sandboxSpecChangeProblem(before, next);
   if (changeProblem) throw badRequest(changeProblem);
+  await checkRegistryConnection(services.pg, workspace, next);
   const updated = await updateNamed(services.store, workspace, SANDBOXES, current, { metadata: body.metadata, spec: next as Record<string, unknown>, actor });
   // A lifecycle that is gone (the sandbox is being deleted) has nothing to apply the spec to.
   await services.temporal.workflow.getHandle(sandboxWorkflowId(workspace.name, updated.name)).signal('spec', next).catch(() => undefined);

@@ -39,7 +39,7 @@ const forked = { 200: ForkResult, 409: commonErrors[400], ...commonErrors };
  */
 export default async function snapshotRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  const services: SnapshotServices = { store: new ResourceStore(app.pg), snapshots: new SandboxSnapshotStore(app.pg), temporal: app.temporal, config: app.config };
+  const services: SnapshotServices = { store: new ResourceStore(app.pg), pg: app.pg, snapshots: new SandboxSnapshotStore(app.pg), temporal: app.temporal, config: app.config };
   const view = (workspace: string) => (row: SnapshotRow) => snapshotView(workspace, row);
 
   // A bare array, as every list of this API (the reference SDK reads a page or an array alike).
