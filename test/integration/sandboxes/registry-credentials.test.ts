@@ -77,6 +77,9 @@ test('the right credentials pull the private image and the sandbox runs from it'
   await resources().status('sandboxes', 'private-ok', 'DEPLOYED', 90_000);
   const socketPath = platform.runtime.socketPath(await resources().idOf('sandboxes', 'private-ok'));
   expect((await exec(socketPath, 'cat /marker.txt')).stdout).toBe('private image\n');
+  // In use: the connection cannot go while the sandbox names it.
+  expect(await api('DELETE', '/v0/integrations/connections/registry-ok')).toMatchObject({ statusCode: 409 });
+  expect((await api('DELETE', '/v0/integrations/connections/registry-ok')).json().message).toContain("sandbox(s) 'private-ok'");
 });
 
 test('wrong credentials: the sandbox FAILED with the registry refusal', async () => {
