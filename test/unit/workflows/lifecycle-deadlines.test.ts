@@ -9,6 +9,7 @@ import { METER_INTERVAL_MS } from '../../../domain/billing/meter-schedule';
 import type { DeploymentInput } from '../../../workflows/deployment';
 import type { SandboxLifecycleInput } from '../../../workflows/sandbox-lifecycle';
 import type { VolumeLifecycleInput } from '../../../workflows/volume-lifecycle';
+import type { SnapshotLifecycleInput } from '../../../workflows/snapshot-lifecycle';
 
 /**
  * The deadlines of the lifecycle workflows, each path on its own: a sandbox frozen when idle and
@@ -39,6 +40,8 @@ const ACTIVITIES = [
   'unpackBundle', 'prepareBuiltin', 'startRevision', 'wakeRevision', 'removeRevision', 'loadRevision', 'markRevisionProgress', 'markRevisionDeployed', 'markScale', 'markRevisionFailed', 'recordWorkloadState', 'recordWorkloadUsage',
   // volume
   'createVolumeStorage', 'growVolumeStorage', 'deleteVolumeStorage', 'markVolumeDeployed', 'markVolumeFailed', 'markVolumeDeleting', 'deleteVolumeRecord', 'recordVolumeUsage',
+  // snapshot
+  'captureSandboxFiles', 'removeSnapshotFiles', 'markSnapshotFailed', 'markSnapshotDeleting', 'deleteSnapshotRecord', 'recordSnapshotUsage',
 ];
 
 beforeAll(async () => {
@@ -193,5 +196,52 @@ describe('volume lifecycle', () => {
     await handle('volume-resize-during-grow').signal('delete');
     await finished(env, 'volume-resize-during-grow', setAside);
     expect(node.meteringProblems()).toEqual([]);
+  });
+});
+
+describe('snapshot lifecycle', () => {
+  /** A snapshot whose capture ends at `capturedAt` (or fails), and the periods its storage was billed for. */
+  async function startSnapshot(workflowId: string, capture: 'ready' | 'failed') {
+    const seen = { capturedAt: 0, removedAt: 0, periods: [] as { from: number; to: number }[], failed: false };
+    activitiesOf.set(workflowId, {
+      captureSandboxFiles: async () => {
+        if (capture === 'failed') throw new Error('the sandbox has no files on this node');
+        seen.capturedAt = await now();
+      },
+      markSnapshotFailed: async () => void (seen.failed = true),
+      recordSnapshotUsage: async (_key: unknown, from: unknown, to: unknown) => void seen.periods.push({ from: from as number, to: to as number }),
+      markSnapshotDeleting: async () => undefined,
+      removeSnapshotFiles: async () => void (seen.removedAt = await now()),
+      deleteSnapshotRecord: async () => undefined,
+    });
+    const key = { id: workflowId, workspace: 'ws', workspaceId: 'ws-id', name: workflowId };
+    const input: SnapshotLifecycleInput = { key, sourceId: 'source', nodeQueue: TASK_QUEUE, phase: 'create' };
+    await env.client.workflow.start('snapshotLifecycle', { taskQueue: TASK_QUEUE, workflowId, args: [input], retry: { maximumAttempts: 1 } });
+    return seen;
+  }
+
+  test("a ready snapshot's storage is billed once an interval, period after period, from its capture to its deletion", async () => {
+    const seen = await startSnapshot('snapshot-metered', 'ready');
+    await env.sleep(5 * MINUTE + 20_000);
+    await handle('snapshot-metered').signal('delete');
+    await finished(env, 'snapshot-metered', setAside);
+    expect(seen.periods.length).toBeGreaterThanOrEqual(5);
+    // Each a timer's interval (plus the recording's own moment), one after the other.
+    for (const period of seen.periods.slice(0, -1)) expect([period.to - period.from >= METER_INTERVAL_MS, period.to - period.from < 2 * METER_INTERVAL_MS]).toEqual([true, true]);
+    seen.periods.forEach((period, i) => i > 0 && expect(period.from).toBe(seen.periods[i - 1].to));
+    // Workflow time starts at the task after the capture answered: the first period starts there, the last ends before the files go.
+    expect(seen.periods[0].from - seen.capturedAt).toBeGreaterThanOrEqual(0);
+    expect(seen.periods[0].from - seen.capturedAt).toBeLessThan(METER_INTERVAL_MS);
+    expect(seen.periods.at(-1)!.to).toBeLessThanOrEqual(seen.removedAt);
+    expect(seen.periods.at(-1)!.to - seen.periods[0].from).toBeGreaterThanOrEqual(5 * MINUTE);
+  });
+
+  test('a failed capture bills nothing', async () => {
+    const seen = await startSnapshot('snapshot-failed', 'failed');
+    await env.sleep(3 * MINUTE);
+    await handle('snapshot-failed').signal('delete');
+    await finished(env, 'snapshot-failed', setAside);
+    expect(seen.failed).toBe(true);
+    expect(seen.periods).toEqual([]);
   });
 });
