@@ -35,7 +35,7 @@ const setAside = new SetAsideServers();
 const activitiesOf = new Map<string, Record<string, (...args: unknown[]) => Promise<unknown>>>();
 const ACTIVITIES = [
   // sandbox
-  'startSandbox', 'enterStandby', 'freezeState', 'measureSandbox', 'stopSandbox', 'markSandboxFailed', 'markSandboxDeleting', 'deleteSandboxRecord', 'setSandboxState', 'recordSandboxUsage',
+  'startSandbox', 'enterStandby', 'freezeState', 'measureSandbox', 'stopSandbox', 'restoreSandbox', 'markSandboxFailed', 'markSandboxRestoreFailed', 'markSandboxDeleting', 'deleteSandboxRecord', 'setSandboxState', 'recordSandboxUsage',
   // deployment
   'unpackBundle', 'prepareBuiltin', 'startRevision', 'wakeRevision', 'removeRevision', 'loadRevision', 'markRevisionProgress', 'markRevisionDeployed', 'markScale', 'markRevisionFailed', 'recordWorkloadState', 'recordWorkloadUsage',
   // volume
@@ -99,6 +99,22 @@ describe('sandbox lifecycle', () => {
     await finished(env, 'sandbox-idle', setAside);
     expect(node.meteringProblems()).toEqual([]);
     expect([...node.usage.values()].map((period) => period.state)).toContain('STANDBY');
+  });
+
+  test('a sandbox in standby restored to a snapshot runs again, metered as running from the restore, and freezes again when idle', async () => {
+    const { node } = await startSandbox('sandbox-restore', {}, 5 * MINUTE);
+    await env.sleep(7 * MINUTE);
+    expect(node.nodeState()).toBe('STANDBY');
+    await handle('sandbox-restore').signal('restore', { snapshotId: 'snap', snapshotName: 'snap', restoreId: 'restore-1' });
+    await env.sleep(MINUTE);
+    expect(node.nodeState()).toBe('RUNNING');
+    expect((await handle('sandbox-restore').query<{ state: string }>('state')).state).toBe('RUNNING');
+    await env.sleep(6 * MINUTE);
+    expect(node.nodeState()).toBe('STANDBY');
+    await handle('sandbox-restore').signal('delete');
+    await finished(env, 'sandbox-restore', setAside);
+    expect(node.meteringProblems()).toEqual([]);
+    expect(node.history.map((change) => change.state)).toEqual(['RUNNING', 'STANDBY', 'RUNNING', 'STANDBY', 'STOPPED']);
   });
 
   test('a sandbox past its ttl is deleted, with the reason, and metered up to its removal', async () => {
