@@ -248,6 +248,9 @@ class SandboxRun {
       if (seen.restored) this.lastUsedAt = Math.max(this.lastUsedAt, seen.observedAt);
       return true;
     } catch (err) {
+      // It runs no more: its usage ends here, before its state history does.
+      await this.meter(Date.now());
+      this.metering = false;
       await this.control.markSandboxRestoreFailed(this.key, `restore to snapshot '${request.snapshotName}' failed: ${failureReason(err)}`);
       return false;
     }

@@ -1,4 +1,4 @@
-import { Context } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker, bundleWorkflowCode } from '@temporalio/worker';
 import { DeploymentNodeModel } from '../../fakes/deployment-node-model';
@@ -115,6 +115,29 @@ describe('sandbox lifecycle', () => {
     await finished(env, 'sandbox-restore', setAside);
     expect(node.meteringProblems()).toEqual([]);
     expect(node.history.map((change) => change.state)).toEqual(['RUNNING', 'STANDBY', 'RUNNING', 'STANDBY', 'STOPPED']);
+  });
+
+  test('a restore that cannot start the sandbox again leaves it FAILED with the reason, billed up to the failure and no further', async () => {
+    const { node } = await startSandbox('sandbox-restore-failed', {}, HOUR);
+    const failures: string[] = [];
+    let failedAt = 0;
+    const activities = activitiesOf.get('sandbox-restore-failed')!;
+    activities.restoreSandbox = async () => {
+      failedAt = await now();
+      throw ApplicationFailure.nonRetryable('sandbox did not start: its agent exited', 'SandboxStartError');
+    };
+    activities.markSandboxRestoreFailed = async (_key: unknown, message: unknown) => void failures.push(message as string);
+    await env.sleep(3 * MINUTE);
+    await handle('sandbox-restore-failed').signal('restore', { snapshotId: 'snap', snapshotName: 'snap', restoreId: 'restore-1' });
+    await env.sleep(5 * MINUTE);
+    expect(failures).toEqual(["restore to snapshot 'snap' failed: sandbox did not start: its agent exited"]);
+    await handle('sandbox-restore-failed').signal('delete');
+    await finished(env, 'sandbox-restore-failed', setAside);
+    expect(node.stopped).toBe(true);
+    const periods = [...node.usage.values()].sort((a, b) => a.from - b.from);
+    expect(periods.at(-1)!.to - failedAt).toBeGreaterThanOrEqual(0);
+    expect(periods.at(-1)!.to - failedAt).toBeLessThan(MINUTE);
+    periods.forEach((period, i) => i > 0 && expect(period.from).toBe(periods[i - 1].to));
   });
 
   test('a sandbox past its ttl is deleted, with the reason, and metered up to its removal', async () => {
