@@ -1,5 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { WorkflowUpdateRPCTimeoutOrCancelledError } from '@temporalio/client';
+import { WorkflowNotFoundError } from '@temporalio/common';
 import { nodeTaskQueue } from '../../../domain/config';
 import { badRequest, conflict, notFound } from '../../../domain/errors';
 import type { WorkspaceGrant } from '../../../domain/principal';
@@ -146,6 +147,13 @@ export async function restoreSandbox(services: SnapshotServices, workspace: Work
   if (snapshot.status !== 'ready') throw conflict(`snapshot '${snapshot.name}' is ${snapshot.status}: only a ready snapshot can be restored`);
   if (sandbox.status !== 'DEPLOYED') throw conflict(`sandbox '${sandbox.name}' is ${sandbox.status}: only a sandbox that runs or stands by can be restored`);
   const request: RestoreRequest = { snapshotId: snapshot.id, snapshotName: snapshot.name, restoreId: randomUUID() };
-  await services.temporal.workflow.getHandle(sandboxWorkflowId(workspace.name, sandbox.name)).signal('restore', request);
+  await services.temporal.workflow
+    .getHandle(sandboxWorkflowId(workspace.name, sandbox.name))
+    .signal('restore', request)
+    .catch((err: unknown) => {
+      // Its life ended between the look and the signal: it is going.
+      if (err instanceof WorkflowNotFoundError) throw conflict(`sandbox '${sandbox.name}' is being deleted: it cannot be restored`);
+      throw err;
+    });
   return { name: sandbox.name, snapshotId: snapshot.id };
 }
