@@ -116,4 +116,14 @@ test('a sandbox on a larger image pays for the difference in stored image bytes;
   // Nothing else of the snapshot is billed, and the sandbox's own snapshot dimension is its standby only (none here).
   expect([...rows.keys()].filter((key) => key.startsWith(snapshot.id))).toEqual([`${snapshot.id}/sandbox_snapshot_storage_gbs`]);
   expect(rows.has(`${largeId}/sandbox_snapshot_storage_gbs`)).toBe(false);
+
+  // The metrics API says the same, grouped by instance and dimension.
+  const hour = 3_600_000;
+  const window = { startTime: new Date(Math.floor(captureAsked / hour) * hour).toISOString(), endTime: new Date((Math.floor(Date.now() / hour) + 1) * hour).toISOString() };
+  const query = new URLSearchParams({ ...window, groupBy: 'resource_uuid,billing_dimension', resourceUuid: snapshot.id });
+  const metrics = await t.app.inject({ method: 'GET', url: `/v0/accounts/${tenant.accountId}/metrics?${query}`, headers: { authorization: `Bearer ${tenant.admin.apiKey}` } });
+  expect(metrics.statusCode).toBe(200);
+  const [entry] = metrics.json().data;
+  expect(entry).toMatchObject({ resourceUuid: snapshot.id, billingDimension: 'sandbox_snapshot_storage_gbs' });
+  expect(entry.summary.usage.gbs).toBeCloseTo(snapshotRow!.quantity, 6);
 });
