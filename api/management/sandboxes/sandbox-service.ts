@@ -18,12 +18,14 @@ import { workspaceSandboxNetwork } from '../../../store/workspaces';
 import type { SandboxLifecycleInput, sandboxLifecycle } from '../../../workflows/sandbox-lifecycle';
 import { assertNameUnchanged, createNamed, findNamed, updateNamed, type MetadataInput } from '../resources/named';
 import { deleteThroughWorkflow, startOwningWorkflow } from '../resources/owning-workflow';
+import { checkRegistryConnection } from './registry-connection';
 
 export const SANDBOXES = { path: 'sandboxes', singular: 'sandbox' };
 
 /** What the sandbox operations work with: the resource rows, the database (workspace defaults), Temporal and the platform's settings. */
 export interface SandboxServices {
   store: ResourceStore;
+  /** Where the workspace's integration connections are looked up (a registry's credentials). */
   pg: Pool;
   temporal: Client;
   config: HangarConfig;
@@ -138,6 +140,7 @@ export async function createSandbox(services: SandboxServices, workspace: Worksp
   const spec = await withDefaultNetwork(services, workspace, body.spec ?? {});
   checkSpec(config, spec);
   await checkOwnImage(services, workspace, spec);
+  await checkRegistryConnection(services.pg, workspace, spec);
   const volumeIds = await resolveVolumes(store, workspace, spec);
   const insert = () => createNamed(store, workspace, SANDBOXES, { metadata: body.metadata, spec: spec as Record<string, unknown>, status: 'DEPLOYING', message: 'creating the sandbox', actor });
   const row = await insertOverFailed(services, workspace, body.metadata.name, insert);
@@ -233,6 +236,7 @@ export async function updateSandbox(services: SandboxServices, workspace: Worksp
   await checkOwnImage(services, workspace, next, before);
   const changeProblem = sandboxSpecChangeProblem(before, next);
   if (changeProblem) throw badRequest(changeProblem);
+  await checkRegistryConnection(services.pg, workspace, next);
   const updated = await updateNamed(services.store, workspace, SANDBOXES, current, { metadata: body.metadata, spec: next as Record<string, unknown>, actor });
   // A lifecycle that is gone (the sandbox is being deleted) has nothing to apply the spec to.
   await services.temporal.workflow.getHandle(sandboxWorkflowId(workspace.name, updated.name)).signal('spec', next).catch(() => undefined);

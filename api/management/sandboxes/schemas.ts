@@ -53,6 +53,9 @@ export const SandboxSpecSchema = Type.Object(
         {
           // A name of up to 255 characters, a tag of up to 128 and a sha256 digest: 455 at most.
           image: Type.Optional(Type.String({ maxLength: 512, description: "Image: 'base' (a shell, Python 3 and Node) by default, an image the workspace built, name[:tag] (PUT /v0/images/{name}/build), or an OCI image of a registry named with its host, [registry/][namespace/]name[:tag|@digest], pulled onto the node before the start." })),
+          registryConnection: Type.Optional(
+            Type.String({ maxLength: 200, description: "Integration connection (integration 'oci-registry') whose credentials pull the image from its private registry." }),
+          ),
           memory: Type.Optional(Type.Integer({ minimum: 64, maximum: 65_536, description: 'Memory limit in MB (enforced).' })),
           envs: Type.Optional(Type.Array(Env, { maxItems: 200 })),
           ports: Type.Optional(Type.Array(Port, { maxItems: 50 })),
