@@ -288,6 +288,19 @@ describe.each([
     expect(await Promise.all(cluster.servers.map((server) => schemaOf(server.url)))).toEqual(before);
   });
 
+  it('refuses to shard a database whose usage tables were made for a single server, naming the variable', async () => {
+    const client = serverClient(cluster.servers[0].url);
+    try {
+      await migrateClickHouse(client, 'single_before', undefined);
+      await expect(migrateClickHouse(client, 'single_before', name)).rejects.toThrow(
+        /CLICKHOUSE_CLUSTER is '.*', but single_before\.usage_\w+ is a single-server table/,
+      );
+    } finally {
+      await client.command({ query: 'DROP DATABASE IF EXISTS single_before' }).catch(() => undefined);
+      await client.close();
+    }
+  });
+
   it('stops start-up naming CLICKHOUSE_CLUSTER when the servers do not define that cluster', async () => {
     const config = loadConfig({
       HANGAR_DATA_DIR: path.join(dataDir, 'prepare'),
