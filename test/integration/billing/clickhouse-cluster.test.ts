@@ -9,7 +9,7 @@ import { prepare } from '../../../scripts/prepare';
 import { CLUSTER_SETTINGS } from '../../../store/clickhouse-client';
 import { migrateClickHouse } from '../../../store/clickhouse-schema';
 import { migrate } from '../../../store/migrate';
-import { startClickHouseCluster, type LocalClickHouseCluster } from '../../helpers/clickhouse-cluster';
+import { startClickHouseCluster, type LocalClickHouseCluster } from '../../../scripts/stack/clickhouse-cluster';
 import { addIdentity, testConfig, unique } from '../../helpers/platform';
 import { testStack } from '../../setup/stack';
 import { waitUntilReady } from '../../../scripts/stack/readiness';

@@ -1,7 +1,7 @@
-import { startLocalClickHouse } from '../../scripts/stack/clickhouse';
-import type { LaunchContext, StartedService } from '../../scripts/stack/local-service';
-import { startLocalZooKeeper } from '../../scripts/stack/zookeeper';
-import { freePort } from './ports';
+import net from 'node:net';
+import { startLocalClickHouse } from './clickhouse';
+import type { LaunchContext, StartedService } from './local-service';
+import { startLocalZooKeeper } from './zookeeper';
 
 export interface ClusterServer {
   /** http://user:password@127.0.0.1:port/ */
@@ -26,10 +26,23 @@ export interface ClusterOptions {
   database: string;
 }
 
+/** A TCP port free on 127.0.0.1 right now. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as net.AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
 /**
  * A ZooKeeper and shards x replicas ClickHouse servers on free loopback ports, each defining
- * the cluster `name` over all of them, started by the stack's own launchers. Everything started
- * is stopped again if any part fails.
+ * the cluster `name` over all of them, started by the stack's own launchers: what the cluster
+ * test and benchmark run against (a production cluster is the operator's own). Everything
+ * started is stopped again if any part fails; all of it dies with this process.
  */
 export async function startClickHouseCluster(options: ClusterOptions): Promise<LocalClickHouseCluster> {
   const ctx: LaunchContext = { log: () => undefined, bindToParent: true, reuseRunning: false, readyTimeoutMs: 90_000 };
