@@ -16,8 +16,8 @@ import { waitUntilReady } from '../../../scripts/stack/readiness';
 import { createBillingTenant, metricsUrl, startBillingHarness, type BillingHarness, type BillingTenant, type EventInput } from './helpers';
 
 /**
- * The usage schema on ClickHouse clusters (CLICKHOUSE_CLUSTER) of two shards, and of one shard
- * of two replicas, against the test stack's single server: the same events, through the same
+ * The usage schema on ClickHouse clusters (CLICKHOUSE_CLUSTER) of two shards, of one shard of
+ * two replicas and of two shards of two replicas each, against the test stack's single server: the same events, through the same
  * API and flush (a retried flush storing a batch twice included), give the same answers to
  * every metrics query.
  */
@@ -191,6 +191,7 @@ const queries: Record<string, string | number | undefined>[] = [
 describe.each([
   { shards: 2, replicas: 1 },
   { shards: 1, replicas: 2 },
+  { shards: 2, replicas: 2 },
 ])('usage on a ClickHouse cluster of $shards shard(s) x $replicas replica(s)', ({ shards, replicas }) => {
   const name = `hangar_${shards}x${replicas}`;
   const pgDatabase = `billing_${name}_${process.pid}_${Date.now()}`;
@@ -263,9 +264,9 @@ describe.each([
   if (replicas > 1) {
     it('replicates each shard to its other replicas', async () => {
       const count = (url: string) => queryServer<{ n: string }>(url, `SELECT count() AS n FROM ${DATABASE}.usage_hourly_sums_local`).then((rows) => rows[0].n);
-      const [first, ...others] = cluster.servers;
-      const expected = await count(first.url);
-      for (const other of others) {
+      for (const other of cluster.servers.filter((server) => server.replica > 1)) {
+        const first = cluster.servers.find((server) => server.shard === other.shard && server.replica === 1)!;
+        const expected = await count(first.url);
         await waitUntilReady('replica', async () => {
           const n = await count(other.url);
           if (n !== expected) throw new Error(`${n} rows of ${expected}`);
