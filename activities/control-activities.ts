@@ -3,8 +3,10 @@ import { createCustomDomainControlActivities } from './custom-domain-control';
 import { createDeploymentControlActivities } from './deployment-control';
 import type { ActivityDeps } from './support/activity-deps';
 import { createJobControlActivities } from './job-control';
+import { createNodePlacementActivities } from './node-placement';
 import { createProvisioningActivities } from './provisioning';
 import { createSandboxControlActivities } from './sandbox-control';
+import { createImageControlActivities } from './image-control';
 import { createSnapshotControlActivities } from './snapshot-control';
 import { createVolumeControlActivities } from './volume-control';
 import { createUsageActivities } from './usage-flush';
@@ -16,9 +18,11 @@ export function createActivities(deps: ActivityDeps) {
   return {
     ...createSandboxControlActivities(deps),
     ...createSnapshotControlActivities(deps),
+    ...createImageControlActivities(deps),
     ...createDeploymentControlActivities(deps),
     ...createProvisioningActivities(deps),
     ...createJobControlActivities(deps),
+    ...createNodePlacementActivities(deps),
     ...createVolumeControlActivities(deps),
     ...createCustomDomainControlActivities(deps),
     ...createUsageActivities(deps),

@@ -10,12 +10,13 @@ import { BuiltinWorkloads } from '../runtime/builtin-workloads';
 import { createDeploymentNodeActivities } from './deployment-node';
 import { createJobNodeActivities } from './job-node';
 import { createSandboxNodeActivities, type NodeRuntime } from './sandbox-node';
+import { createImageBuildNodeActivities, type ImageBuildRuntime } from './image-build-node';
 import { createSnapshotNodeActivities, type SnapshotRuntime } from './snapshot-node';
 import { createVolumeNodeActivities } from './volume-node';
 
 export interface NodeActivityDeps {
   config: HangarConfig;
-  runtime: NodeRuntime & SnapshotRuntime;
+  runtime: NodeRuntime & SnapshotRuntime & ImageBuildRuntime;
   volumes: VolumeStore;
   /** Sandbox starts record their status, job tasks their progress, so a restarted worker resumes them; async agent requests live there. */
   pg: Pool;
@@ -32,6 +33,7 @@ export function createNodeActivities({ config, runtime, volumes, pg, platform, t
   return {
     ...createSandboxNodeActivities({ runtime, volumes, pg }),
     ...createSnapshotNodeActivities({ runtime, pg }),
+    ...createImageBuildNodeActivities({ runtime, pg, dataDir: config.dataDir }),
     ...createVolumeNodeActivities({ volumes }),
     ...createDeploymentNodeActivities({ runtime, dataDir: config.dataDir, builtins: new BuiltinWorkloads(config), pg, platform }),
     ...createJobNodeActivities({ runtime, pg, volumes: jobMounts }),

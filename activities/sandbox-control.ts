@@ -18,6 +18,10 @@ export function createSandboxControlActivities({ pg }: Pick<ActivityDeps, 'pg'>)
     async setSandboxState(key: SandboxKey, state: SandboxState, lastUsedAt: number): Promise<void> {
       await store.mergeState(key.id, { state, lastUsedAt: new Date(lastUsedAt).toISOString() });
     },
+    /** An event on the sandbox under its current status (e.g. a network policy the node has not taken yet). */
+    async noteSandboxEvent(key: SandboxKey, type: 'Normal' | 'Warning', message: string): Promise<void> {
+      await store.note(key.id, { type, message }, {});
+    },
     async markSandboxDeleting(key: SandboxKey, reason: string): Promise<void> {
       await store.transition(key.id, 'DELETING', { type: 'Normal', message: reason });
     },

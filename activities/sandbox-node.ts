@@ -5,7 +5,7 @@ import { StateHistory } from '../store/state-history';
 import { isRegistryImage, pullsEveryTime } from '../domain/images/builtin';
 import { ImagePullError } from '../domain/images/pull-failure';
 import { DEFAULT_SANDBOX_IMAGE, DEFAULT_SANDBOX_MEMORY_MB, type SandboxKey, type SandboxSpec } from '../domain/sandbox/sandbox';
-import { SandboxSpecError, type FreezeState, type RuntimeVolumeMount, type SandboxRemoval, type SandboxRuntime } from '../runtime/sandbox-runtime';
+import { SandboxNotFoundError, SandboxSpecError, type FreezeState, type RuntimeVolumeMount, type SandboxRemoval, type SandboxRuntime } from '../runtime/sandbox-runtime';
 import type { VolumeStore } from '../runtime/volume-store';
 import { whileHeartbeating } from './support/heartbeat';
 
@@ -62,9 +62,18 @@ export function createSandboxNodeActivities({ runtime, volumes, pg }: { runtime:
       await runtime.updateEnvs(key.id, runtimeEnvs(spec));
     },
 
-    /** The sandbox's network policy, from its next connection on (see SandboxRuntime.updateNetwork); idempotent. */
+    /**
+     * The sandbox's network policy, from its next connection on (see SandboxRuntime.updateNetwork);
+     * idempotent. A policy the node cannot take for this sandbox (gone from the node, `internet`
+     * changed) will not become takeable by retrying.
+     */
     async updateSandboxNetwork(key: SandboxKey, spec: SandboxSpec): Promise<void> {
-      await runtime.updateNetwork(key.id, spec.network);
+      try {
+        await runtime.updateNetwork(key.id, spec.network);
+      } catch (err) {
+        if (err instanceof SandboxSpecError || err instanceof SandboxNotFoundError) throw ApplicationFailure.nonRetryable(err.message, err.name);
+        throw err;
+      }
     },
 
     /** The sandbox's freeze state now, and the moment it was read (by this node's clock). */

@@ -1,5 +1,8 @@
 import os from 'node:os';
 import path from 'node:path';
+import { parseAllowedPrivateRanges } from './sandbox/ip-address';
+import { parseNetworkSpec } from './sandbox/network-defaults';
+import type { SandboxNetworkSpec } from './sandbox/network-policy';
 import { parseNodeLabels, UNREACHABLE_AFTER_SECONDS } from './nodes/node';
 
 /**
@@ -60,6 +63,13 @@ export interface HangarConfig {
   sandboxNetwork: boolean;
   /** The private subnet of each node's sandboxes (HANGAR_SANDBOX_SUBNET). */
   sandboxSubnet: string;
+  /**
+   * The platform-wide `spec.network` of new sandboxes that give none and whose workspace has no
+   * default (HANGAR_SANDBOX_DEFAULT_NETWORK, JSON in spec.network's shape).
+   */
+  sandboxDefaultNetwork?: SandboxNetworkSpec;
+  /** Blocks of private ranges sandboxes may reach (HANGAR_SANDBOX_ALLOWED_PRIVATE_RANGES, comma-separated CIDR blocks). */
+  sandboxAllowedPrivateRanges: string[];
   /** Seconds without gateway requests before a workload with `minScale: 0` stops (scales to zero). */
   workloadIdleSeconds: number;
   /** Longest a gateway request holds while its workload starts again from zero, in seconds. */
@@ -144,6 +154,31 @@ function atLeastOne(env: NodeJS.ProcessEnv, name: string, fallback: number): num
   return value;
 }
 
+/** HANGAR_SANDBOX_DEFAULT_NETWORK: a `spec.network` as JSON, checked entry by entry like a sandbox's. */
+function defaultNetworkFrom(env: NodeJS.ProcessEnv): SandboxNetworkSpec | undefined {
+  const name = 'HANGAR_SANDBOX_DEFAULT_NETWORK';
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch (err) {
+    throw new Error(`${name} must be JSON in spec.network's shape, e.g. {"allowedDomains":["pypi.org"]}: ${(err as Error).message}`, { cause: err });
+  }
+  const spec = parseNetworkSpec(value, name);
+  if ('problem' in spec) throw new Error(spec.problem);
+  return spec;
+}
+
+/** HANGAR_SANDBOX_ALLOWED_PRIVATE_RANGES: CIDR blocks inside private ranges, kept as written once checked. */
+function allowedPrivateRangesFrom(env: NodeJS.ProcessEnv): string[] {
+  const name = 'HANGAR_SANDBOX_ALLOWED_PRIVATE_RANGES';
+  const raw = env[name] ?? '';
+  const blocks = parseAllowedPrivateRanges(raw, name);
+  if ('problem' in blocks) throw new Error(blocks.problem);
+  return raw.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): HangarConfig {
   const host = env.HANGAR_HOST || '127.0.0.1';
   const basePort = intFrom(env, 'HANGAR_BASE_PORT', 8080);
@@ -181,6 +216,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HangarConfig {
     sandboxWarmPool: intFrom(env, 'HANGAR_SANDBOX_WARM_POOL', 2),
     sandboxNetwork: switchFrom(env, 'HANGAR_SANDBOX_NETWORK', true),
     sandboxSubnet: env.HANGAR_SANDBOX_SUBNET || '10.200.0.0/16',
+    sandboxDefaultNetwork: defaultNetworkFrom(env),
+    sandboxAllowedPrivateRanges: allowedPrivateRangesFrom(env),
     workloadIdleSeconds: intFrom(env, 'HANGAR_WORKLOAD_IDLE_SECONDS', 300),
     workloadWakeTimeoutSeconds: intFrom(env, 'HANGAR_WORKLOAD_WAKE_TIMEOUT_SECONDS', 30),
     sandboxStartWaitSeconds: intFrom(env, 'HANGAR_SANDBOX_START_WAIT_SECONDS', 60),

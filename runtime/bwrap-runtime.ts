@@ -13,7 +13,7 @@ import { diskUsageBytes } from './disk-usage';
 import { DEFAULT_IMAGE, imageName } from './image';
 import type { StoredImage } from './image-store';
 import { sandboxOwnedPaths } from './image-tree';
-import { SandboxImages } from './sandbox-images';
+import { SandboxImages, type WorkspaceImageBuild } from './sandbox-images';
 import type { RegistryCredentials } from './skopeo';
 import { SANDBOX_AGENT_CONFIG, assertSandboxId, sandboxLayout, snapshotFilesDir, type SandboxLayout } from './layout';
 import { SANDBOX_ENV, installCode, prepareSandboxFolders, writeIdentityFiles, type SandboxUser } from './sandbox-files';
@@ -51,7 +51,7 @@ export interface BwrapRuntimeOptions {
   /** The host's setpriv, run through the host's loader in sandboxes on pulled images. */
   setprivPath?: string;
   /** Images pulled from registries (runtime/image-store.ts): the tools, and registries reached without TLS checks besides loopback ones. */
-  images?: { skopeoPath?: string; umociPath?: string; insecureRegistries?: string[] };
+  images?: { skopeoPath?: string; umociPath?: string; insecureRegistries?: string[]; buildahPath?: string; buildStorageDriver?: string };
   /** Host uid and gid of the sandbox user (named `user` inside). */
   uid?: number;
   gid?: number;
@@ -170,7 +170,8 @@ export class BwrapRuntime implements SandboxRuntime {
    */
   async imageStorageBytes(id: string, image: string): Promise<number> {
     const layer = this.layout(id).writable.map((folder) => folder.hostPath).filter((folder) => fs.existsSync(folder));
-    return (await this.images.storedBytes(image)) + (await diskUsageBytes(layer));
+    const workspaceId = (await this.store.read(id).catch(() => undefined))?.spec.workspaceId;
+    return (await this.images.storedBytes(image, workspaceId)) + (await diskUsageBytes(layer));
   }
 
   /**
@@ -182,6 +183,21 @@ export class BwrapRuntime implements SandboxRuntime {
     return this.images.pull(reference, options);
   }
 
+  /** Builds a workspace's image from a Dockerfile into this node's store (SandboxImages.build). */
+  buildImage(build: WorkspaceImageBuild): Promise<StoredImage> {
+    return this.images.build(build);
+  }
+
+  /** A workspace's image tag as this node stores it, if it does. */
+  findWorkspaceImage(workspaceId: string, name: string, tag: string): Promise<StoredImage | undefined> {
+    return this.images.findWorkspaceImage(workspaceId, name, tag);
+  }
+
+  /** Forgets a workspace's image tag on this node. */
+  removeWorkspaceImage(workspaceId: string, name: string, tag: string, owner: string): Promise<void> {
+    return this.images.removeWorkspaceImage(workspaceId, name, tag, owner);
+  }
+
   /** The image a reference was last pulled as on this node, if it was. */
   findImage(reference: string): Promise<StoredImage | undefined> {
     return this.images.store.find(reference);
@@ -189,7 +205,7 @@ export class BwrapRuntime implements SandboxRuntime {
 
   async start(spec: RuntimeSandboxSpec): Promise<SandboxHandle> {
     validateSpec(spec);
-    await this.images.check(spec.image);
+    await this.images.check(spec.image, spec.workspaceId);
     return this.exclusive(spec.id, async () => {
       const record = await this.store.read(spec.id);
       if (record && (await this.isAlive(record))) {
@@ -275,7 +291,7 @@ export class BwrapRuntime implements SandboxRuntime {
 
   private async launch(spec: RuntimeSandboxSpec): Promise<SandboxHandle> {
     const layout = this.layout(spec.id);
-    const image = await this.images.resolve(spec.image, sandboxOwnedPaths(layout.writable, spec.volumes));
+    const image = await this.images.resolve(spec.image, spec.workspaceId, sandboxOwnedPaths(layout.writable, spec.volumes));
     if (spec.seedSnapshotId) await seedTree(snapshotFilesDir(this.options.dataDir, spec.seedSnapshotId), layout.fsRoot);
     // A warm sandbox is networked like the sandboxes it stands in for, and may reach nothing until one takes it over.
     const warm = isWarmId(spec.id) && this.options.network !== undefined;
@@ -358,7 +374,7 @@ export class BwrapRuntime implements SandboxRuntime {
       const updated: SandboxRecord = { ...record, spec: { ...record.spec, envs } };
       validateSpec(updated.spec);
       await this.store.write(updated);
-      await writeIdentityFiles(updated.spec, this.layout(id), this.identity(), await this.images.runSettings(updated.spec.image), record.network);
+      await writeIdentityFiles(updated.spec, this.layout(id), this.identity(), await this.images.runSettings(updated.spec.image, updated.spec.workspaceId), record.network);
     });
   }
 

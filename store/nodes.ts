@@ -47,3 +47,8 @@ export async function setNodeDrained(pg: Pool, id: string, drained: boolean): Pr
   const updated = await pg.query(`UPDATE nodes SET drained_at = CASE WHEN $2 THEN coalesce(drained_at, now()) END WHERE id = $1`, [id, drained]);
   return updated.rowCount ? getNode(pg, id) : undefined;
 }
+
+/** The nodes of the platform whose control task queue is `controlQueue` (node queues are `<control queue>-node-<id>`). */
+export async function platformNodes(pg: Pool, controlQueue: string): Promise<NodeRow[]> {
+  return (await pg.query<NodeRow>(`${SELECT} WHERE task_queue = $1 || '-node-' || id ORDER BY id`, [controlQueue])).rows;
+}

@@ -133,6 +133,26 @@ export class ResourceStore {
     await this.pg.query('UPDATE resources SET state = state || $2::jsonb WHERE id = $1', [id, JSON.stringify(state)]);
   }
 
+  /**
+   * Adds bytes sandboxes' egress carried to their totals (`state.network`), all in one statement:
+   * increments, so counts from several node workers in turn (a restart) add up and concurrent
+   * additions do not lose each other; rows are locked in id order, so two batches never deadlock.
+   */
+  async addSandboxTraffic(counts: { id: string; bytesOut: number; bytesIn: number }[]): Promise<void> {
+    if (counts.length === 0) return;
+    const sorted = [...counts].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    await this.pg.query(
+      `WITH added AS (SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::bigint[]) AS t(id, bytes_out, bytes_in)),
+            locked AS (SELECT r.id FROM resources r JOIN added USING (id) ORDER BY r.id FOR UPDATE OF r)
+       UPDATE resources r SET state = r.state || jsonb_build_object('network', jsonb_build_object(
+                'bytesOut', COALESCE((r.state->'network'->>'bytesOut')::bigint, 0) + added.bytes_out,
+                'bytesIn', COALESCE((r.state->'network'->>'bytesIn')::bigint, 0) + added.bytes_in))
+         FROM added JOIN locked USING (id)
+        WHERE r.id = added.id`,
+      [sorted.map((c) => c.id), sorted.map((c) => c.bytesOut), sorted.map((c) => c.bytesIn)],
+    );
+  }
+
   async deleteById(id: string): Promise<void> {
     await this.announcing('DELETE FROM resources WHERE id = $1', [id]);
   }

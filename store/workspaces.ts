@@ -1,4 +1,5 @@
 import { newId } from '../domain/ids';
+import type { SandboxNetworkSpec } from '../domain/sandbox/network-policy';
 import type { Queryable } from './transaction';
 
 export interface WorkspaceRow {
@@ -11,9 +12,11 @@ export interface WorkspaceRow {
   updated_at: Date;
   created_by: string | null;
   updated_by: string | null;
+  /** The default `spec.network` of the workspace's new sandboxes; null when it sets none. */
+  default_sandbox_network: SandboxNetworkSpec | null;
 }
 
-const COLUMNS = 'id, name, display_name, labels, account_id, created_at, updated_at, created_by, updated_by';
+const COLUMNS = 'id, name, display_name, labels, account_id, created_at, updated_at, created_by, updated_by, default_sandbox_network';
 
 export async function getWorkspace(db: Queryable, id: string): Promise<WorkspaceRow | undefined> {
   const { rows } = await db.query<WorkspaceRow>(`SELECT ${COLUMNS} FROM workspaces WHERE id = $1`, [id]);
@@ -45,19 +48,27 @@ export async function insertWorkspace(
   return rows[0];
 }
 
-/** Sets what the change names (display name, labels) and keeps the rest. */
+/** Sets what the change names (display name, labels, default sandbox network: null removes it) and keeps the rest. */
 export async function updateWorkspace(
   db: Queryable,
   id: string,
-  change: { displayName?: string; labels?: Record<string, string>; actor: string },
+  change: { displayName?: string; labels?: Record<string, string>; defaultSandboxNetwork?: SandboxNetworkSpec | null; actor: string },
 ): Promise<WorkspaceRow> {
+  const network = change.defaultSandboxNetwork;
   const { rows } = await db.query<WorkspaceRow>(
     `UPDATE workspaces SET display_name = COALESCE($2, display_name), labels = COALESCE($3, labels),
+            default_sandbox_network = CASE WHEN $5 THEN $6::jsonb ELSE default_sandbox_network END,
             updated_at = now(), updated_by = $4
       WHERE id = $1 RETURNING ${COLUMNS}`,
-    [id, change.displayName ?? null, change.labels ?? null, change.actor],
+    [id, change.displayName ?? null, change.labels ?? null, change.actor, network !== undefined, network ? JSON.stringify(network) : null],
   );
   return rows[0];
+}
+
+/** The default `spec.network` of the workspace's new sandboxes, if it sets one. */
+export async function workspaceSandboxNetwork(db: Queryable, id: string): Promise<SandboxNetworkSpec | undefined> {
+  const { rows } = await db.query<{ default_sandbox_network: SandboxNetworkSpec | null }>('SELECT default_sandbox_network FROM workspaces WHERE id = $1', [id]);
+  return rows[0]?.default_sandbox_network ?? undefined;
 }
 
 /** Deletes a workspace and, by cascade, everything in it. */

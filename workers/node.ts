@@ -7,8 +7,10 @@ import { loadConfig, nodeTaskQueue } from '../domain/config';
 import { PlatformServices } from '../runtime/platform-services/platform-services';
 import { BwrapRuntime } from '../runtime/bwrap-runtime';
 import { NodeHeartbeat } from '../runtime/node-heartbeat';
+import { removeMovedJobSandboxes } from '../runtime/moved-job-sandboxes';
 import { SandboxNetwork } from '../runtime/network/sandbox-network';
 import { refusalReporter } from '../runtime/network/refusal-events';
+import { TrafficRecorder } from '../runtime/network/traffic-recorder';
 import { PortEventRelay } from '../runtime/port-event-relay';
 import { VolumeStore } from '../runtime/volume-store';
 import { connectToTemporal } from './connect';
@@ -25,7 +27,16 @@ async function main() {
   const connection = await connectToTemporal(temporalAddress(config));
   const temporal = new Client({ connection: await Connection.connect({ address: temporalAddress(config) }), namespace: config.temporalNamespace });
   const pg = createPool(config.databaseUrl);
-  const network = config.sandboxNetwork ? new SandboxNetwork({ dataDir: config.dataDir, subnet: config.sandboxSubnet, onRefused: refusalReporter(pg) }) : undefined;
+  const traffic = config.sandboxNetwork ? new TrafficRecorder(pg) : undefined;
+  const network = config.sandboxNetwork
+    ? new SandboxNetwork({
+        dataDir: config.dataDir,
+        subnet: config.sandboxSubnet,
+        onRefused: refusalReporter(pg),
+        onTraffic: traffic?.record,
+        allowedPrivateRanges: config.sandboxAllowedPrivateRanges,
+      })
+    : undefined;
   await network?.start();
   const runtime = new BwrapRuntime({ dataDir: config.dataDir, warmPool: config.sandboxWarmPool, network });
   const volumes = new VolumeStore({ dataDir: config.dataDir });
@@ -39,6 +50,8 @@ async function main() {
     sandboxes: () => runtime.list(),
     log: (line) => console.error(line),
   });
+  const removed = await removeMovedJobSandboxes(runtime, pg, config.nodeId);
+  if (removed.length > 0) console.log(`removed the sandboxes of ${removed.length} job executions that ended or moved to another node meanwhile`);
   await heartbeat.start();
   const platform = await PlatformServices.forNode(config, pg);
   const worker = await Worker.create({
@@ -66,6 +79,7 @@ async function main() {
     await relay.close();
     await platform.closeAll();
     await network?.close();
+    await traffic?.close();
     await Promise.allSettled([runtime.close(), pg.end(), temporal.connection.close(), connection.close()]);
   }
 }

@@ -9,3 +9,4 @@ export * from './volume-lifecycle';
 export * from './agent-request';
 export * from './custom-domain-lifecycle';
 export * from './snapshot-lifecycle';
+export * from './image-build';

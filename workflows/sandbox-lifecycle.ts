@@ -1,4 +1,6 @@
 import {
+  ActivityFailure,
+  ApplicationFailure,
   condition,
   continueAsNew,
   defineQuery,
@@ -36,6 +38,8 @@ export interface SandboxLifecycleInput {
   ledger?: StandbyLedger;
   /** A fork: the snapshot whose files the sandbox starts with. */
   seedSnapshotId?: string;
+  /** A network policy the node has not taken yet (continue-as-new carries it over). */
+  networkPending?: boolean;
 }
 
 /** A request reached the sandbox (sent by the gateway, throttled). */
@@ -54,6 +58,8 @@ export const stateQuery = defineQuery<{ state: SandboxState; lastUsedAt: number 
 const MAX_HISTORY_EVENTS = 5_000;
 /** Sandboxes on images from a registry pull them before their start (runs started before did not). */
 const IMAGE_PULL_PATCH = 'sandbox-image-pull';
+/** A network policy is pushed until the node takes it, with events while it has not (runs started before gave up after the retries). */
+const NETWORK_UNTIL_APPLIED_PATCH = 'sandbox-network-until-applied';
 
 /**
  * One sandbox's life: start it on its node, keep it RUNNING while used, freeze it into STANDBY
@@ -89,6 +95,7 @@ class SandboxRun {
   });
   private readonly node: ReturnType<typeof proxyActivities<SandboxNodeActivities>>;
   private readonly pulls: ReturnType<typeof proxyActivities<SandboxNodeActivities>>;
+  private readonly policyPush: ReturnType<typeof proxyActivities<SandboxNodeActivities>>;
   private readonly key: SandboxKey;
   private spec: SandboxSpec;
   private ledger: StandbyLedger;
@@ -120,7 +127,15 @@ class SandboxRun {
       heartbeatTimeout: '10s',
       retry: { initialInterval: '1s', maximumInterval: '30s', maximumAttempts: 5 },
     });
+    // A node that has not taken a policy within seconds is down or stuck: say so, then keep trying.
+    this.policyPush = proxyActivities<SandboxNodeActivities>({
+      taskQueue: input.nodeQueue,
+      scheduleToStartTimeout: '10s',
+      startToCloseTimeout: '30s',
+      retry: { initialInterval: '200ms', maximumInterval: '5s', maximumAttempts: 3 },
+    });
     this.key = input.key;
+    this.networkToApply = input.networkPending ?? false;
     this.spec = input.spec;
     this.ledger = input.ledger ?? legacyLedger(input);
     this.lastUsedAt = input.lastUsedAt ?? input.createdAt;
@@ -213,12 +228,40 @@ class SandboxRun {
   }
 
   /**
-   * Hands an updated network policy to the node, as envs are: one the node cannot take, after its
-   * retries, is the sandbox's at its next start (the spec has it).
+   * Hands an updated network policy to the node. Runs started before the patch did it as envs
+   * are (given up after the retries); now it is pushed until the node takes it: a policy the user
+   * was told is accepted must not be lost to a node worker that was down.
    */
   private async applyNetwork(): Promise<void> {
     this.networkToApply = false;
-    await this.node.updateSandboxNetwork(this.key, this.spec).catch(() => undefined);
+    if (!patched(NETWORK_UNTIL_APPLIED_PATCH)) {
+      await this.node.updateSandboxNetwork(this.key, this.spec).catch(() => undefined);
+      return;
+    }
+    await this.pushNetworkUntilApplied();
+  }
+
+  /**
+   * Pushes the newest policy to the node until it takes it or the sandbox goes, with a Warning
+   * event on the sandbox while it has not (and a Normal one once it has). A policy the node
+   * refuses for good (its sandbox gone, `internet` changed) ends it with a Warning saying why.
+   */
+  private async pushNetworkUntilApplied(): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.policyPush.updateSandboxNetwork(this.key, this.spec);
+        if (attempt > 1) await this.control.noteSandboxEvent(this.key, 'Normal', 'network policy applied on the node');
+        return;
+      } catch (err) {
+        if (refusedForGood(err)) return this.control.noteSandboxEvent(this.key, 'Warning', `network policy not applied: ${failureReason(err)}`);
+        if (attempt === 1) await this.control.noteSandboxEvent(this.key, 'Warning', `network policy not applied yet: the node has not taken it (${failureReason(err)}); retrying until it does`);
+      }
+      if (await condition(() => this.deleting, networkRetryDelayMs(attempt))) return;
+      if (workflowInfo().historyLength > MAX_HISTORY_EVENTS) {
+        const { spec, lastUsedAt, meteredUntil, ledger } = this;
+        await continueAsNew<typeof sandboxLifecycle>({ ...this.input, spec, phase: 'running', state: this.state(), lastUsedAt, meteredUntil, ledger, networkPending: true });
+      }
+    }
   }
 
   /** Waits for a signal or the next deadline; a RUNNING sandbox idle by then is frozen (if the node agrees). */
@@ -280,6 +323,16 @@ class SandboxRun {
     await this.meter(stopped.stoppedAt, measured);
     await control.deleteSandboxRecord(key, stopped.stoppedAt);
   }
+}
+
+/** Whether the node answered that it cannot take the policy at all (not that it was not reached). */
+function refusedForGood(err: unknown): boolean {
+  return err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.nonRetryable === true;
+}
+
+/** Between pushes of a policy the node has not taken: 2 s doubling to 30 s. */
+function networkRetryDelayMs(attempt: number): number {
+  return Math.min(1_000 * 2 ** Math.min(attempt, 5), 30_000);
 }
 
 /**

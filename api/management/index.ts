@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import accountRoutes from './accounts/routes';
 import customDomainRoutes from './custom-domains/routes';
+import imageRoutes from './images/routes';
 import integrationsApi from './integrations';
 import nodeRoutes from './nodes/routes';
 import oauthRoutes from './oauth/routes';
@@ -29,6 +30,7 @@ export default async function managementApi(app: FastifyInstance) {
   await app.register(sandboxRoutes);
   await app.register(previewRoutes);
   await app.register(snapshotRoutes);
+  await app.register(imageRoutes);
   await app.register(volumeRoutes);
   await app.register(customDomainRoutes);
   await app.register(integrationsApi);

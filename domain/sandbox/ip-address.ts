@@ -104,32 +104,67 @@ export function formatIp(address: IpAddress): string {
 const cidr = (text: string) => parseCidr(text) as CidrBlock;
 
 /**
- * Never reachable from a sandbox, whatever its policy: this host and private networks, link-local
- * (cloud metadata at 169.254.169.254), carrier-grade NAT, multicast and reserved ranges, and their
- * IPv6 counterparts.
+ * Never reachable from a sandbox, whatever its policy or the operator's settings: this host
+ * (loopback), link-local (cloud metadata at 169.254.169.254), multicast and reserved ranges, and
+ * their IPv6 counterparts.
  */
-export const ALWAYS_BLOCKED_RANGES: readonly CidrBlock[] = [
+export const NEVER_REACHABLE_RANGES: readonly CidrBlock[] = [
   '0.0.0.0/8',
-  '10.0.0.0/8',
-  '100.64.0.0/10',
   '127.0.0.0/8',
   '169.254.0.0/16',
-  '172.16.0.0/12',
   '192.0.0.0/24',
-  '192.168.0.0/16',
   '198.18.0.0/15',
   '224.0.0.0/4',
   '240.0.0.0/4',
   '::/127',
   '64:ff9b::/96',
-  'fc00::/7',
   'fe80::/10',
   'ff00::/8',
 ].map(cidr);
 
-export function blockedRange(address: IpAddress, extra: readonly CidrBlock[] = []): CidrBlock | undefined {
+/**
+ * Private networks (RFC 1918, carrier-grade NAT, IPv6 unique local): blocked unless the operator
+ * opens blocks of them (HANGAR_SANDBOX_ALLOWED_PRIVATE_RANGES), e.g. for a package mirror on the
+ * company network.
+ */
+export const PRIVATE_RANGES: readonly CidrBlock[] = ['10.0.0.0/8', '100.64.0.0/10', '172.16.0.0/12', '192.168.0.0/16', 'fc00::/7'].map(cidr);
+
+/** Whether every address of `inner` is in `outer`. */
+export function cidrWithin(inner: CidrBlock, outer: CidrBlock): boolean {
+  return inner.prefix >= outer.prefix && cidrContains(outer, { family: inner.family, value: inner.base });
+}
+
+/**
+ * The range that blocks `address`: a never-reachable one or one of `extra` (the node's own
+ * addresses, its sandbox subnet) whatever else, or a private one no block of `allowedPrivate`
+ * opens. Undefined when none does.
+ */
+export function blockedRange(address: IpAddress, extra: readonly CidrBlock[] = [], allowedPrivate: readonly CidrBlock[] = []): CidrBlock | undefined {
   const plain = unmapped(address);
-  return [...ALWAYS_BLOCKED_RANGES, ...extra].find((block) => cidrContains(block, plain));
+  const never = [...NEVER_REACHABLE_RANGES, ...extra].find((block) => cidrContains(block, plain));
+  if (never) return never;
+  if (allowedPrivate.some((block) => cidrContains(block, plain))) return undefined;
+  return PRIVATE_RANGES.find((block) => cidrContains(block, plain));
+}
+
+/**
+ * The operator's allowed private ranges from a comma-separated list of CIDR blocks, or what is
+ * wrong, naming the entry: each must lie inside a private range (opening a public block means
+ * nothing, and no setting opens loopback or link-local).
+ */
+export function parseAllowedPrivateRanges(text: string, variable: string): CidrBlock[] | { problem: string } {
+  const blocks: CidrBlock[] = [];
+  const entries = text.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+  for (const [i, entry] of entries.entries()) {
+    const block = parseCidr(entry);
+    if (!block) return { problem: `${variable}[${i}] '${entry}' is not a CIDR block (a.b.c.d/n or x::/n)` };
+    if ('problem' in block) return { problem: `${variable}[${i}] '${entry}' ${block.problem}` };
+    if (!PRIVATE_RANGES.some((range) => cidrWithin(block, range))) {
+      return { problem: `${variable}[${i}] '${entry}' is not inside a private range (${PRIVATE_RANGES.map(formatCidr).join(', ')})` };
+    }
+    blocks.push(block);
+  }
+  return blocks;
 }
 
 export function formatCidr(block: CidrBlock): string {

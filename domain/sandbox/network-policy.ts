@@ -1,4 +1,4 @@
-import { blockedRange, cidrContains, formatCidr, parseCidr, parseIp, unmapped, type CidrBlock, type IpAddress } from './ip-address';
+import { PRIVATE_RANGES, blockedRange, cidrContains, formatCidr, parseCidr, parseIp, unmapped, type CidrBlock, type IpAddress } from './ip-address';
 
 /** Domain rules, in the reference's shape. */
 export interface SandboxNetworkRules {
@@ -119,15 +119,25 @@ export function hostVerdict(policy: EgressPolicy, host: string): EgressVerdict {
   return { allowed: true };
 }
 
+/** What the node blocks beside the fixed ranges: its own addresses and subnet, and the private blocks the operator opened. */
+export interface NodeReach {
+  nodeBlocked?: readonly CidrBlock[];
+  allowedPrivate?: readonly CidrBlock[];
+}
+
 /**
  * Whether a connection may go to `address`, one that an allowed host resolved to (or the literal
  * address itself): never to the ranges always blocked or `nodeBlocked` (the node's own addresses,
- * its sandbox subnet), nor, unless the allow list named the host, into a forbidden address or block.
+ * its sandbox subnet), nor into a private range the operator did not open, nor, unless the allow
+ * list named the host, into a forbidden address or block.
  */
-export function addressVerdict(policy: EgressPolicy, host: string, address: string, nodeBlocked: readonly CidrBlock[] = []): EgressVerdict {
+export function addressVerdict(policy: EgressPolicy, host: string, address: string, reach: NodeReach = {}): EgressVerdict {
   const parsed = parseIp(address);
   if (!parsed) return { allowed: false, rule: `'${address}' is not an IP address` };
-  const blocked = blockedRange(parsed, nodeBlocked);
+  const blocked = blockedRange(parsed, reach.nodeBlocked, reach.allowedPrivate);
+  if (blocked && PRIVATE_RANGES.includes(blocked)) {
+    return { allowed: false, rule: `${formatCidr(blocked)} is a private range the operator has not opened to sandboxes (HANGAR_SANDBOX_ALLOWED_PRIVATE_RANGES)` };
+  }
   if (blocked) return { allowed: false, rule: `${formatCidr(blocked)} is never reachable from a sandbox` };
   if (policy.allowed.some((rule) => ruleMatches(rule, host))) return { allowed: true };
   const forbid = policy.forbidden.find((rule) => (rule.kind === 'address' || rule.kind === 'block') && ruleMatches(rule, address));

@@ -27,6 +27,8 @@ export interface EgressContext {
   resolve: NameResolver;
   /** The node's own addresses and the sandbox subnet, refused whatever the policy. */
   nodeBlocked: () => readonly CidrBlock[];
+  /** Blocks of private ranges the operator opened to sandboxes (the rest of them stay refused). */
+  allowedPrivate?: readonly CidrBlock[];
   onRefused?: (refusal: EgressRefusal) => void;
   /** Bytes a sandbox's connection carried, out (from the sandbox) and in, as they pass. */
   onTraffic?: (sandboxId: string, bytesOut: number, bytesIn: number) => void;
@@ -53,8 +55,8 @@ export async function permittedAddresses(context: EgressContext, policy: EgressP
     const check = aliasVerdict(policy, host, alias);
     if (!check.allowed) return { refused: check.rule };
   }
-  const blocked = context.nodeBlocked();
-  const checks = resolution.addresses.map((address) => ({ address, check: addressVerdict(policy, host, address, blocked) }));
+  const reach = { nodeBlocked: context.nodeBlocked(), allowedPrivate: context.allowedPrivate };
+  const checks = resolution.addresses.map((address) => ({ address, check: addressVerdict(policy, host, address, reach) }));
   const addresses = checks.filter(({ check }) => check.allowed).map(({ address }) => address);
   if (addresses.length > 0) return { addresses };
   const refusal = checks.map(({ check }) => check).find((check) => !check.allowed);

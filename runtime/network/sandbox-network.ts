@@ -4,7 +4,7 @@ import fsp from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { formatIp, parseCidr, parseIp, type CidrBlock } from '../../domain/sandbox/ip-address';
+import { formatIp, parseAllowedPrivateRanges, parseCidr, parseIp, type CidrBlock } from '../../domain/sandbox/ip-address';
 import { canonicalName, egressPolicy, hostVerdict, type EgressPolicy, type SandboxNetworkSpec } from '../../domain/sandbox/network-policy';
 import { writeFileAtomically } from '../atomic-file';
 import { DNS_TYPE_A, RCODE_NXDOMAIN, dnsAnswer, parseDnsQuery } from './dns-answer';
@@ -25,6 +25,10 @@ export interface SandboxNetworkOptions {
   /** How the node resolves names for sandboxes; the host's resolver (IPv4) by default. */
   resolve?: NameResolver;
   onRefused?: (refusal: EgressRefusal) => void;
+  /** Bytes a sandbox's connection carried, as they pass (e.g. TrafficRecorder.record), besides trafficOf's count. */
+  onTraffic?: (sandboxId: string, bytesOut: number, bytesIn: number) => void;
+  /** Blocks of private ranges sandboxes may reach (HANGAR_SANDBOX_ALLOWED_PRIVATE_RANGES); the rest stay refused. */
+  allowedPrivateRanges?: string[];
 }
 
 /** What a networked sandbox is given: its namespace to run in, and the node's services as it sees them. */
@@ -65,6 +69,12 @@ async function cnameChain(resolver: dns.promises.Resolver, name: string): Promis
     current = target;
   }
   return chain;
+}
+
+function allowedPrivateBlocks(ranges: string[]): CidrBlock[] {
+  const blocks = parseAllowedPrivateRanges(ranges.join(','), 'allowedPrivateRanges');
+  if ('problem' in blocks) throw new Error(blocks.problem);
+  return blocks;
 }
 
 /** The node plan of these options: the subnet parsed, the gateway its first address. */
@@ -115,10 +125,12 @@ export class SandboxNetwork {
       lookup: (source) => this.byAddress.get(source.replace(/^::ffff:/, '')),
       resolve: this.resolve,
       nodeBlocked: () => this.nodeBlocked(),
+      allowedPrivate: allowedPrivateBlocks(options.allowedPrivateRanges ?? []),
       onRefused: options.onRefused,
       onTraffic: (sandboxId, bytesOut, bytesIn) => {
         const counts = this.traffic.get(sandboxId) ?? { bytesOut: 0, bytesIn: 0 };
         this.traffic.set(sandboxId, { bytesOut: counts.bytesOut + bytesOut, bytesIn: counts.bytesIn + bytesIn });
+        options.onTraffic?.(sandboxId, bytesOut, bytesIn);
       },
     };
   }

@@ -12,7 +12,10 @@ import * as usageAdditiveRollups from './013_usage_additive_rollups';
 import * as resourceStateIntervals from './014_resource_state_intervals';
 import * as sandboxPreviews from './015_sandbox_previews';
 import * as sandboxSnapshots from './016_sandbox_snapshots';
+import * as workspaceSandboxNetwork from './017_workspace_sandbox_network';
+import * as workspaceImages from './019_workspace_images';
 import * as nodes from './021_nodes';
+import * as jobExecutionNodes from './022_job_execution_nodes';
 
 export interface Migration {
   name: string;
@@ -20,4 +23,4 @@ export interface Migration {
 }
 
 /** Applied in this order; a migration, once released, is never edited: add a new one. */
-export const migrations: Migration[] = [foundation, billing, integrations, workloads, jobs, asyncRequests, customDomains, agentThreads, usageOutboxTsv, usagePendingRollups, usageAdditiveRollups, resourceStateIntervals, sandboxPreviews, sandboxSnapshots, nodes];
+export const migrations: Migration[] = [foundation, billing, integrations, workloads, jobs, asyncRequests, customDomains, agentThreads, usageOutboxTsv, usagePendingRollups, usageAdditiveRollups, resourceStateIntervals, sandboxPreviews, sandboxSnapshots, workspaceSandboxNetwork, workspaceImages, nodes, jobExecutionNodes];

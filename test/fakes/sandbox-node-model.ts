@@ -115,6 +115,7 @@ export class SandboxNodeModel {
     return {
       markSandboxFailed: async () => undefined,
       markSandboxDeleting: async () => undefined,
+      noteSandboxEvent: async () => undefined,
       deleteSandboxRecord: async () => undefined,
       setSandboxState: async (_key, state) => {
         this.reportedStates.push(state);

@@ -16,6 +16,8 @@ export interface TestInternet {
   netns: string;
   /** The host end's address (a node address, so never a sandbox's destination). */
   hostSide: string;
+  /** The /28 the host side and the hosts are in. */
+  block: string;
   /** Addresses of the web server inside. */
   hosts: string[];
   close(): Promise<void>;
@@ -63,31 +65,43 @@ function registryAddresses(): string[] {
   }
 }
 
+/** Where a test internet's /28 is taken from: the documentation ranges, or a private range (172.24.0.0/13, refused to sandboxes unless opened). */
+export type TestInternetRange = 'test-net' | 'private';
+
+function candidatePrefixes(range: TestInternetRange): string[] {
+  if (range === 'test-net') return ['198.51.100.', '203.0.113.'];
+  return Array.from({ length: 8 }, () => `172.${24 + Math.floor(Math.random() * 8)}.${Math.floor(Math.random() * 256)}.`);
+}
+
 /**
- * A /28 of the documentation ranges (TEST-NET-2 and -3, public-looking to the egress proxy) that
- * nothing of this machine uses: no route to any part of it (two test runs at once must not route
- * the same hosts, or one's proxy reaches the other's), and none of the package registries'
- * addresses (some environments serve their mirror from such a range; shadowing it would cut off
- * installs while the test runs). Answers its first address's prefix (`a.b.c.`) and offset.
+ * A /28 of the documentation ranges (TEST-NET-2 and -3, public-looking to the egress proxy), or
+ * of a private range, that nothing of this machine uses: no route to any part of it (two test
+ * runs at once must not route the same hosts, or one's proxy reaches the other's), and none of
+ * the package registries' addresses (some environments serve their mirror from such a range;
+ * shadowing it would cut off installs while the test runs). Answers its first address's prefix
+ * (`a.b.c.`) and offset.
  */
-function freeTestNetBlock(): { prefix: string; base: number } {
+function freeTestNetBlock(range: TestInternetRange): { prefix: string; base: number } {
   const routes = JSON.parse(ipCommand('-j', '-4', 'route', 'show')) as { dst: string }[];
   const taken = [...routes.map((route) => route.dst).filter((dst) => dst !== 'default'), ...registryAddresses()]
     .map((entry) => parseCidr(entry.includes('/') ? entry : `${entry}/32`))
     .filter((block): block is CidrBlock => block !== undefined && !('problem' in block));
   const overlaps = (block: CidrBlock) => taken.some((other) => cidrContains(block, { family: 4, value: other.base }) || cidrContains(other, { family: 4, value: block.base }));
-  const candidates = ['198.51.100.', '203.0.113.'].flatMap((prefix) => Array.from({ length: 16 }, (_, i) => ({ prefix, base: i * 16 })));
+  const candidates = candidatePrefixes(range).flatMap((prefix) => Array.from({ length: 16 }, (_, i) => ({ prefix, base: i * 16 })));
   const free = candidates.sort(() => Math.random() - 0.5).find(({ prefix, base }) => !overlaps(parseCidr(`${prefix}${base}/28`) as CidrBlock));
-  if (!free) throw new Error('every /28 of 198.51.100.0/24 and 203.0.113.0/24 is in use: test internets left behind?');
+  if (!free) throw new Error(`every /28 of ${candidatePrefixes(range).join(', ')} is in use: test internets left behind?`);
   return free;
 }
 
-/** Starts the test internet: `hostCount` (at most 13) addresses of a free /28 of TEST-NET-2 or -3 behind its first; TLS too when `tlsDir` holds server.key and server.crt. */
-export async function startTestInternet(hostCount: number, tlsDir?: string): Promise<TestInternet> {
+/**
+ * Starts the test internet: `hostCount` (at most 13) addresses of a free /28 of TEST-NET-2 or -3
+ * (or of a private range) behind its first; TLS too when `tlsDir` holds server.key and server.crt.
+ */
+export async function startTestInternet(hostCount: number, tlsDir?: string, range: TestInternetRange = 'test-net'): Promise<TestInternet> {
   const tag = randomBytes(3).toString('hex');
   const netns = `hgi-${tag}`;
   const hostInterface = `hgi${tag}`;
-  const { prefix, base } = freeTestNetBlock();
+  const { prefix, base } = freeTestNetBlock(range);
   const hostSide = `${prefix}${base + 1}`;
   const hosts = Array.from({ length: Math.min(hostCount, 13) }, (_, i) => `${prefix}${base + i + 2}`);
   ipCommand('netns', 'add', netns);
@@ -101,6 +115,7 @@ export async function startTestInternet(hostCount: number, tlsDir?: string): Pro
   const internet: TestInternet = {
     netns,
     hostSide,
+    block: `${prefix}${base}/28`,
     hosts,
     async close() {
       server.kill('SIGKILL');

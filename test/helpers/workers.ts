@@ -10,6 +10,8 @@ import { PlatformServices } from '../../runtime/platform-services/platform-servi
 import type { NodeActivityDeps } from '../../activities/node-activities';
 import type { RuntimeVolumeMount } from '../../runtime/sandbox-runtime';
 import { VolumeStore } from '../../runtime/volume-store';
+import { removeMovedJobSandboxes } from '../../runtime/moved-job-sandboxes';
+import { NodeHeartbeat } from '../../runtime/node-heartbeat';
 import { testWorkflowBundleFile } from '../setup/test-config';
 
 export interface RunningWorker {
@@ -60,6 +62,18 @@ export async function startNodeWorker(
   const temporal = new Client({ connection: await Connection.connect({ address: config.temporalAddress }), namespace: config.temporalNamespace });
   const pg = options.pg ?? createPool(config.databaseUrl);
   const platform = await PlatformServices.forNode(config, pg);
+  await removeMovedJobSandboxes(runtime, pg, config.nodeId);
+  // Like workers/node.ts, the node reports itself: placement chooses among the nodes that do.
+  const heartbeat = new NodeHeartbeat({
+    pg,
+    id: config.nodeId,
+    taskQueue: nodeTaskQueue(config),
+    region: config.region,
+    labels: config.nodeLabels,
+    dataDir: config.dataDir,
+    sandboxes: () => runtime.list(),
+  });
+  await heartbeat.start();
   const worker = await Worker.create({
     connection,
     namespace: config.temporalNamespace,
@@ -69,6 +83,7 @@ export async function startNodeWorker(
   const running = await run(worker, connection);
   return {
     async stop() {
+      await heartbeat.stop();
       await running.stop();
       await platform.closeAll();
       await temporal.connection.close();

@@ -8,6 +8,7 @@ import type { SandboxSpec } from '../../../domain/sandbox/sandbox';
 import { NameParam, commonErrors } from '../common-schemas';
 import { toEnvelope } from '../resources/envelope';
 import { ResourceStore, type ResourceRow } from '../../../store/resources';
+import { WorkspaceImageStore } from '../../../store/workspace-images';
 import { requestWorkspace } from '../workspace-context';
 import { CreateQuery, SandboxEnvelope, SandboxInput, type SandboxSpecSchema } from './schemas';
 import { SANDBOXES, createSandbox, createSandboxIfNotExists, deleteSandbox, findSandbox, updateSandbox, type SandboxServices } from './sandbox-service';
@@ -33,7 +34,18 @@ function sandboxEnvelope(config: HangarConfig, row: ResourceRow) {
     state: row.status === 'DEPLOYED' ? state : null,
     lastUsedAt,
     expiresIn: expiry ? Math.max(0, Math.round((expiry.at - Date.now()) / 1000)) : null,
+    network: networkTraffic(config, row),
   };
+}
+
+/**
+ * Bytes the sandbox's egress carried in and out over its life, as the node workers recorded them
+ * (every couple of seconds); null for a sandbox without outbound network.
+ */
+function networkTraffic(config: HangarConfig, row: ResourceRow): { bytesIn: number; bytesOut: number } | null {
+  const counted = row.state.network as { bytesIn?: number; bytesOut?: number } | undefined;
+  if (counted) return { bytesIn: counted.bytesIn ?? 0, bytesOut: counted.bytesOut ?? 0 };
+  return config.sandboxNetwork && (row.spec as SandboxSpec).network?.internet !== false ? { bytesIn: 0, bytesOut: 0 } : null;
 }
 
 /**
@@ -79,7 +91,7 @@ const deleteSchema = {
  */
 export default async function sandboxRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  const services: SandboxServices = { store: new ResourceStore(app.pg), temporal: app.temporal, config: app.config };
+  const services: SandboxServices = { store: new ResourceStore(app.pg), pg: app.pg, temporal: app.temporal, config: app.config, images: new WorkspaceImageStore(app.pg) };
   const envelope = (row: ResourceRow) => sandboxEnvelope(app.config, row);
 
   app.get(

@@ -1,25 +1,33 @@
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy, type Client } from '@temporalio/client';
+import type { Pool } from 'pg';
 import { nodeTaskQueue, type HangarConfig } from '../../../domain/config';
 import { ApiError, badRequest, conflict } from '../../../domain/errors';
 import type { WorkspaceGrant } from '../../../domain/principal';
 import type { ResourceStatus } from '../../../domain/resource';
 import { sandboxWorkflowId, type SandboxKey, type SandboxSpec } from '../../../domain/sandbox/sandbox';
+import { networkOffProblem, resolvedNetwork } from '../../../domain/sandbox/network-defaults';
 import { sandboxSpecChangeProblem, sandboxSpecProblem } from '../../../domain/sandbox/spec-rules';
 import { volumeMountError } from '../../../runtime/bwrap-args';
 import { ImageReferenceError, parseImageReference } from '../../../domain/images/reference';
+import { parseWorkspaceImage } from '../../../domain/images/workspace-image';
 import { availableImages, imageExists } from '../../../runtime/image';
+import type { WorkspaceImageStore } from '../../../store/workspace-images';
 import type { ResourceRow, ResourceStore } from '../../../store/resources';
+import { workspaceSandboxNetwork } from '../../../store/workspaces';
 import type { SandboxLifecycleInput, sandboxLifecycle } from '../../../workflows/sandbox-lifecycle';
 import { assertNameUnchanged, createNamed, findNamed, updateNamed, type MetadataInput } from '../resources/named';
 import { deleteThroughWorkflow, startOwningWorkflow } from '../resources/owning-workflow';
 
 export const SANDBOXES = { path: 'sandboxes', singular: 'sandbox' };
 
-/** What the sandbox operations work with: the resource rows, Temporal and the platform's settings. */
+/** What the sandbox operations work with: the resource rows, the database (workspace defaults), Temporal and the platform's settings. */
 export interface SandboxServices {
   store: ResourceStore;
+  pg: Pool;
   temporal: Client;
   config: HangarConfig;
+  /** The workspaces' own images, which `spec.runtime.image` may name as `name[:tag]`. */
+  images: WorkspaceImageStore;
 }
 
 export interface SandboxRequest {
@@ -52,13 +60,13 @@ function withVolumeIds(input: SandboxLifecycleInput, volumeIds: string[]): Sandb
   return { ...input, spec: { ...input.spec, volumes: input.spec.volumes.map((volume, i) => ({ ...volume, volumeId: volumeIds[i] })) } };
 }
 
+/** Checks the spec; an image named `name[:tag]` is checked against the workspace's images next (checkOwnImage). */
 function checkSpec(config: HangarConfig, spec: SandboxSpec, before?: SandboxSpec): void {
   const problem = sandboxSpecProblem(spec, Date.now(), before);
   if (problem) throw badRequest(problem);
   // A policy the nodes would not apply is refused rather than kept as if it were.
-  if (spec.network && spec.network.internet !== false && !config.sandboxNetwork) {
-    throw badRequest('body.spec.network: sandboxes of this platform have no outbound network (HANGAR_SANDBOX_NETWORK is off); only internet: false is accepted');
-  }
+  const networkOff = networkOffProblem(spec.network, config.sandboxNetwork, 'body.spec.network');
+  if (networkOff) throw badRequest(networkOff);
   const image = spec.runtime?.image;
   if (image === undefined || imageExists(image)) return;
   // A reference naming its registry is pulled before the start; a malformed one is refused here.
@@ -68,8 +76,20 @@ function checkSpec(config: HangarConfig, spec: SandboxSpec, before?: SandboxSpec
     if (err instanceof ImageReferenceError) throw badRequest(`body.spec.runtime.image: ${err.message}`);
     throw err;
   }
+  if (parseWorkspaceImage(image)) return;
   // Every node has the same built-in images: an unknown one is refused here, not left to fail the start.
   throw badRequest(`body.spec.runtime.image: image '${image}' does not exist; available: ${availableImages().join(', ')}, or an image of a registry named with its host (registry.example.com/team/image:tag)`);
+}
+
+/** An image of the workspace (`name[:tag]`) must have been built: READY, or one the sandbox had before. */
+async function checkOwnImage(services: SandboxServices, workspace: WorkspaceGrant, spec: SandboxSpec, before?: SandboxSpec): Promise<void> {
+  const image = spec.runtime?.image;
+  const own = image === undefined || image === before?.runtime?.image ? undefined : parseWorkspaceImage(image);
+  if (!own) return;
+  const row = await services.images.find(workspace.id, own.name, own.tag);
+  if (row?.state === 'READY' || (row?.digest ?? null) !== null) return;
+  const why = row ? `is ${row.state}${row.reason ? `: ${row.reason}` : ''}` : 'does not exist';
+  throw badRequest(`body.spec.runtime.image: image '${image}' ${why}; available: ${availableImages().join(', ')}, an image the workspace built (PUT /v0/images/{name}/build), or an image of a registry named with its host (registry.example.com/team/image:tag)`);
 }
 
 /**
@@ -92,6 +112,18 @@ async function resolveVolumes(store: ResourceStore, workspace: WorkspaceGrant, s
   return ids;
 }
 
+/**
+ * The spec with the network policy it gets: its own `spec.network`, else its workspace's default,
+ * else the platform's (domain/sandbox/network-defaults.ts). The resolved policy is stored in the
+ * spec, so the sandbox keeps it when a default changes later. Where nodes give no network, no
+ * default applies (every sandbox has loopback only).
+ */
+async function withDefaultNetwork(services: SandboxServices, workspace: WorkspaceGrant, spec: SandboxSpec): Promise<SandboxSpec> {
+  if (spec.network !== undefined || !services.config.sandboxNetwork) return spec;
+  const network = resolvedNetwork(undefined, await workspaceSandboxNetwork(services.pg, workspace.id), services.config.sandboxDefaultNetwork);
+  return network ? { ...spec, network } : spec;
+}
+
 export function findSandbox(services: SandboxServices, workspace: WorkspaceGrant, name: string): Promise<ResourceRow> {
   return findNamed(services.store, SANDBOXES.path, SANDBOXES.singular, workspace, name);
 }
@@ -102,8 +134,9 @@ export function findSandbox(services: SandboxServices, workspace: WorkspaceGrant
  */
 export async function createSandbox(services: SandboxServices, workspace: WorkspaceGrant, body: SandboxRequest, actor: string, seedSnapshotId?: string): Promise<ResourceRow> {
   const { store, config } = services;
-  const spec = body.spec ?? {};
+  const spec = await withDefaultNetwork(services, workspace, body.spec ?? {});
   checkSpec(config, spec);
+  await checkOwnImage(services, workspace, spec);
   const volumeIds = await resolveVolumes(store, workspace, spec);
   const insert = () => createNamed(store, workspace, SANDBOXES, { metadata: body.metadata, spec: spec as Record<string, unknown>, status: 'DEPLOYING', message: 'creating the sandbox', actor });
   const row = await insertOverFailed(services, workspace, body.metadata.name, insert);
@@ -188,13 +221,15 @@ export async function createSandboxIfNotExists(services: SandboxServices, worksp
   }
 }
 
-/** Stores new labels, display name, ttl or expiration policies and hands the spec to the running lifecycle. */
+/** Stores new labels, display name, ttl, expiration policies, envs or network policy and hands the spec to the running lifecycle. */
 export async function updateSandbox(services: SandboxServices, workspace: WorkspaceGrant, name: string, body: SandboxRequest, actor: string): Promise<ResourceRow> {
   assertNameUnchanged(body.metadata.name, name);
   const current = await findSandbox(services, workspace, name);
   const before = current.spec as SandboxSpec;
-  const next = body.spec ?? before;
+  // A spec given without a network policy gets the defaults again, as at the create.
+  const next = body.spec ? await withDefaultNetwork(services, workspace, body.spec) : before;
   checkSpec(services.config, next, before);
+  await checkOwnImage(services, workspace, next, before);
   const changeProblem = sandboxSpecChangeProblem(before, next);
   if (changeProblem) throw badRequest(changeProblem);
   const updated = await updateNamed(services.store, workspace, SANDBOXES, current, { metadata: body.metadata, spec: next as Record<string, unknown>, actor });

@@ -51,7 +51,8 @@ const NetworkRules = {
   forbiddenDomains: DomainList('These may not be reached (same forms as allowedDomains).'),
 };
 
-const Network = Type.Object(
+/** `spec.network`; also a workspace's default for its new sandboxes. */
+export const NetworkSchema = Type.Object(
   {
     ...NetworkRules,
     internet: Type.Optional(Type.Boolean({ description: 'false: no outbound network at all (loopback only). Fixed for the sandbox’s life.' })),
@@ -67,7 +68,7 @@ export const SandboxSpecSchema = Type.Object(
       Type.Object(
         {
           // A name of up to 255 characters, a tag of up to 128 and a sha256 digest: 455 at most.
-          image: Type.Optional(Type.String({ maxLength: 512, description: "Image: 'base' (a shell, Python 3 and Node) by default, or an OCI image of a registry named with its host, [registry/][namespace/]name[:tag|@digest], pulled onto the node before the start." })),
+          image: Type.Optional(Type.String({ maxLength: 512, description: "Image: 'base' (a shell, Python 3 and Node) by default, an image the workspace built, name[:tag] (PUT /v0/images/{name}/build), or an OCI image of a registry named with its host, [registry/][namespace/]name[:tag|@digest], pulled onto the node before the start." })),
           memory: Type.Optional(Type.Integer({ minimum: 64, maximum: 65_536, description: 'Memory limit in MB (enforced).' })),
           envs: Type.Optional(Type.Array(Env, { maxItems: 200 })),
           ports: Type.Optional(Type.Array(Port, { maxItems: 50 })),
@@ -87,7 +88,7 @@ export const SandboxSpecSchema = Type.Object(
       }),
     ),
     volumes: Type.Optional(Type.Array(VolumeMount, { maxItems: 20 })),
-    network: Type.Optional(Network),
+    network: Type.Optional(NetworkSchema),
   },
   { additionalProperties: false },
 );
@@ -111,4 +112,7 @@ export const SandboxEnvelope = envelopeSchema({
   }),
   lastUsedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
   expiresIn: Type.Union([Type.Integer(), Type.Null()], { description: 'Seconds until a ttl or expiration policy deletes it.' }),
+  network: Type.Union([Type.Object({ bytesIn: Type.Integer(), bytesOut: Type.Integer() }), Type.Null()], {
+    description: "Bytes its outbound connections carried in and out over its life (the egress proxy's payload count, updated every few seconds); null without outbound network.",
+  }),
 });

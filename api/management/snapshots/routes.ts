@@ -4,6 +4,7 @@ import { Type } from 'typebox';
 import { notFound } from '../../../domain/errors';
 import { snapshotSpecView } from '../../../domain/sandbox/snapshot';
 import { ResourceStore } from '../../../store/resources';
+import { WorkspaceImageStore } from '../../../store/workspace-images';
 import { SandboxSnapshotStore, type SnapshotRow } from '../../../store/sandbox-snapshots';
 import { NameParam, commonErrors } from '../common-schemas';
 import { requestWorkspace } from '../workspace-context';
@@ -39,7 +40,7 @@ const forked = { 200: ForkResult, 409: commonErrors[400], ...commonErrors };
  */
 export default async function snapshotRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  const services: SnapshotServices = { store: new ResourceStore(app.pg), snapshots: new SandboxSnapshotStore(app.pg), temporal: app.temporal, config: app.config };
+  const services: SnapshotServices = { store: new ResourceStore(app.pg), pg: app.pg, snapshots: new SandboxSnapshotStore(app.pg), temporal: app.temporal, config: app.config, images: new WorkspaceImageStore(app.pg) };
   const view = (workspace: string) => (row: SnapshotRow) => snapshotView(workspace, row);
 
   // A bare array, as every list of this API (the reference SDK reads a page or an array alike).

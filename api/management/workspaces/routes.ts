@@ -4,6 +4,7 @@ import { Type } from 'typebox';
 import type { Principal } from '../../../domain/principal';
 import type { WorkspaceRow } from '../../../store/workspaces';
 import { DisplayName, Labels, NameParam, ResourceName, commonErrors } from '../common-schemas';
+import { NetworkSchema } from '../sandboxes/schemas';
 import { callerWorkspaces, changeWorkspace, createWorkspace, removeWorkspace, visibleWorkspace } from './workspace-service';
 
 const tags = ['workspaces'];
@@ -18,6 +19,9 @@ const Workspace = Type.Object({
   updatedAt: Type.String({ format: 'date-time' }),
   createdBy: Type.Union([Type.String(), Type.Null()]),
   updatedBy: Type.Union([Type.String(), Type.Null()]),
+  defaultSandboxNetwork: Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()], {
+    description: "The spec.network its new sandboxes get when they give none (null: none; the platform's default applies).",
+  }),
 });
 
 const CreateWorkspace = Type.Object(
@@ -25,12 +29,16 @@ const CreateWorkspace = Type.Object(
   { additionalProperties: false },
 );
 const UpdateWorkspace = Type.Object(
-  { displayName: Type.Optional(DisplayName), labels: Type.Optional(Labels) },
+  {
+    displayName: Type.Optional(DisplayName),
+    labels: Type.Optional(Labels),
+    defaultSandboxNetwork: Type.Optional(Type.Union([NetworkSchema, Type.Null()], { description: "Default spec.network of the workspace's new sandboxes; null removes it." })),
+  },
   { additionalProperties: false },
 );
 
 const createSchema = { tags, summary: 'Create a workspace (account admin)', body: CreateWorkspace, response: { 200: Workspace, 409: commonErrors[400], ...commonErrors } };
-const updateSchema = { tags, summary: 'Update display name or labels (workspace admin)', params: NameParam, body: UpdateWorkspace, response: { 200: Workspace, ...commonErrors } };
+const updateSchema = { tags, summary: 'Update display name, labels or the default sandbox network (workspace admin)', params: NameParam, body: UpdateWorkspace, response: { 200: Workspace, ...commonErrors } };
 const deleteSchema = { tags, summary: 'Delete a workspace and everything in it (account admin)', params: NameParam, response: { 200: Workspace, ...commonErrors } };
 
 /** A workspace as the API shows it to `caller`, with the caller's role in it. */
@@ -46,6 +54,7 @@ function toWorkspace(row: WorkspaceRow, caller: Principal) {
     updatedAt: row.updated_at.toISOString(),
     createdBy: row.created_by,
     updatedBy: row.updated_by,
+    defaultSandboxNetwork: row.default_sandbox_network,
   };
 }
 
@@ -66,7 +75,7 @@ export default async function workspaceRoutes(fastify: FastifyInstance) {
     async (request) => toWorkspace(await visibleWorkspace(pg, request.principal, request.params.name), request.principal),
   );
   app.put('/v0/workspaces/:name', { schema: updateSchema }, async (request) =>
-    toWorkspace(await changeWorkspace(pg, request.principal, request.params.name, request.body), request.principal),
+    toWorkspace(await changeWorkspace(pg, request.principal, request.params.name, request.body, app.config.sandboxNetwork), request.principal),
   );
   app.delete('/v0/workspaces/:name', { schema: deleteSchema }, async (request) =>
     toWorkspace(await removeWorkspace(pg, request.principal, request.params.name), request.principal),

@@ -1,5 +1,7 @@
 import type { Pool } from 'pg';
-import { conflict, forbidden, notFound } from '../../../domain/errors';
+import { badRequest, conflict, forbidden, notFound } from '../../../domain/errors';
+import { networkOffProblem } from '../../../domain/sandbox/network-defaults';
+import { networkSpecProblem, type SandboxNetworkSpec } from '../../../domain/sandbox/network-policy';
 import type { Principal } from '../../../domain/principal';
 import { isUniqueViolation } from '../../../store/pg-errors';
 import { deleteWorkspace, getWorkspace, insertWorkspace, listWorkspaces, updateWorkspace, type WorkspaceRow } from '../../../store/workspaces';
@@ -34,12 +36,26 @@ export async function createWorkspace(pg: Pool, caller: Caller, request: { name:
   }
 }
 
-/** Changes display name or labels of a workspace the caller administers. */
-export async function changeWorkspace(pg: Pool, caller: Caller, name: string, change: { displayName?: string; labels?: Record<string, string> }): Promise<WorkspaceRow> {
+export interface WorkspaceChange {
+  displayName?: string;
+  labels?: Record<string, string>;
+  /** The default `spec.network` of its new sandboxes; null removes it. */
+  defaultSandboxNetwork?: SandboxNetworkSpec | null;
+}
+
+/**
+ * Changes display name, labels or the default sandbox network of a workspace the caller
+ * administers. A default is checked as a sandbox's own `spec.network` is (`networkOn`: whether
+ * the platform's nodes give sandboxes outbound network at all).
+ */
+export async function changeWorkspace(pg: Pool, caller: Caller, name: string, change: WorkspaceChange, networkOn: boolean): Promise<WorkspaceRow> {
   const current = await visibleWorkspace(pg, caller, name);
   if (caller.workspaces.get(current.name)?.role !== 'admin') {
     throw forbidden(`updating workspace '${current.name}' needs the admin role in it`);
   }
+  const network = change.defaultSandboxNetwork ?? undefined;
+  const problem = networkSpecProblem(network, 'body.defaultSandboxNetwork') ?? networkOffProblem(network, networkOn, 'body.defaultSandboxNetwork');
+  if (problem) throw badRequest(problem);
   return updateWorkspace(pg, current.id, { ...change, actor: caller.clientId });
 }
 

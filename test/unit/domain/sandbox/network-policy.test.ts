@@ -105,8 +105,8 @@ describe('decisions', () => {
     fc.assert(
       fc.property(fc.array(fc.domain(), { maxLength: 3 }), fc.integer({ min: 0, max: 255 }), (allowedDomains, last) => {
         const policy = egressPolicy({ allowedDomains: [...allowedDomains, '0.0.0.0/0'] });
-        expect(addressVerdict(policy, `198.51.100.${last}`, `198.51.100.${last}`, [subnet]).allowed).toBe(false);
-        expect(addressVerdict(policy, 'x.example', `10.0.0.${last}`, [subnet]).allowed).toBe(false);
+        expect(addressVerdict(policy, `198.51.100.${last}`, `198.51.100.${last}`, { nodeBlocked: [subnet] }).allowed).toBe(false);
+        expect(addressVerdict(policy, 'x.example', `10.0.0.${last}`, { nodeBlocked: [subnet] }).allowed).toBe(false);
       }),
     );
   });

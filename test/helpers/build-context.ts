@@ -1,0 +1,44 @@
+import zlib from 'node:zlib';
+
+/** An entry of a test's build context: a file's content, or a link (symbolic or hard). */
+export type ContextEntry = string | Buffer | { symlink: string } | { hardlink: string };
+
+/** One ustar header: name, mode, owner, size, time, checksum, type, link target. */
+function header(name: string, size: number, type: string, linkname = ''): Buffer {
+  const block = Buffer.alloc(512);
+  const put = (value: string, offset: number, length: number) => block.write(value, offset, length, 'utf8');
+  const octal = (value: number, length: number) => value.toString(8).padStart(length - 1, '0');
+  put(name, 0, 100);
+  put(octal(type === '5' ? 0o755 : 0o644, 8), 100, 8);
+  put(octal(0, 8), 108, 8);
+  put(octal(0, 8), 116, 8);
+  put(octal(size, 12), 124, 12);
+  put(octal(1_700_000_000, 12), 136, 12);
+  put(type, 156, 1);
+  put(linkname, 157, 100);
+  put('ustar\u000000', 257, 8);
+  put('        ', 148, 8);
+  const sum = block.reduce((total, byte) => total + byte, 0);
+  put(`${octal(sum, 7)}\u0000 `, 148, 8);
+  return block;
+}
+
+/**
+ * A tar.gz build context written entry by entry, so a test can put in what no well-behaved tool
+ * would: `..` paths, absolute ones, links out of the context.
+ */
+export function buildContext(entries: Record<string, ContextEntry>): Buffer {
+  const parts: Buffer[] = [];
+  for (const [name, entry] of Object.entries(entries)) {
+    if (typeof entry === 'string' || Buffer.isBuffer(entry)) {
+      const data = Buffer.from(entry);
+      parts.push(header(name, data.length, '0'), data, Buffer.alloc((512 - (data.length % 512)) % 512));
+    } else if ('symlink' in entry) {
+      parts.push(header(name, 0, '2', entry.symlink));
+    } else {
+      parts.push(header(name, 0, '1', entry.hardlink));
+    }
+  }
+  parts.push(Buffer.alloc(1024));
+  return zlib.gzipSync(Buffer.concat(parts));
+}
