@@ -22,8 +22,10 @@ import {
   type WorkloadKey,
   type WorkloadSpec,
 } from '../domain/workloads/workload';
+import { workloadNetwork } from '../domain/workloads/network';
 import { PLATFORM_SOCKET_ENV, PLATFORM_TOKEN_ENV } from '../domain/workloads/platform-credential';
 import type { PlatformServices } from '../runtime/platform-services/platform-services';
+import { NO_PLATFORM_EGRESS, type PlatformEgress } from '../runtime/platform-services/egress';
 import { SANDBOX_PLATFORM_SOCKET, sandboxLayout } from '../runtime/layout';
 import { DEFAULT_PORT_WAIT_SECONDS } from '../sandbox-agent/contract/limits';
 import type { ProcessRecord, ProcessRequest } from '../sandbox-agent/contract/process';
@@ -136,6 +138,7 @@ async function startRevisionSandbox(runtime: NodeRuntime, input: StartRevisionIn
       volumes: [],
       // Linked rather than mounted, so a warm sandbox can take it.
       code: input.appDir,
+      network: workloadNetwork(spec),
     });
   } catch (err) {
     if (err instanceof SandboxSpecError) throw userError(err.message);
@@ -144,8 +147,8 @@ async function startRevisionSandbox(runtime: NodeRuntime, input: StartRevisionIn
 }
 
 /** The command a revision runs, the environment added to the spec's, and where it may reach out. */
-async function revisionCommand(node: DeploymentNode, input: StartRevisionInput): Promise<{ command: string[]; environment: Record<string, string>; egress: string[] }> {
-  if (!input.builtin) return { command: workloadCommand(input.spec), environment: {}, egress: [] };
+async function revisionCommand(node: DeploymentNode, input: StartRevisionInput): Promise<{ command: string[]; environment: Record<string, string>; egress: PlatformEgress }> {
+  if (!input.builtin) return { command: workloadCommand(input.spec), environment: {}, egress: NO_PLATFORM_EGRESS };
   const builtin = await requireBuiltins(node.builtins).resolve(input.key, input.spec);
   return { command: builtin.command, environment: builtin.environment, egress: builtin.egress };
 }

@@ -9,6 +9,7 @@ import {
   type JobRuntimeSettings,
   type TaskOutcome,
 } from '../domain/jobs/execution';
+import { workloadNetwork } from '../domain/workloads/network';
 import { shellLine } from '../domain/workloads/workload';
 import { SandboxSpecError, type RuntimeVolumeMount, type SandboxRuntime } from '../runtime/sandbox-runtime';
 import { AgentError, SandboxAgentClient } from '../runtime/agent-client';
@@ -174,6 +175,8 @@ export function createJobNodeActivities({ runtime, pg, volumes = [] }: JobNodeDe
           memoryMb: settings.memoryMb,
           envs: [],
           volumes: [{ hostPath: codeDir, mountPath: JOB_CODE_MOUNT, readOnly: true }, ...volumes],
+          // Its namespace goes with the sandbox, when the execution ends (removeJobSandbox).
+          network: workloadNetwork(settings),
         });
       } catch (err) {
         if (err instanceof SandboxSpecError) throw ApplicationFailure.nonRetryable(err.message, 'SandboxSpecError');

@@ -15,6 +15,11 @@ export function createSandboxControlActivities({ pg }: Pick<ActivityDeps, 'pg'>)
       await store.transition(key.id, 'FAILED', { type: 'Warning', message }, undefined, 'DEPLOYING');
       await history.end(key.id, Date.now());
     },
+    /** A restore that ended its processes and could not start them again: the sandbox FAILED, saying why. */
+    async markSandboxRestoreFailed(key: SandboxKey, message: string): Promise<void> {
+      await store.transition(key.id, 'FAILED', { type: 'Warning', message }, undefined, 'DEPLOYED');
+      await history.end(key.id, Date.now());
+    },
     async setSandboxState(key: SandboxKey, state: SandboxState, lastUsedAt: number): Promise<void> {
       await store.mergeState(key.id, { state, lastUsedAt: new Date(lastUsedAt).toISOString() });
     },

@@ -7,21 +7,31 @@ import { ImagePullError } from '../domain/images/pull-failure';
 import { DEFAULT_SANDBOX_IMAGE, DEFAULT_SANDBOX_MEMORY_MB, type SandboxKey, type SandboxSpec } from '../domain/sandbox/sandbox';
 import { SandboxNotFoundError, SandboxSpecError, type FreezeState, type RuntimeVolumeMount, type SandboxRemoval, type SandboxRuntime } from '../runtime/sandbox-runtime';
 import type { VolumeStore } from '../runtime/volume-store';
+import type { RegistryAccount } from '../domain/integrations/registry-credentials';
 import { whileHeartbeating } from './support/heartbeat';
+import type { RegistryAccounts } from './support/registry-accounts';
 
 /** The runtime plus what metering and images from registries need of it. */
 export type NodeRuntime = SandboxRuntime & {
   imageStorageBytes(id: string, image: string): Promise<number>;
-  pullImage(reference: string): Promise<{ digest: string }>;
-  findImage(reference: string): Promise<{ digest: string } | undefined>;
+  pullImage(reference: string, options?: { credentials?: RegistryAccount }): Promise<{ digest: string }>;
+  findImage(reference: string): Promise<{ digest: string; authenticated: boolean } | undefined>;
+  restoreFiles(id: string, snapshotId: string, restoreId: string): Promise<FreezeState>;
 };
+
+/** A restore asked for through the API: the snapshot (one of the sandbox's own) and the request's id. */
+export interface RestoreRequest {
+  snapshotId: string;
+  snapshotName: string;
+  restoreId: string;
+}
 
 /**
  * The node side of a sandbox's life, run by the runtime worker of the node that hosts it. Every
  * activity is idempotent (start returns the running sandbox, remove of a missing one is a no-op),
  * so retries after a worker crash are safe.
  */
-export function createSandboxNodeActivities({ runtime, volumes, pg }: { runtime: NodeRuntime; volumes?: VolumeStore; pg: Pool }) {
+export function createSandboxNodeActivities({ runtime, volumes, pg, registryAccounts }: { runtime: NodeRuntime; volumes?: VolumeStore; pg: Pool; registryAccounts?: RegistryAccounts }) {
   const store = new ResourceStore(pg);
   const history = new StateHistory(pg);
 
@@ -31,7 +41,7 @@ export function createSandboxNodeActivities({ runtime, volumes, pg }: { runtime:
       whileHeartbeating(() => startSandbox({ runtime, volumes, store, history }, key, spec, seedSnapshotId)),
 
     /** Pulls the sandbox's image onto this node when it comes from a registry (see pullSandboxImage below). */
-    pullSandboxImage: (key: SandboxKey, spec: SandboxSpec) => whileHeartbeating(() => pullSandboxImage(runtime, store, key, spec)),
+    pullSandboxImage: (key: SandboxKey, spec: SandboxSpec) => whileHeartbeating(() => pullSandboxImage({ runtime, store, registryAccounts }, key, spec)),
 
     /**
      * Freezes the sandbox unless it is serving a request, running a command someone waits on or
@@ -46,16 +56,7 @@ export function createSandboxNodeActivities({ runtime, volumes, pg }: { runtime:
      * before the next starts. A frozen sandbox is reported as is: it cannot be asked for its
      * activity.
      */
-    async enterStandby(key: SandboxKey, idleTimeoutMs: number, knownGeneration?: number): Promise<StandbyAnswer> {
-      const before = await runtime.freezeState(key.id);
-      const unseen = knownGeneration !== undefined && before.generation !== knownGeneration;
-      if (before.frozen || unseen) return { frozen: before.frozen, lastUsedAt: 0, freeze: before };
-      const activity = await runtime.activity(key.id);
-      const lastUsedAt = Date.parse(activity.lastRequestAt) || 0;
-      if (activity.inflightRequests > 0 || activity.keepAliveProcesses > 0) return { frozen: false, lastUsedAt: Date.now(), freeze: before };
-      if (Date.now() - lastUsedAt < idleTimeoutMs) return { frozen: false, lastUsedAt, freeze: before };
-      return { frozen: true, lastUsedAt, freeze: await runtime.freeze(key.id) };
-    },
+    enterStandby: (key: SandboxKey, idleTimeoutMs: number, knownGeneration?: number) => enterStandby(runtime, key, idleTimeoutMs, knownGeneration),
 
     /** New environment variables for the running sandbox (see SandboxRuntime.updateEnvs); idempotent. */
     async updateSandboxEnvs(key: SandboxKey, spec: SandboxSpec): Promise<void> {
@@ -92,6 +93,14 @@ export function createSandboxNodeActivities({ runtime, volumes, pg }: { runtime:
     },
 
     /**
+     * Puts the sandbox back to one of its snapshots, processes started afresh (see
+     * BwrapRuntime.restoreFiles), saying so on its events. Answers whether it was restored and the
+     * node's freeze state after: a snapshot whose files are gone leaves the sandbox as it was, with
+     * a Warning saying why; a start that fails after the files changed is an error (retried).
+     */
+    restoreSandbox: (key: SandboxKey, request: RestoreRequest) => whileHeartbeating(() => restoreSandbox(runtime, store, key, request)),
+
+    /**
      * Removes the sandbox. Answers when it was gone (metering ends there) and its last freeze
      * state, so that a thaw the workflow did not hear of is still metered as running.
      */
@@ -99,6 +108,18 @@ export function createSandboxNodeActivities({ runtime, volumes, pg }: { runtime:
     // the moment it stopped, and its freeze state then, a thaw no one signalled included.
     stopSandbox: (key: SandboxKey): Promise<SandboxRemoval> => whileHeartbeating(() => runtime.remove(key.id)),
   };
+}
+
+/** See enterStandby in createSandboxNodeActivities. */
+async function enterStandby(runtime: NodeRuntime, key: SandboxKey, idleTimeoutMs: number, knownGeneration?: number): Promise<StandbyAnswer> {
+  const before = await runtime.freezeState(key.id);
+  const unseen = knownGeneration !== undefined && before.generation !== knownGeneration;
+  if (before.frozen || unseen) return { frozen: before.frozen, lastUsedAt: 0, freeze: before };
+  const activity = await runtime.activity(key.id);
+  const lastUsedAt = Date.parse(activity.lastRequestAt) || 0;
+  if (activity.inflightRequests > 0 || activity.keepAliveProcesses > 0) return { frozen: false, lastUsedAt: Date.now(), freeze: before };
+  if (Date.now() - lastUsedAt < idleTimeoutMs) return { frozen: false, lastUsedAt, freeze: before };
+  return { frozen: true, lastUsedAt, freeze: await runtime.freeze(key.id) };
 }
 
 /** The sandbox's environment variables as the runtime takes them. */
@@ -154,26 +175,50 @@ async function startSandbox(
 /**
  * Pulls the sandbox's image onto this node when it names a registry (a built-in image needs
  * nothing), saying on the sandbox's events that it waits for its image, then which digest came.
- * Answers the digest pulled. The registry's refusals (not found, unauthorized) and a malformed
- * reference do not get better by retrying; an unreachable registry may, and is retried.
+ * Answers the digest pulled. With `spec.runtime.registryConnection` the pull gives that
+ * connection's credentials, and always asks the registry: they are checked every time. An image
+ * last pulled with credentials is not started from the node's copy by a sandbox without them.
+ * The registry's refusals (not found, unauthorized) and a malformed reference do not get better
+ * by retrying; an unreachable registry may, and is retried.
  */
-async function pullSandboxImage(runtime: NodeRuntime, store: ResourceStore, key: SandboxKey, spec: SandboxSpec): Promise<{ digest?: string }> {
+async function pullSandboxImage(
+  { runtime, store, registryAccounts }: { runtime: NodeRuntime; store: ResourceStore; registryAccounts?: RegistryAccounts },
+  key: SandboxKey,
+  spec: SandboxSpec,
+): Promise<{ digest?: string }> {
   const image = spec.runtime?.image;
   if (image === undefined || !isRegistryImage(image)) return {};
-  const present = pullsEveryTime(image) ? undefined : await runtime.findImage(image);
+  const connection = spec.runtime?.registryConnection;
+  const found = pullsEveryTime(image) || connection !== undefined ? undefined : await runtime.findImage(image);
+  const present = found && !found.authenticated ? found : undefined;
   if (present) {
     await store.note(key.id, { type: 'Normal', message: `image '${image}' is on the node (${present.digest})` }, { image: { reference: image, digest: present.digest, pull: 'PRESENT' } });
     return { digest: present.digest };
   }
   await store.note(key.id, { type: 'Normal', message: `waiting for its image: pulling '${image}' onto the node` }, { image: { reference: image, pull: 'PULLING' } });
   try {
-    const { digest } = await runtime.pullImage(image);
+    if (connection !== undefined && !registryAccounts) throw ApplicationFailure.nonRetryable('this node worker cannot open integration connections', 'RegistryCredentialsError');
+    const credentials = connection === undefined ? undefined : await registryAccounts!(key.workspaceId, connection, image);
+    const { digest } = await runtime.pullImage(image, credentials ? { credentials } : {});
     await store.note(key.id, { type: 'Normal', message: `image '${image}' pulled (${digest})` }, { image: { reference: image, digest, pull: 'PULLED' } });
     return { digest };
   } catch (err) {
     if (err instanceof ImagePullError && err.kind !== 'unreachable') throw ApplicationFailure.nonRetryable(err.message, 'ImagePullError');
     if (err instanceof SandboxSpecError) throw ApplicationFailure.nonRetryable(err.message, 'SandboxSpecError');
     throw err;
+  }
+}
+
+/** See the activity restoreSandbox above. */
+async function restoreSandbox(runtime: NodeRuntime, store: ResourceStore, key: SandboxKey, request: RestoreRequest): Promise<ObservedFreeze & { restored: boolean }> {
+  try {
+    const freeze = await runtime.restoreFiles(key.id, request.snapshotId, request.restoreId);
+    await store.note(key.id, { type: 'Normal', message: `restored to snapshot '${request.snapshotName}': files replaced, processes started afresh` }, {});
+    return { ...freeze, observedAt: Date.now(), restored: true };
+  } catch (err) {
+    if (!(err instanceof SandboxSpecError)) throw err;
+    await store.note(key.id, { type: 'Warning', message: `restore to snapshot '${request.snapshotName}' refused: ${err.message}` }, {});
+    return { ...(await runtime.freezeState(key.id)), observedAt: Date.now(), restored: false };
   }
 }
 

@@ -5,6 +5,7 @@ import { boundConnections } from '../domain/integrations/function-binding';
 import { isProviderModel } from '../domain/workloads/provider-model';
 import { deploymentWorkflowId, type WorkloadKey, type WorkloadKind, type WorkloadSpec } from '../domain/workloads/workload';
 import { DEPLOYMENT_WORKFLOW_TYPE, type DeploymentWorkflow } from '../domain/workloads/deployment-start';
+import { networkChanged } from '../domain/sandbox/spec-rules';
 import { RevisionStore } from '../store/revisions';
 
 /**
@@ -53,5 +54,27 @@ export async function deployWithoutBundle(
   if (!deploysWithoutBundle(key.kind, spec)) return undefined;
   const revision = await new RevisionStore(services.pg).create({ resourceId: key.id, bundleSha256: null, bundleBytes: null, spec, actor });
   await requestDeployment(services.temporal, services.config, key, revision);
+  return revision;
+}
+
+/**
+ * A PUT that changes a workload's `spec.network` deploys a new revision of the same code with the
+ * spec as it now is: an instance's network namespace is made at its start, so the change reaches
+ * the instances by replacing them (the previous revision serves until the new one is healthy).
+ * Jobs need none: each execution reads the job's current spec. Workloads deploying without a
+ * bundle already get a revision per change (deployWithoutBundle); one never uploaded waits for
+ * its first upload, which carries the spec.
+ */
+export async function redeployForNetworkChange(
+  services: { pg: Pool; temporal: TemporalClient; config: HangarConfig },
+  key: WorkloadKey,
+  spec: WorkloadSpec,
+  actor: string | null,
+): Promise<number | undefined> {
+  if (key.kind === 'jobs' || deploysWithoutBundle(key.kind, spec)) return undefined;
+  // Compared and written under the resource's lock, with the spec as it is then: of two updates
+  // at once (or an update and an upload), the last revision has the last spec.
+  const revision = await new RevisionStore(services.pg).createFromLatestBundle(key.id, actor, (latest, current) => networkChanged(latest.spec, current));
+  if (revision !== undefined) await requestDeployment(services.temporal, services.config, key, revision);
   return revision;
 }

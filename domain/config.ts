@@ -37,6 +37,11 @@ export interface HangarConfig {
   temporalAddress?: string;
   temporalNamespace: string;
   clickhouseDatabase: string;
+  /**
+   * A cluster of the ClickHouse servers' own configuration (remote_servers): the usage schema is
+   * created ON CLUSTER, sharded over it. Unset: one server.
+   */
+  clickhouseCluster?: string;
   /** 32-byte key (base64) sealing secrets at rest; generated into the data folder when absent. */
   masterKey?: string;
   /** Task queue of the control-plane worker. */
@@ -135,6 +140,14 @@ function lostAfterFrom(env: NodeJS.ProcessEnv, name: string): number {
   return value;
 }
 
+/** A cluster name is spliced into DDL (ON CLUSTER, Distributed(...)): a plain identifier only. */
+function clusterFrom(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const raw = env[name] ?? '';
+  if (raw === '') return undefined;
+  if (!/^[A-Za-z_][A-Za-z0-9_]{0,63}$/.test(raw)) throw new Error(`${name} must name a cluster with letters, digits and '_' only, got '${raw}'`);
+  return raw;
+}
+
 function atLeastOne(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   const value = intFrom(env, name, fallback);
   if (value < 1) throw new Error(`${name} must be at least 1, got '${env[name]}'`);
@@ -193,6 +206,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HangarConfig {
     temporalAddress: env.TEMPORAL_ADDRESS || undefined,
     temporalNamespace: env.TEMPORAL_NAMESPACE || 'default',
     clickhouseDatabase: env.CLICKHOUSE_DATABASE || 'hangar',
+    clickhouseCluster: clusterFrom(env, 'CLICKHOUSE_CLUSTER'),
     masterKey: env.HANGAR_MASTER_KEY || undefined,
     taskQueue: env.HANGAR_TASK_QUEUE || 'hangar-control',
     nodeId: env.HANGAR_NODE_ID || 'local',

@@ -9,7 +9,7 @@ import { findIntegration } from '../domain/integrations/catalog';
 import { boundConnections } from '../domain/integrations/function-binding';
 import { loadMasterKey } from '../store/master-key';
 import { SecretBox } from '../domain/secret-box';
-import { originsOf } from './platform-services/egress';
+import { providerEgress, type PlatformEgress } from './platform-services/egress';
 import type { WorkloadKey, WorkloadSpec } from '../domain/workloads/workload';
 
 /** A workload whose code ships with the platform: an integration's MCP server. */
@@ -19,8 +19,8 @@ export interface BuiltinWorkload {
   command: string[];
   /** The connection's secrets and the provider's endpoints; resolved on the node, never put in workflow history. */
   environment: Record<string, string>;
-  /** Origins the server may reach through the platform socket: its provider's endpoints. */
-  egress: string[];
+  /** Where the server may reach through the platform socket: its provider's endpoints. */
+  egress: PlatformEgress;
 }
 
 /** The compiled platform (dist/), found from the sources and from dist alike. */
@@ -62,7 +62,7 @@ export class BuiltinWorkloads {
       appDir,
       command: ['node', entry],
       environment: mcp.environment(await store.openSecrets(row), this.config),
-      egress: originsOf(mcp.egress(this.config)),
+      egress: providerEgress(mcp.egress(this.config)),
     };
   }
 

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { SandboxAgentClient, waitForAgent } from './agent-client';
 import { bwrapArguments, type LaunchPlan } from './bwrap-args';
 import { SandboxSeccompFilter } from './seccomp/seccomp-filter';
-import { captureTree, removeTree, seedTree } from './snapshot-files';
+import { captureTree, removeTree, replaceTree, seedTree } from './snapshot-files';
 import { detectCgroupDriver, type CgroupDriver, type CgroupOptions, type SandboxCgroup } from './cgroups';
 import { SANDBOX_ETC_FILE_NAMES } from './etc-files';
 import { isSameProcess, processStartTicks } from './host-process';
@@ -159,6 +159,35 @@ export class BwrapRuntime implements SandboxRuntime {
     });
   }
 
+  /**
+   * Puts the sandbox back to a snapshot's files: its processes end, its writable layer becomes a
+   * copy of the snapshot's, and it starts afresh from it with the same id, image, envs and
+   * network policy. Its freeze generations go on (a frozen sandbox comes back thawed, a new
+   * generation), so its lifecycle keeps its books. A restore asked again with the same
+   * `restoreId` once done (a retried activity) answers as the first did. A snapshot whose files
+   * are gone is a SandboxSpecError, before anything changed.
+   */
+  restoreFiles(id: string, snapshotId: string, restoreId: string): Promise<FreezeState> {
+    assertSandboxId(id);
+    return this.exclusive(id, async () => {
+      const record = await this.store.read(id);
+      if (!record) throw new SandboxNotFoundError(id);
+      if (record.restoredBy === restoreId && (await this.isAlive(record))) return record.freeze ?? NEVER_FROZEN;
+      const snapshotDir = snapshotFilesDir(this.options.dataDir, snapshotId);
+      if (!fs.existsSync(snapshotDir)) throw new SandboxSpecError(`the snapshot's files are not on this node (${snapshotId}): was it deleted?`);
+      const before = record.freeze ?? NEVER_FROZEN;
+      const freeze = before.frozen ? { ...before, generation: before.generation + 1, frozen: false, thawedAt: Date.now() } : before;
+      // Written before the processes go: a worker dying from here on leaves the generation known.
+      await this.store.write({ ...record, freeze });
+      await this.cgroups.open(record.cgroupDirs).destroy();
+      await fsp.rm(this.socketPath(id), { force: true });
+      await this.options.network?.detach(id);
+      await replaceTree(snapshotDir, this.layout(id).fsRoot);
+      await this.launch({ ...record.spec, seedSnapshotId: undefined }, { freeze, restoredBy: restoreId });
+      return freeze;
+    });
+  }
+
   /** Deletes a snapshot's files from this node. */
   removeSnapshotFiles(snapshotId: string): Promise<void> {
     return removeTree(snapshotFilesDir(this.options.dataDir, snapshotId));
@@ -289,7 +318,8 @@ export class BwrapRuntime implements SandboxRuntime {
     }
   }
 
-  private async launch(spec: RuntimeSandboxSpec): Promise<SandboxHandle> {
+  /** `carried`: what a restarted sandbox keeps of its record (its freeze generations). */
+  private async launch(spec: RuntimeSandboxSpec, carried: Pick<SandboxRecord, 'freeze' | 'restoredBy'> = {}): Promise<SandboxHandle> {
     const layout = this.layout(spec.id);
     const image = await this.images.resolve(spec.image, spec.workspaceId, sandboxOwnedPaths(layout.writable, spec.volumes));
     if (spec.seedSnapshotId) await seedTree(snapshotFilesDir(this.options.dataDir, spec.seedSnapshotId), layout.fsRoot);
@@ -298,7 +328,7 @@ export class BwrapRuntime implements SandboxRuntime {
     const network = this.networked(spec) || warm ? await this.options.network!.attach(spec.id, warm ? { internet: false } : spec.network) : undefined;
     await prepareSandboxFolders(spec, layout, this.identity(), image.run, network);
     const cgroup = await this.cgroups.create(spec.id);
-    const record: SandboxRecord = { spec, cgroupDirs: cgroup.dirs, phase: 'starting', network };
+    const record: SandboxRecord = { ...carried, spec, cgroupDirs: cgroup.dirs, phase: 'starting', network };
     try {
       await cgroup.setLimits(this.limits(spec));
       await this.store.write(record);

@@ -25,6 +25,11 @@ export interface StoredImage {
   dir: string;
   /** Bytes the node stores for it: its blobs (compressed layers, config, manifest) plus the unpacked rootfs. */
   storedBytes: number;
+  /**
+   * Whether its last pull gave credentials: its registry may want them, so whoever runs it without
+   * credentials of their own asks the registry first (a private image is not handed on by the node).
+   */
+  authenticated: boolean;
 }
 
 /** The record of an unpacked image, `image.json` beside its rootfs. */
@@ -93,10 +98,10 @@ export class OciImageStore {
   async findKey(key: string, owner?: string): Promise<StoredImage | undefined> {
     const text = await fsp.readFile(this.refFile(key), 'utf8').catch(() => undefined);
     if (!text) return undefined;
-    const ref = JSON.parse(text) as { digest: string; owner?: string };
+    const ref = JSON.parse(text) as { digest: string; owner?: string; authenticated?: boolean };
     if (owner !== undefined && ref.owner !== owner) return undefined;
     const record = await this.readRecord(ref.digest);
-    return record && this.stored(key, record);
+    return record && this.stored(key, record, ref.authenticated === true);
   }
 
   /**
@@ -109,7 +114,8 @@ export class OciImageStore {
     const manifest = manifestOfIndex(await fsp.readFile(path.join(layoutDir, 'index.json'), 'utf8'), tag);
     const record = await this.unpackOnce(manifest.digest, layoutDir, tag);
     await writeFileAtomically(this.refFile(key), JSON.stringify({ reference: key, digest: record.digest, owner }));
-    return this.stored(key, record);
+    // Built on this node from what its workspace sent: no registry's credentials were needed for it.
+    return this.stored(key, record, false);
   }
 
   /**
@@ -177,8 +183,8 @@ export class OciImageStore {
       });
       const manifest = manifestOfIndex(await fsp.readFile(path.join(layoutDir, 'index.json'), 'utf8'), TAG);
       const record = await this.unpackOnce(manifest.digest, layoutDir);
-      await writeFileAtomically(this.refFile(canonical), JSON.stringify({ reference: canonical, digest: record.digest }));
-      return this.stored(canonical, record);
+      await writeFileAtomically(this.refFile(canonical), JSON.stringify({ reference: canonical, digest: record.digest, authenticated: credentials !== undefined }));
+      return this.stored(canonical, record, credentials !== undefined);
     } finally {
       await fsp.rm(workDir, { recursive: true, force: true });
     }
@@ -227,9 +233,9 @@ export class OciImageStore {
     return text ? (JSON.parse(text) as ImageRecord) : undefined;
   }
 
-  private stored(reference: string, record: ImageRecord): StoredImage {
+  private stored(reference: string, record: ImageRecord, authenticated: boolean): StoredImage {
     const dir = this.unpackedDir(record.digest);
-    return { reference, digest: record.digest, configDigest: record.configDigest, config: record.config, rootfs: path.join(dir, 'rootfs'), dir, storedBytes: record.blobBytes + record.unpackedBytes };
+    return { reference, digest: record.digest, configDigest: record.configDigest, config: record.config, rootfs: path.join(dir, 'rootfs'), dir, storedBytes: record.blobBytes + record.unpackedBytes, authenticated };
   }
 
   private async prepare(): Promise<void> {

@@ -58,6 +58,22 @@ export async function seedTree(snapshotDir: string, fsRoot: string): Promise<voi
   await copyTree(snapshotDir, fsRoot);
 }
 
+/**
+ * Replaces a sandbox's writable layer by a copy of a snapshot's (a restore): the copy is made
+ * beside it first, then swapped in by renames, so a restore cut short leaves the old files or the
+ * new ones whole, and a retry finishes it. The sandbox must not run meanwhile.
+ */
+export async function replaceTree(snapshotDir: string, fsRoot: string): Promise<void> {
+  if (!(await exists(snapshotDir))) throw new SandboxSpecError(`the snapshot's files are not on this node (${path.basename(path.dirname(snapshotDir))}): was it deleted?`);
+  const next = `${fsRoot}.restoring`;
+  const previous = `${fsRoot}.replaced`;
+  await Promise.all([next, previous].map((folder) => fsp.rm(folder, { recursive: true, force: true })));
+  await copyTree(snapshotDir, next);
+  if (await exists(fsRoot)) await fsp.rename(fsRoot, previous);
+  await fsp.rename(next, fsRoot);
+  await fsp.rm(previous, { recursive: true, force: true });
+}
+
 /** Deletes a snapshot's files (its folder); nothing to delete is fine. */
 export async function removeTree(snapshotDir: string): Promise<void> {
   await fsp.rm(path.dirname(snapshotDir), { recursive: true, force: true });

@@ -23,6 +23,8 @@ export interface SandboxRecord {
   freeze?: FreezeState;
   /** Its network namespace and the node's egress services, when it has outbound network. */
   network?: SandboxAttachment;
+  /** The last restore to a snapshot done (its request's id): a retried restore answers it again. */
+  restoredBy?: string;
 }
 
 export class StateStore {

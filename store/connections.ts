@@ -54,9 +54,9 @@ export async function connectionIntegrations(pg: Pool, workspaceId: string, name
   return new Map(rows.map((row) => [row.name, row.integration]));
 }
 
-/** A workload whose spec names a connection. */
+/** A workload whose spec names a connection, or a sandbox pulling its image with one. */
 export interface BoundWorkload {
-  kind: 'functions' | 'models';
+  kind: 'functions' | 'models' | 'sandboxes';
   name: string;
 }
 
@@ -130,11 +130,14 @@ export class ConnectionStore {
     }
   }
 
-  /** Functions and models of the workspace bound to the connection: it cannot go while they use it. */
+  /** Functions, models and sandboxes of the workspace bound to the connection: it cannot go while they use it. */
   async boundWorkloads(workspaceId: string, name: string): Promise<BoundWorkload[]> {
     const { rows } = await this.pg.query<BoundWorkload>(
       `SELECT kind, name FROM resources
-        WHERE workspace_id = $1 AND kind IN ('functions', 'models') AND spec->'integrationConnections' ? $2 ORDER BY kind, name`,
+        WHERE workspace_id = $1
+          AND ((kind IN ('functions', 'models') AND spec->'integrationConnections' ? $2)
+            OR (kind = 'sandboxes' AND spec->'runtime'->>'registryConnection' = $2))
+        ORDER BY kind, name`,
       [workspaceId, name],
     );
     return rows;

@@ -80,6 +80,12 @@ export class ExecutionStore {
     });
   }
 
+  /** The job and the client's id of the execution whose row id is `id` (its sandbox is named by it); undefined when there is none. */
+  async owner(id: string): Promise<{ jobId: string; executionId: string } | undefined> {
+    const { rows } = await this.pg.query<{ job_id: string; execution_id: string }>('SELECT job_id, execution_id FROM job_executions WHERE id = $1', [id]);
+    return rows[0] && { jobId: rows[0].job_id, executionId: rows[0].execution_id };
+  }
+
   async delete(id: string): Promise<void> {
     await this.pg.query('DELETE FROM job_executions WHERE id = $1', [id]);
   }

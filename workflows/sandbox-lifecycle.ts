@@ -12,7 +12,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { SandboxControlActivities } from '../activities/sandbox-control';
-import type { SandboxNodeActivities } from '../activities/sandbox-node';
+import type { RestoreRequest, SandboxNodeActivities } from '../activities/sandbox-node';
 import { failureReason } from '../domain/failure-reason';
 import { isRegistryImage } from '../domain/images/builtin';
 import { nextExpiry } from '../domain/sandbox/expiry';
@@ -52,6 +52,8 @@ export const resumedSignal = defineSignal<[number, number?]>('resumed');
 export const deleteSignal = defineSignal('delete');
 /** The user changed lifetime rules (ttl, expiration policies). */
 export const specSignal = defineSignal<[SandboxSpec]>('spec');
+/** Put the sandbox back to one of its snapshots (its files; processes start afresh). */
+export const restoreSignal = defineSignal<[RestoreRequest]>('restore');
 export const stateQuery = defineQuery<{ state: SandboxState; lastUsedAt: number }>('state');
 
 // Signals from busy sandboxes add history; start afresh well before Temporal's limits.
@@ -60,6 +62,8 @@ const MAX_HISTORY_EVENTS = 5_000;
 const IMAGE_PULL_PATCH = 'sandbox-image-pull';
 /** A network policy is pushed until the node takes it, with events while it has not (runs started before gave up after the retries). */
 const NETWORK_UNTIL_APPLIED_PATCH = 'sandbox-network-until-applied';
+/** Restores to a snapshot run as a step of the lifecycle (runs started before had no such step). */
+const RESTORE_PATCH = 'sandbox-restore';
 
 /**
  * One sandbox's life: start it on its node, keep it RUNNING while used, freeze it into STANDBY
@@ -108,6 +112,8 @@ class SandboxRun {
   private envsToApply = false;
   // Set when an update changed the network policy: the node applies it from the next connection on.
   private networkToApply = false;
+  // Set when a restore to a snapshot was asked for; the latest request wins.
+  private restoreTo?: RestoreRequest;
   // Metering: usage is recorded per period in the state the node had during it.
   private meteredUntil: number;
   private metering: boolean;
@@ -169,6 +175,10 @@ class SandboxRun {
       this.spec = next;
       this.woken = true;
     });
+    setHandler(restoreSignal, (request) => {
+      this.restoreTo = request;
+      this.woken = true;
+    });
     setHandler(stateQuery, () => ({ state: this.state(), lastUsedAt: this.lastUsedAt }));
   }
 
@@ -196,6 +206,7 @@ class SandboxRun {
     while (!this.deleting) {
       if (this.envsToApply) await this.applyEnvs();
       if (this.networkToApply) await this.applyNetwork();
+      if (this.restoreTo && !(await this.restore(this.restoreTo))) return this.waitForDeletion();
       const expiry = nextExpiry({
         ttl: this.spec.runtime?.ttl,
         expires: this.spec.runtime?.expires,
@@ -262,6 +273,36 @@ class SandboxRun {
         await continueAsNew<typeof sandboxLifecycle>({ ...this.input, spec, phase: 'running', state: this.state(), lastUsedAt, meteredUntil, ledger, networkPending: true });
       }
     }
+  }
+
+  /**
+   * Puts the sandbox back to a snapshot, as a step of its life: nothing else (a freeze, a
+   * deletion, an update) runs on the node meanwhile. Usage is recorded up to the restore first,
+   * in the state and size it had; the node's freeze state after is taken in (a frozen sandbox
+   * comes back running). False when the sandbox could not be started again: it is FAILED.
+   */
+  private async restore(request: RestoreRequest): Promise<boolean> {
+    this.restoreTo = undefined;
+    if (!patched(RESTORE_PATCH)) return true;
+    if (this.metering) await this.meter(await this.observeNode());
+    try {
+      const seen = await this.node.restoreSandbox(this.key, request);
+      this.ledger = noteObserved(this.ledger, seen);
+      if (seen.restored) this.lastUsedAt = Math.max(this.lastUsedAt, seen.observedAt);
+      return true;
+    } catch (err) {
+      // It runs no more: its usage ends here, before its state history does.
+      await this.meter(Date.now());
+      this.metering = false;
+      await this.control.markSandboxRestoreFailed(this.key, `restore to snapshot '${request.snapshotName}' failed: ${failureReason(err)}`);
+      return false;
+    }
+  }
+
+  /** A sandbox that failed stays visible with its reason until deleted. */
+  private async waitForDeletion(): Promise<string> {
+    await condition(() => this.deleting);
+    return 'deleted by request';
   }
 
   /** Waits for a signal or the next deadline; a RUNNING sandbox idle by then is frozen (if the node agrees). */

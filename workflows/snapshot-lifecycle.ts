@@ -1,6 +1,7 @@
-import { condition, defineSignal, defineUpdate, proxyActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import { condition, continueAsNew, defineSignal, defineUpdate, patched, proxyActivities, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { SnapshotControlActivities } from '../activities/snapshot-control';
 import type { SnapshotNodeActivities } from '../activities/snapshot-node';
+import { METER_INTERVAL_MS } from '../domain/billing/meter-schedule';
 import { failureReason } from '../domain/failure-reason';
 import type { SnapshotKey, SnapshotStatus } from '../domain/sandbox/snapshot';
 
@@ -10,9 +11,19 @@ export interface SnapshotLifecycleInput {
   sourceId: string;
   /** The node holding the source sandbox, and then the snapshot's files. */
   nodeQueue: string;
-  /** A new snapshot, or the removal of one whose workflow is gone. */
-  phase: 'create' | 'delete';
+  /**
+   * A new snapshot, one captured and billed for its storage (carried over by continue-as-new), or
+   * the removal of one whose workflow is gone.
+   */
+  phase: 'create' | 'stored' | 'delete';
+  /** Storage is billed up to here (phase 'stored'). */
+  meteredUntil?: number;
 }
+
+/** Ready snapshots are billed for their storage until deleted (runs started before were not). */
+const STORAGE_METERING_PATCH = 'snapshot-storage-metering';
+// A stored snapshot records usage every minute: start afresh well before Temporal's limits.
+const MAX_HISTORY_EVENTS = 5_000;
 
 export const deleteSnapshotSignal = defineSignal('delete');
 /** Answers once the capture has ended, with its outcome: the API waits on it to answer a create or a fork. */
@@ -35,7 +46,7 @@ export async function snapshotLifecycle(input: SnapshotLifecycleInput): Promise<
     retry: { initialInterval: '200ms', maximumInterval: '10s', maximumAttempts: 10 },
   });
   let deleting = input.phase === 'delete';
-  let outcome: SnapshotStatus | undefined = deleting ? 'failed' : undefined;
+  let outcome: SnapshotStatus | undefined = deleting ? 'failed' : input.phase === 'stored' ? 'ready' : undefined;
   setHandler(deleteSnapshotSignal, () => {
     deleting = true;
   });
@@ -44,7 +55,7 @@ export async function snapshotLifecycle(input: SnapshotLifecycleInput): Promise<
     return outcome!;
   });
 
-  if (!deleting) {
+  if (!deleting && outcome === undefined) {
     try {
       await node.captureSandboxFiles(input.sourceId, key.id);
       outcome = 'ready';
@@ -52,6 +63,17 @@ export async function snapshotLifecycle(input: SnapshotLifecycleInput): Promise<
       await control.markSnapshotFailed(key.id, `capture failed: ${failureReason(err)}`);
       outcome = 'failed';
     }
+  }
+  if (!deleting && outcome === 'ready' && patched(STORAGE_METERING_PATCH)) {
+    // Billed from the capture's end (or where the previous run stopped) to the deletion.
+    let meteredUntil = input.meteredUntil ?? Date.now();
+    while (!(await condition(() => deleting, METER_INTERVAL_MS))) {
+      const now = Date.now();
+      await control.recordSnapshotUsage(key, meteredUntil, now);
+      meteredUntil = now;
+      if (workflowInfo().historyLength > MAX_HISTORY_EVENTS) await continueAsNew<typeof snapshotLifecycle>({ ...input, phase: 'stored', meteredUntil });
+    }
+    await control.recordSnapshotUsage(key, meteredUntil, Date.now());
   }
   await condition(() => deleting);
   await control.markSnapshotDeleting(key.id);

@@ -17,6 +17,7 @@ import type { ResourceRow, ResourceStore } from '../../store/resources';
 import { workspaceNamed } from '../../store/workspaces';
 import type { JobExecutionInput, jobExecution } from '../../workflows/job-execution';
 import { jobCode, type JobCode } from '../../store/job-code';
+import type { WorkloadSpec } from '../../domain/workloads/workload';
 
 /** What job executions work with: jobs (resources), executions, the database, Temporal, the settings. */
 export interface ExecutionServices {
@@ -87,7 +88,9 @@ export async function startExecution(services: ExecutionServices, caller: Caller
   const request = parsedRequest(body);
   const code = await jobCode(services.pg, services.config.dataDir, job.id);
   if (!code) throw new ApiError(503, 'not_deployed', `job '${job.name}' has no deployed code (status ${job.status}); upload a bundle first`);
-  const settings = jobRuntimeSettings(runtimeOf(code, job), request);
+  // The job's current network, like its concurrency: a PUT applies from the next execution on.
+  const network = (job.spec as WorkloadSpec).network;
+  const settings = { ...jobRuntimeSettings(runtimeOf(code, job), request), ...(network ? { network } : {}) };
   const rowId = newUuid();
   const executionId = request.id ?? `exec-${rowId.slice(0, 8)}`;
   const row = await services.executions.create({

@@ -87,7 +87,21 @@ const openai: IntegrationDefinition = {
   secrets: [{ name: PROVIDER_API_KEY_SECRET, required: true, description: 'API key sent upstream as a bearer token; never returned or forwarded to clients.' }],
 };
 
-export const INTEGRATIONS: readonly IntegrationDefinition[] = [email, openai];
+/** The integration whose connections hold an OCI registry's credentials (see registry-credentials.ts). */
+export const REGISTRY_INTEGRATION = 'oci-registry';
+
+const ociRegistry: IntegrationDefinition = {
+  name: REGISTRY_INTEGRATION,
+  displayName: 'OCI registry',
+  description: "Credentials of a private OCI registry, for sandboxes whose spec.runtime.image it holds (named by spec.runtime.registryConnection).",
+  secrets: [
+    { name: 'REGISTRY', required: true, description: "The registry's host[:port], as image references write it: the credentials go to it and no other." },
+    { name: 'USERNAME', required: true, description: 'The account at the registry (for a token, the name the registry asks for with it).' },
+    { name: 'PASSWORD', required: true, description: 'Its password or access token; never returned, logged or put on a command line.' },
+  ],
+};
+
+export const INTEGRATIONS: readonly IntegrationDefinition[] = [email, openai, ociRegistry];
 
 export function findIntegration(name: string): IntegrationDefinition | undefined {
   return INTEGRATIONS.find((integration) => integration.name === name);

@@ -14,6 +14,6 @@ export function connectionInUseProblem(connection: string, users: readonly Conne
     const names = users.filter((user) => user.kind === kind).map((user) => `'${user.name}'`);
     return names.length > 0 ? [`${label}(s) ${names.join(', ')}`] : [];
   };
-  const list = [...named('functions', 'function'), ...named('models', 'model')].join(' and ');
+  const list = [...named('functions', 'function'), ...named('models', 'model'), ...named('sandboxes', 'sandbox')].join(' and ');
   return `integration connection '${connection}' is used by ${list}: delete or rebind them first`;
 }

@@ -1,3 +1,4 @@
+import type { SandboxNetworkSpec } from '../sandbox/network-policy';
 import type { UsageTick } from '../billing/metering';
 
 export type ExecutionStatus = 'queued' | 'pending' | 'running' | 'cancelling' | 'cancelled' | 'failed' | 'succeeded' | 'timeout';
@@ -27,6 +28,8 @@ export interface JobRuntimeSettings {
   maxConcurrentTasks: number;
   maxRetries: number;
   timeoutSeconds: number;
+  /** The execution sandbox's outbound network: the job's `spec.network` when the execution started (none: loopback only). */
+  network?: SandboxNetworkSpec;
 }
 
 /** What identifies one execution everywhere (rows, workflow, sandbox, meters). */
@@ -142,6 +145,11 @@ export const jobExecutionWorkflowId = (workspace: string, job: string, execution
 
 /** The node-local sandbox that runs the tasks of one execution. */
 export const jobSandboxId = (executionRowId: string) => `job-${executionRowId}`;
+
+/** The execution row id of a runtime id jobSandboxId made; undefined for any other id. */
+export function executionOfSandboxId(sandboxId: string): string | undefined {
+  return /^job-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/.exec(sandboxId)?.[1];
+}
 
 /** The agent's process name of one attempt of one task; a restarted activity finds it again. */
 export const taskProcessName = (index: number, attempt: number) => `task-${index}-a${attempt}`;

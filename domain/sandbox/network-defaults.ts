@@ -41,11 +41,3 @@ export function resolvedNetwork(
   return own ?? workspaceDefault ?? platformDefault;
 }
 
-/**
- * Why a policy giving outbound network cannot be taken on a platform whose nodes give none (it
- * would be kept as if it applied); undefined when it can.
- */
-export function networkOffProblem(spec: SandboxNetworkSpec | undefined, networkOn: boolean, at: string): string | undefined {
-  if (!spec || spec.internet === false || networkOn) return undefined;
-  return `${at}: sandboxes of this platform have no outbound network (HANGAR_SANDBOX_NETWORK is off); only internet: false is accepted`;
-}

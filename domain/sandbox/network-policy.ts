@@ -156,3 +156,14 @@ export function aliasVerdict(policy: EgressPolicy, host: string, alias: string):
   if (forbid) return { allowed: false, rule: `${host} is an alias of ${canonicalName(alias)}: spec.network.forbiddenDomains entry '${forbid.text}'` };
   return { allowed: true };
 }
+
+/**
+ * Why a `spec.network` cannot be kept where the nodes give no outbound network (config
+ * `sandboxNetwork` off): a policy the nodes would not apply is refused rather than kept as if it
+ * were. Only `internet: false` (or no `spec.network`) is accepted there. The same answer for a
+ * sandbox and for a workload.
+ */
+export function networkUnavailableProblem(spec: SandboxNetworkSpec | undefined, nodesHaveNetwork: boolean, at = 'body.spec.network'): string | undefined {
+  if (!spec || spec.internet === false || nodesHaveNetwork) return undefined;
+  return `${at}: sandboxes of this platform have no outbound network (HANGAR_SANDBOX_NETWORK is off); only internet: false is accepted`;
+}

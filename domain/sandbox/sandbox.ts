@@ -21,6 +21,8 @@ export interface SandboxSpec {
   region?: string;
   runtime?: {
     image?: string;
+    /** The `oci-registry` integration connection whose credentials pull `image` (a private registry's). */
+    registryConnection?: string;
     memory?: number;
     envs?: SandboxEnv[];
     ports?: { name?: string; target: number; protocol?: string }[];

@@ -40,15 +40,16 @@ export function forkEnvs(source: readonly SandboxEnv[], overrides: readonly Sand
 }
 
 /**
- * The spec a fork starts with: what the source ran (image, memory, ports, region, envs with the
+ * The spec a fork starts with: what the source ran (image and the connection pulling it, memory, ports, region, envs with the
  * fork's on top). Not its lifetime rules (ttl, expires, expiration policies: the source's may be
  * nearly spent; the fork sets its own with an update) nor its volumes (a volume's files are not
  * the sandbox's: two sandboxes writing one volume is for the user to choose).
  */
 export function forkSpec(source: SandboxSpec, envs: readonly SandboxEnv[] = []): SandboxSpec {
-  const { image, memory, ports, snapshotEnabled } = source.runtime ?? {};
+  const { image, registryConnection, memory, ports, snapshotEnabled } = source.runtime ?? {};
   const runtime = {
     ...(image === undefined ? {} : { image }),
+    ...(registryConnection === undefined ? {} : { registryConnection }),
     ...(memory === undefined ? {} : { memory }),
     ...(ports === undefined ? {} : { ports }),
     ...(snapshotEnabled === undefined ? {} : { snapshotEnabled }),

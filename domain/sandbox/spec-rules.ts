@@ -55,7 +55,7 @@ export function envsChanged(before: SandboxSpec, next: SandboxSpec): boolean {
   return JSON.stringify(before.runtime?.envs ?? []) !== JSON.stringify(next.runtime?.envs ?? []);
 }
 
-/** Whether an update changes the sandbox's network policy, which the node applies from the next connection on. */
-export function networkChanged(before: SandboxSpec, next: SandboxSpec): boolean {
+/** Whether an update changes the network policy (a sandbox's: applied from its next connection on; a workload's: a new revision). */
+export function networkChanged(before: Pick<SandboxSpec, 'network'>, next: Pick<SandboxSpec, 'network'>): boolean {
   return JSON.stringify(before.network ?? null) !== JSON.stringify(next.network ?? null);
 }

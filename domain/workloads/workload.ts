@@ -1,3 +1,4 @@
+import type { SandboxNetworkSpec } from '../sandbox/network-policy';
 import type { ProviderTarget } from './provider-model';
 
 /** The workload kinds deployed from code bundles, by their /v0 path (also the `kind` column). */
@@ -38,6 +39,8 @@ export interface WorkloadRuntimeSpec {
 export interface WorkloadSpec {
   runtime?: WorkloadRuntimeSpec;
   integrationConnections?: string[];
+  /** Outbound network of each instance, as a sandbox's (see workloadNetwork: none, loopback only). */
+  network?: SandboxNetworkSpec;
   [field: string]: unknown;
 }
 
@@ -102,6 +105,12 @@ export function deploymentWorkflowId(workspace: string, kind: string, name: stri
 /** The runtime's id for one revision's environment: unique per resource and revision, a valid hostname. */
 export function revisionSandboxId(resourceId: string, revision: number): string {
   return `wl-${resourceId}-r${revision}`;
+}
+
+/** The resource and revision of a runtime id revisionSandboxId made; undefined for any other id. */
+export function revisionOfSandboxId(sandboxId: string): { resourceId: string; revision: number } | undefined {
+  const match = /^wl-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})-r([1-9][0-9]*)$/.exec(sandboxId);
+  return match ? { resourceId: match[1], revision: Number(match[2]) } : undefined;
 }
 
 export function workloadPort(spec: WorkloadSpec): number {

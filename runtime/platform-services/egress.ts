@@ -1,14 +1,43 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { HOP_BY_HOP_HEADERS, forwardableHeaders, proxyRequest } from '../http-proxy';
 import { EGRESS_FAILURE_HEADER, describeNetworkFailure, urlWithoutQuery } from '../../domain/network-failure';
+import { egressPolicy, hostVerdict, type SandboxNetworkSpec } from '../../domain/sandbox/network-policy';
 
 /**
- * Allow-listed outbound HTTP for a workload whose sandbox has no network. The workload sends
- * an ordinary forward-proxy request (absolute URL as the request target) to its platform
- * socket; the node makes the request, with TLS from the node, only to the origins the
- * workload's policy names. Nothing else leaves: no other host, port or scheme.
+ * Where a workload may reach through its platform socket: the hosts as a `spec.network`, decided
+ * by the sandboxes' own policy code (egressPolicy, hostVerdict), and the schemes and ports its
+ * providers' URLs use ('https:443', 'http:4000'), which a domain rule does not say.
+ *
+ * Why the integration servers keep this path rather than a network namespace with their
+ * providers as `spec.network.allowedDomains`: it works on nodes without sandbox networking (the
+ * default), the providers' endpoints are the operator's configuration and may sit at addresses a
+ * sandbox's egress always refuses (a private or loopback address, tests' stand-ins), and failures
+ * come back as the 502 `egress_<cause>` answers the servers report. The decision about names is
+ * the one code all the same.
  */
-export function egressDecision(target: string, allowedOrigins: readonly string[]): { url: URL } | { denied: string } {
+export interface PlatformEgress {
+  network: SandboxNetworkSpec;
+  endpoints: string[];
+}
+
+/** No egress through the platform socket (user workloads: theirs is their own `spec.network`). */
+export const NO_PLATFORM_EGRESS: PlatformEgress = { network: { internet: false }, endpoints: [] };
+
+const schemeAndPort = (url: URL) => `${url.protocol}${url.port || (url.protocol === 'https:' ? 443 : 80)}`;
+const hostOf = (url: URL) => url.hostname.replace(/^\[|\]$/g, '');
+
+/** The egress of a set of provider endpoint URLs: their hosts as allowedDomains, their schemes and ports. */
+export function providerEgress(urls: readonly string[]): PlatformEgress {
+  const parsed = urls.map((u) => new URL(u));
+  return { network: { allowedDomains: [...new Set(parsed.map(hostOf))] }, endpoints: [...new Set(parsed.map(schemeAndPort))] };
+}
+
+/**
+ * Allow-listed outbound HTTP for a workload through its platform socket. The workload sends an
+ * ordinary forward-proxy request (absolute URL as the request target); the node makes the
+ * request, with TLS from the node, only to what its egress allows. Nothing else leaves.
+ */
+export function egressDecision(target: string, egress: PlatformEgress): { url: URL } | { denied: string } {
   let url: URL;
   try {
     url = new URL(target);
@@ -17,13 +46,10 @@ export function egressDecision(target: string, allowedOrigins: readonly string[]
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return { denied: `scheme ${url.protocol} is not allowed` };
   if (url.username || url.password) return { denied: 'URLs with credentials are not allowed' };
-  if (!allowedOrigins.includes(url.origin)) return { denied: `${url.origin} is not in this workload's egress allow-list` };
+  const verdict = hostVerdict(egressPolicy(egress.network), hostOf(url));
+  if (!verdict.allowed) return { denied: `${url.origin} is not in this workload's egress allow-list (${verdict.rule})` };
+  if (!egress.endpoints.includes(schemeAndPort(url))) return { denied: `${url.origin} is not in this workload's egress allow-list (${url.protocol} on port ${schemeAndPort(url).slice(url.protocol.length)})` };
   return { url };
-}
-
-/** The origins of a set of endpoint URLs, for an allow-list. */
-export function originsOf(urls: readonly string[]): string[] {
-  return [...new Set(urls.map((u) => new URL(u).origin))];
 }
 
 function fail(res: ServerResponse, status: number, error: string, message: string, headers: Record<string, string> = {}): void {
@@ -44,8 +70,8 @@ const RESPONSE_DROPPED_HEADERS: ReadonlySet<string> = new Set([...HOP_BY_HOP_HEA
 const providerAnswerHeaders = (headers: IncomingHttpHeaders) => forwardableHeaders(headers, undefined, RESPONSE_DROPPED_HEADERS);
 
 /** Streams one allow-listed request out and its answer back. */
-export function forwardEgress(req: IncomingMessage, res: ServerResponse, allowedOrigins: readonly string[]): void {
-  const decision = egressDecision(req.url ?? '', allowedOrigins);
+export function forwardEgress(req: IncomingMessage, res: ServerResponse, egress: PlatformEgress): void {
+  const decision = egressDecision(req.url ?? '', egress);
   if ('denied' in decision) {
     req.resume();
     fail(res, 403, 'egress_denied', decision.denied);

@@ -9,7 +9,7 @@ import { loadMasterKey } from '../../store/master-key';
 import { isPlatformToken, workloadPlatformToken } from '../../domain/workloads/platform-credential';
 import type { WorkloadKind } from '../../domain/workloads/workload';
 import { sandboxLayout, sandboxesDir } from '../layout';
-import { forwardEgress } from './egress';
+import { NO_PLATFORM_EGRESS, forwardEgress, providerEgress, type PlatformEgress } from './egress';
 import { DEFAULT_READ_LIMIT, MAX_READ_LIMIT, THREAD_ID_PATTERN, ThreadStore, messagesProblem, type ThreadMessage } from '../../store/threads';
 
 /** What one workload's sandbox may do through its platform socket. */
@@ -19,8 +19,8 @@ export interface PlatformPolicy {
   /** The workload's resource id: its threads belong to it. */
   resourceId: string;
   kind: WorkloadKind;
-  /** Origins (scheme://host:port) the workload may reach; empty: none. */
-  egress: string[];
+  /** Where the workload may reach through the socket (an integration server's providers; NO_PLATFORM_EGRESS: nowhere). */
+  egress: PlatformEgress;
 }
 
 const POLICY_FILE = 'platform-policy.json';
@@ -36,6 +36,12 @@ class PlatformRequestError extends Error {
   ) {
     super(message);
   }
+}
+
+/** A policy file as an earlier worker may have left it: egress then was a list of origins. */
+function storedPolicy(stored: Omit<PlatformPolicy, 'egress'> & { egress?: PlatformEgress | string[] }): PlatformPolicy {
+  const { egress } = stored;
+  return { ...stored, egress: Array.isArray(egress) ? (egress.length > 0 ? providerEgress(egress) : NO_PLATFORM_EGRESS) : (egress ?? NO_PLATFORM_EGRESS) };
 }
 
 /**
@@ -101,7 +107,7 @@ export class PlatformServices {
     for (const id of ids) {
       let policy: PlatformPolicy;
       try {
-        policy = JSON.parse(await fsp.readFile(path.join(sandboxLayout(this.deps.dataDir, id).root, POLICY_FILE), 'utf8')) as PlatformPolicy;
+        policy = storedPolicy(JSON.parse(await fsp.readFile(path.join(sandboxLayout(this.deps.dataDir, id).root, POLICY_FILE), 'utf8')));
       } catch {
         continue;
       }

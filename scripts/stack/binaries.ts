@@ -86,3 +86,14 @@ export function setprivBinary(): string {
   if (!found) throw new Error('setpriv (util-linux) not found: install util-linux');
   return found;
 }
+
+/**
+ * argv prefix that runs a standalone ZooKeeper (Debian's zookeeper package) with a small heap:
+ * it only holds a test cluster's DDL queue and replication log, and starts faster so.
+ */
+export function zooKeeperCommand(env = process.env): string[] {
+  const java = findOnPath('java');
+  const jar = env.HANGAR_ZOOKEEPER_JAR || '/usr/share/java/zookeeper.jar';
+  if (!java || !fs.existsSync(jar)) throw new Error(`ZooKeeper not found (java and ${jar}): ${INSTALL_HINT} (or set HANGAR_ZOOKEEPER_JAR)`);
+  return [java, '-Xms16m', '-Xmx128m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-cp', jar, 'org.apache.zookeeper.server.ZooKeeperServerMain'];
+}

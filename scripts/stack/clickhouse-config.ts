@@ -3,14 +3,31 @@ import path from 'node:path';
 
 /**
  * config.xml and users.xml for our own ClickHouse server. Written for 18.16 (Debian's), whose
- * root element is <yandex> (newer servers accept it too). No interserver port: a single server
- * needs none, and leaving it out avoids a third port to collide on.
+ * root element is <yandex> (newer servers accept it too). No interserver port unless the server
+ * is a member of a cluster: a single server needs none, and leaving it out avoids a third port
+ * to collide on.
  */
 export interface ClickHouseServerLayout {
   /** Folder holding everything of this server. */
   dir: string;
   httpPort: number;
   tcpPort: number;
+  cluster?: ClickHouseClusterMembership;
+}
+
+/** One server's place in a cluster of servers on 127.0.0.1 (the test stack's, see test/helpers). */
+export interface ClickHouseClusterMembership {
+  name: string;
+  /** Native ports of every server of the cluster, per shard, per replica. */
+  shards: number[][];
+  /** The user and password the servers query each other with (Distributed tables). */
+  password: string;
+  zooKeeperPort: number;
+  /** Replicas of a shard fetch parts from each other over this port. */
+  interserverHttpPort: number;
+  /** This server's {shard} and {replica} macros (paths of replicated tables in ZooKeeper). */
+  shard: string;
+  replica: string;
 }
 
 export const CLICKHOUSE_USER = 'hangar';
@@ -60,9 +77,42 @@ export function clickhouseServerConfig(layout: ClickHouseServerLayout): string {
     <default_database>default</default_database>
     <timezone>UTC</timezone>
     <umask>027</umask>
-    <mlock_executable>false</mlock_executable>
+    <mlock_executable>false</mlock_executable>${layout.cluster ? clusterSection(layout.cluster) : ''}
 </yandex>
 `;
+}
+
+/**
+ * remote_servers, ZooKeeper, macros and the distributed DDL queue of a cluster member.
+ * internal_replication: an insert into a Distributed table goes to one replica of each shard and
+ * the replicated table copies it to the others (otherwise each replica would get it twice).
+ */
+function clusterSection(cluster: ClickHouseClusterMembership): string {
+  const x = xmlEscape;
+  const replica = (port: number) => `
+                <replica><host>127.0.0.1</host><port>${port}</port><user>${CLICKHOUSE_USER}</user><password>${x(cluster.password)}</password></replica>`;
+  const shards = cluster.shards.map((ports) => `
+            <shard>
+                <internal_replication>true</internal_replication>${ports.map(replica).join('')}
+            </shard>`);
+  return `
+    <interserver_http_host>127.0.0.1</interserver_http_host>
+    <interserver_http_port>${cluster.interserverHttpPort}</interserver_http_port>
+    <remote_servers>
+        <${cluster.name}>${shards.join('')}
+        </${cluster.name}>
+    </remote_servers>
+    <zookeeper>
+        <node><host>127.0.0.1</host><port>${cluster.zooKeeperPort}</port></node>
+        <session_timeout_ms>30000</session_timeout_ms>
+    </zookeeper>
+    <macros>
+        <shard>${x(cluster.shard)}</shard>
+        <replica>${x(cluster.replica)}</replica>
+    </macros>
+    <distributed_ddl>
+        <path>/clickhouse/task_queue/ddl</path>
+    </distributed_ddl>`;
 }
 
 /** One password-protected user, reachable from the loopback only; no passwordless `default`. */

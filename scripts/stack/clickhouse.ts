@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
 import { clickhouseServerCommand } from './binaries';
-import { CLICKHOUSE_USER, clickhouseFolders, clickhouseServerConfig, clickhouseUsersConfig } from './clickhouse-config';
+import { CLICKHOUSE_USER, clickhouseFolders, clickhouseServerConfig, clickhouseUsersConfig, type ClickHouseClusterMembership } from './clickhouse-config';
 import { chooseIdentity, handOver, identityPrefix } from './identity';
 import { runLocalService, type LaunchContext, type StartedService } from './local-service';
 import { waitUntilReady } from './readiness';
@@ -40,6 +40,10 @@ export interface LocalClickHouseOptions {
   tcpPort: number;
   password: string;
   database: string;
+  /** Folder under dataDir and name of the service ('clickhouse' unless several run). */
+  name?: string;
+  /** The server is a member of this cluster (the cluster test's servers). */
+  cluster?: ClickHouseClusterMembership;
 }
 
 /**
@@ -50,14 +54,15 @@ export async function startLocalClickHouse(
   options: LocalClickHouseOptions,
   ctx: LaunchContext,
 ): Promise<{ url: string; database: string; service: StartedService }> {
-  const dir = path.join(options.dataDir, 'clickhouse');
+  const name = options.name ?? 'clickhouse';
+  const dir = path.join(options.dataDir, name);
   fs.mkdirSync(dir, { recursive: true, mode: 0o750 });
   const identity = chooseIdentity('clickhouse', dir, ctx.log);
   const folders = Object.values(clickhouseFolders(dir));
   for (const folder of folders) fs.mkdirSync(folder, { recursive: true, mode: 0o750 });
   const configFile = path.join(dir, 'config.xml');
   const usersFile = path.join(dir, 'users.xml');
-  fs.writeFileSync(configFile, clickhouseServerConfig({ dir, httpPort: options.httpPort, tcpPort: options.tcpPort }), { mode: 0o640 });
+  fs.writeFileSync(configFile, clickhouseServerConfig({ dir, httpPort: options.httpPort, tcpPort: options.tcpPort, cluster: options.cluster }), { mode: 0o640 });
   fs.writeFileSync(usersFile, clickhouseUsersConfig(options.password), { mode: 0o600 });
   handOver(identity, [...folders, configFile, usersFile]);
 
@@ -65,7 +70,7 @@ export async function startLocalClickHouse(
   const target = clickhouseTarget(url, options.database);
   const service = await runLocalService(ctx, {
     spec: {
-      name: 'clickhouse',
+      name,
       argv: [...clickhouseServerCommand(), `--config-file=${configFile}`],
       runAs: identityPrefix(identity),
       logFile: path.join(clickhouseFolders(dir).log, 'stdout.log'),
@@ -77,6 +82,7 @@ export async function startLocalClickHouse(
     ports: [
       { port: options.httpPort, purpose: 'ClickHouse HTTP (HANGAR_CLICKHOUSE_HTTP_PORT)' },
       { port: options.tcpPort, purpose: 'ClickHouse native (HANGAR_CLICKHOUSE_TCP_PORT)' },
+      ...(options.cluster ? [{ port: options.cluster.interserverHttpPort, purpose: `ClickHouse interserver HTTP of ${name}` }] : []),
     ],
     probe: () => answers(target),
   });

@@ -8,6 +8,8 @@ export interface StackEndpoints {
   databaseUrl: string;
   clickhouseUrl: string;
   clickhouseDatabase: string;
+  /** CLICKHOUSE_CLUSTER: the usage schema is created on this cluster of the server's configuration. */
+  clickhouseCluster?: string;
 }
 
 /** Brings both schemas up to date: PostgreSQL migrations, then the ClickHouse DDL. Idempotent. */
@@ -18,7 +20,7 @@ export async function applySchemas(stack: StackEndpoints): Promise<{ postgresApp
     const target = clickhouseTarget(stack.clickhouseUrl, stack.clickhouseDatabase);
     const clickhouse = createClient({ url: target.serverUrl, username: target.username, password: target.password });
     try {
-      await migrateClickHouse(clickhouse, target.database);
+      await migrateClickHouse(clickhouse, target.database, stack.clickhouseCluster);
     } finally {
       await clickhouse.close();
     }

@@ -22,6 +22,8 @@ export class SandboxNodeModel {
   lastRequestAt = 0;
   calls = 0;
   inflight = 0;
+  /** The last restore done (its request's id). */
+  private restoredBy?: string;
   /** How the node ended the sandbox, once it did. */
   private removal?: { stoppedAt: number; freeze: FreezeState };
 
@@ -62,8 +64,9 @@ export class SandboxNodeModel {
     }
   }
 
-  nodeActivities(): Pick<SandboxNodeActivities, 'startSandbox' | 'enterStandby' | 'freezeState' | 'measureSandbox' | 'stopSandbox'> {
+  nodeActivities(): Pick<SandboxNodeActivities, 'startSandbox' | 'enterStandby' | 'freezeState' | 'measureSandbox' | 'stopSandbox' | 'restoreSandbox'> {
     return {
+      restoreSandbox: (_key: SandboxKey, request: { restoreId: string }) => this.step('restoreSandbox', () => this.restore(request.restoreId)),
       startSandbox: () =>
         this.step('startSandbox', async () => {
           if (this.history.length === 0) {
@@ -94,6 +97,25 @@ export class SandboxNodeModel {
     };
   }
 
+  /**
+   * The node's rules for a restore (BwrapRuntime.restoreFiles): the sandbox starts afresh, running,
+   * its generations carried on (a frozen one is thawed into the next); a retried restore answers
+   * as the first did.
+   */
+  private async restore(restoreId: string) {
+    this.mustRun('restoreSandbox');
+    const at = await this.now();
+    if (this.restoredBy !== restoreId) {
+      this.restoredBy = restoreId;
+      if (this.freeze.frozen) {
+        this.freeze = { ...this.freeze, generation: this.freeze.generation + 1, frozen: false, thawedAt: at };
+        this.history.push({ at, state: 'RUNNING' });
+      }
+      this.lastRequestAt = at;
+    }
+    return { ...this.freeze, observedAt: at, restored: true };
+  }
+
   /** The node's rules (activities/sandbox-node.ts): freezes only in the generation the workflow knows. */
   private async enterStandby(idleTimeoutMs: number, knownGeneration?: number): Promise<StandbyAnswer> {
     this.mustRun('enterStandby');
@@ -114,6 +136,7 @@ export class SandboxNodeModel {
   controlActivities(): SandboxControlActivities {
     return {
       markSandboxFailed: async () => undefined,
+      markSandboxRestoreFailed: async () => undefined,
       markSandboxDeleting: async () => undefined,
       noteSandboxEvent: async () => undefined,
       deleteSandboxRecord: async () => undefined,

@@ -98,12 +98,13 @@ function freeTestNetBlock(range: TestInternetRange): { prefix: string; base: num
  * (or of a private range) behind its first; TLS too when `tlsDir` holds server.key and server.crt.
  */
 export async function startTestInternet(hostCount: number, tlsDir?: string, range: TestInternetRange = 'test-net'): Promise<TestInternet> {
+  if (hostCount > 13) throw new Error('a test internet has at most 13 hosts');
   const tag = randomBytes(3).toString('hex');
   const netns = `hgi-${tag}`;
   const hostInterface = `hgi${tag}`;
   const { prefix, base } = freeTestNetBlock(range);
   const hostSide = `${prefix}${base + 1}`;
-  const hosts = Array.from({ length: Math.min(hostCount, 13) }, (_, i) => `${prefix}${base + i + 2}`);
+  const hosts = Array.from({ length: hostCount }, (_, i) => `${prefix}${base + i + 2}`);
   ipCommand('netns', 'add', netns);
   ipCommand('link', 'add', hostInterface, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', netns);
   ipCommand('addr', 'add', `${hostSide}/28`, 'dev', hostInterface);

@@ -1,41 +1,17 @@
-import { createHash, randomBytes } from 'node:crypto';
-import fs from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { Transform } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import * as tar from 'tar';
 import { buildContextPaths, contextEntryProblem, contextPath, DOCKERFILE_LIMIT_BYTES } from '../../../domain/images/build-context';
 import { DockerfileError, parseDockerfile, type ParsedDockerfile } from '../../../domain/images/dockerfile';
-import { ApiError, badRequest } from '../../../domain/errors';
+import { badRequest } from '../../../domain/errors';
+import { receiveArchive } from '../uploads/archive-upload';
 
 export interface StoredContext {
   sha256: string;
   bytes: number;
   dockerfile: ParsedDockerfile;
-}
-
-/** Streams the body to a partial file, hashing and counting it; over the limit is a 413. */
-async function receive(body: Readable, partial: string, limitBytes: number): Promise<{ sha256: string; bytes: number }> {
-  const hash = createHash('sha256');
-  let bytes = 0;
-  const meter = new Transform({
-    transform(chunk: Buffer, _encoding, done) {
-      bytes += chunk.length;
-      if (bytes > limitBytes) return done(new ApiError(413, 'payload_too_large', `body: the build context is larger than the limit of ${limitBytes} bytes`));
-      hash.update(chunk);
-      done(null, chunk);
-    },
-  });
-  try {
-    await pipeline(body, meter, fs.createWriteStream(partial, { mode: 0o600 }));
-  } catch (err) {
-    if (err instanceof ApiError) throw err;
-    throw badRequest(`body: the build context could not be read: ${(err as Error).message}`);
-  }
-  if (bytes === 0) throw badRequest('body: the build context is empty; send a tar.gz archive with a Dockerfile at its root');
-  return { sha256: hash.digest('hex'), bytes };
 }
 
 /** Every entry checked (paths, types, links), the Dockerfile at the root read and parsed. */
@@ -81,7 +57,7 @@ export async function storeBuildContext(dataDir: string, body: Readable, limitBy
   await fsp.mkdir(root, { recursive: true, mode: 0o700 });
   const partial = path.join(root, `.upload-${process.pid}-${randomBytes(6).toString('hex')}`);
   try {
-    const { sha256, bytes } = await receive(body, partial, limitBytes);
+    const { sha256, bytes } = await receiveArchive(body, partial, limitBytes, 'the build context');
     const dockerfile = await inspect(partial);
     // Same content, same name: a rename over an existing copy changes nothing.
     await fsp.rename(partial, buildContextPaths(dataDir, sha256).archive);

@@ -4,6 +4,7 @@ import { MAX_CONCURRENT_TASKS, MAX_TASK_RETRIES, MAX_TASK_TIMEOUT_SECONDS } from
 import { WORKLOAD_KIND_TRAITS, type WorkloadKindTraits } from '../../../domain/workloads/kinds';
 import { MAX_READINESS_SECONDS } from '../../../domain/workloads/workload';
 import { ResourceName } from '../common-schemas';
+import { NetworkSpecSchema } from '../network-schema';
 import { validateFunctionSpec, validateModelSpec } from '../../../control-plane/connection-bindings';
 
 /**
@@ -41,7 +42,10 @@ export const WorkloadRuntime = Type.Object(
   { additionalProperties: true },
 );
 
-const WorkloadSpec = Type.Object({ runtime: Type.Optional(WorkloadRuntime) }, { additionalProperties: true });
+/** Every kind's instances (a job's executions) run in a sandbox of their own, with this outbound network. */
+const network = Type.Optional(NetworkSpecSchema);
+
+const WorkloadSpec = Type.Object({ runtime: Type.Optional(WorkloadRuntime), network }, { additionalProperties: true });
 
 // A job's own settings, declared so that a value of the wrong type is refused rather than
 // quietly replaced by the default.
@@ -58,6 +62,7 @@ const JobSpec = Type.Object(
         { additionalProperties: true },
       ),
     ),
+    network,
   },
   { additionalProperties: true },
 );
@@ -67,6 +72,7 @@ const FunctionSpec = Type.Object(
     type: Type.Optional(Type.String({ maxLength: 63, description: "'mcp' for an MCP server." })),
     integrationConnections: Type.Optional(Type.Array(ResourceName, { maxItems: 50 })),
     runtime: Type.Optional(WorkloadRuntime),
+    network,
   },
   { additionalProperties: true },
 );
@@ -87,6 +93,7 @@ const ModelSpec = Type.Object(
         { additionalProperties: true },
       ),
     ),
+    network,
   },
   { additionalProperties: true },
 );

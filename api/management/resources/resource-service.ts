@@ -1,4 +1,7 @@
 import type { Pool } from 'pg';
+import { badRequest } from '../../../domain/errors';
+import { workloadNetworkProblem } from '../../../domain/workloads/network';
+import type { WorkloadSpec } from '../../../domain/workloads/workload';
 import type { WorkspaceGrant } from '../../../domain/principal';
 import type { ResourceRow, ResourceStore } from '../../../store/resources';
 import type { ResourceKind } from './kinds';
@@ -8,6 +11,15 @@ import { assertNameUnchanged, createNamed, findNamed, missingResource, updateNam
 export interface ResourceServices {
   store: ResourceStore;
   pg: Pool;
+  /** Whether the platform's nodes give outbound network (config `sandboxNetwork`): else a `spec.network` asking for it is a 400. */
+  nodesHaveNetwork: boolean;
+}
+
+/** The kind's own checks, after those every workload's spec has (its `spec.network`). */
+async function checkSpec(services: ResourceServices, kind: ResourceKind, workspace: WorkspaceGrant, spec: Record<string, unknown>): Promise<void> {
+  const problem = workloadNetworkProblem(kind.path, spec as WorkloadSpec, services.nodesHaveNetwork);
+  if (problem) throw badRequest(problem);
+  await kind.validate?.(services, workspace, spec);
 }
 
 /** The body of a create or update: metadata and an optional spec (none means `{}` on create, unchanged on update). */
@@ -26,7 +38,7 @@ export async function createResource(
   actor: string,
 ): Promise<ResourceRow> {
   const spec = (body.spec ?? {}) as Record<string, unknown>;
-  await kind.validate?.(services, workspace, spec);
+  await checkSpec(services, kind, workspace, spec);
   return createNamed(services.store, workspace, kind, { metadata: body.metadata, spec, status: kind.initialStatus, message: kind.initialMessage(spec), actor });
 }
 
@@ -42,7 +54,7 @@ export async function updateResource(
   assertNameUnchanged(body.metadata.name, name);
   const current = await findNamed(services.store, kind.path, kind.singular, workspace, name);
   const spec = (body.spec as Record<string, unknown> | undefined) ?? current.spec;
-  await kind.validate?.(services, workspace, spec);
+  await checkSpec(services, kind, workspace, spec);
   return updateNamed(services.store, workspace, kind, current, { metadata: body.metadata, spec, actor });
 }
 

@@ -31,7 +31,7 @@ export function resourceRoutes(kind: ResourceKind) {
 
   return async function routes(fastify: FastifyInstance) {
     const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-    const services: ResourceServices = { store: new ResourceStore(app.pg), pg: app.pg };
+    const services: ResourceServices = { store: new ResourceStore(app.pg), pg: app.pg, nodesHaveNetwork: app.config.sandboxNetwork };
     const envelope = (row: ResourceRow) => ({
       ...toEnvelope(row, kind.url(app.config, row.workspace, row.name)),
       state: workloadState(row.status, row.state),

@@ -5,7 +5,8 @@ import { ApiError, badRequest, conflict } from '../../../domain/errors';
 import type { WorkspaceGrant } from '../../../domain/principal';
 import type { ResourceStatus } from '../../../domain/resource';
 import { sandboxWorkflowId, type SandboxKey, type SandboxSpec } from '../../../domain/sandbox/sandbox';
-import { networkOffProblem, resolvedNetwork } from '../../../domain/sandbox/network-defaults';
+import { resolvedNetwork } from '../../../domain/sandbox/network-defaults';
+import { networkUnavailableProblem } from '../../../domain/sandbox/network-policy';
 import { sandboxSpecChangeProblem, sandboxSpecProblem } from '../../../domain/sandbox/spec-rules';
 import { volumeMountError } from '../../../runtime/bwrap-args';
 import { ImageReferenceError, parseImageReference } from '../../../domain/images/reference';
@@ -17,12 +18,14 @@ import { workspaceSandboxNetwork } from '../../../store/workspaces';
 import type { SandboxLifecycleInput, sandboxLifecycle } from '../../../workflows/sandbox-lifecycle';
 import { assertNameUnchanged, createNamed, findNamed, updateNamed, type MetadataInput } from '../resources/named';
 import { deleteThroughWorkflow, startOwningWorkflow } from '../resources/owning-workflow';
+import { checkRegistryConnection } from './registry-connection';
 
 export const SANDBOXES = { path: 'sandboxes', singular: 'sandbox' };
 
 /** What the sandbox operations work with: the resource rows, the database (workspace defaults), Temporal and the platform's settings. */
 export interface SandboxServices {
   store: ResourceStore;
+  /** Where the workspace's integration connections are looked up (a registry's credentials). */
   pg: Pool;
   temporal: Client;
   config: HangarConfig;
@@ -65,8 +68,8 @@ function checkSpec(config: HangarConfig, spec: SandboxSpec, before?: SandboxSpec
   const problem = sandboxSpecProblem(spec, Date.now(), before);
   if (problem) throw badRequest(problem);
   // A policy the nodes would not apply is refused rather than kept as if it were.
-  const networkOff = networkOffProblem(spec.network, config.sandboxNetwork, 'body.spec.network');
-  if (networkOff) throw badRequest(networkOff);
+  const unavailable = networkUnavailableProblem(spec.network, config.sandboxNetwork);
+  if (unavailable) throw badRequest(unavailable);
   const image = spec.runtime?.image;
   if (image === undefined || imageExists(image)) return;
   // A reference naming its registry is pulled before the start; a malformed one is refused here.
@@ -137,6 +140,7 @@ export async function createSandbox(services: SandboxServices, workspace: Worksp
   const spec = await withDefaultNetwork(services, workspace, body.spec ?? {});
   checkSpec(config, spec);
   await checkOwnImage(services, workspace, spec);
+  await checkRegistryConnection(services.pg, workspace, spec);
   const volumeIds = await resolveVolumes(store, workspace, spec);
   const insert = () => createNamed(store, workspace, SANDBOXES, { metadata: body.metadata, spec: spec as Record<string, unknown>, status: 'DEPLOYING', message: 'creating the sandbox', actor });
   const row = await insertOverFailed(services, workspace, body.metadata.name, insert);
@@ -232,6 +236,7 @@ export async function updateSandbox(services: SandboxServices, workspace: Worksp
   await checkOwnImage(services, workspace, next, before);
   const changeProblem = sandboxSpecChangeProblem(before, next);
   if (changeProblem) throw badRequest(changeProblem);
+  await checkRegistryConnection(services.pg, workspace, next);
   const updated = await updateNamed(services.store, workspace, SANDBOXES, current, { metadata: body.metadata, spec: next as Record<string, unknown>, actor });
   // A lifecycle that is gone (the sandbox is being deleted) has nothing to apply the spec to.
   await services.temporal.workflow.getHandle(sandboxWorkflowId(workspace.name, updated.name)).signal('spec', next).catch(() => undefined);

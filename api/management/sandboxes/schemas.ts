@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import { DURATION_PATTERN } from '../../../domain/duration';
 import { DisplayName, Labels, ResourceName } from '../common-schemas';
 import { envelopeSchema } from '../resources/envelope';
+import { NetworkSpecSchema } from '../network-schema';
 
 /** A date-time as RFC 3339 writes it (what `Date.toISOString()` gives). */
 export const RFC3339_PATTERN = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$';
@@ -44,23 +45,6 @@ const VolumeMount = Type.Object(
   { additionalProperties: false },
 );
 
-/** Entries are checked one by one after the schema (domain/sandbox/network-policy.ts), so a 400 names the bad one. */
-const DomainList = (description: string) => Type.Optional(Type.Array(Type.String({ maxLength: 300 }), { maxItems: 1000, description }));
-const NetworkRules = {
-  allowedDomains: DomainList("Only these may be reached: domains ('*.example.com' for its subdomains), IP addresses or CIDR blocks. Wins over forbiddenDomains."),
-  forbiddenDomains: DomainList('These may not be reached (same forms as allowedDomains).'),
-};
-
-/** `spec.network`; also a workspace's default for its new sandboxes. */
-export const NetworkSchema = Type.Object(
-  {
-    ...NetworkRules,
-    internet: Type.Optional(Type.Boolean({ description: 'false: no outbound network at all (loopback only). Fixed for the sandbox’s life.' })),
-    proxy: Type.Optional(Type.Object(NetworkRules, { additionalProperties: false, description: 'The same rules; both places apply.' })),
-  },
-  { additionalProperties: false },
-);
-
 export const SandboxSpecSchema = Type.Object(
   {
     region: Type.Optional(Type.String({ pattern: REGION_PATTERN, description: 'Fills {region} in the sandbox URL template; the platform region by default.' })),
@@ -69,6 +53,9 @@ export const SandboxSpecSchema = Type.Object(
         {
           // A name of up to 255 characters, a tag of up to 128 and a sha256 digest: 455 at most.
           image: Type.Optional(Type.String({ maxLength: 512, description: "Image: 'base' (a shell, Python 3 and Node) by default, an image the workspace built, name[:tag] (PUT /v0/images/{name}/build), or an OCI image of a registry named with its host, [registry/][namespace/]name[:tag|@digest], pulled onto the node before the start." })),
+          registryConnection: Type.Optional(
+            Type.String({ maxLength: 200, description: "Integration connection (integration 'oci-registry') whose credentials pull the image from its private registry." }),
+          ),
           memory: Type.Optional(Type.Integer({ minimum: 64, maximum: 65_536, description: 'Memory limit in MB (enforced).' })),
           envs: Type.Optional(Type.Array(Env, { maxItems: 200 })),
           ports: Type.Optional(Type.Array(Port, { maxItems: 50 })),
@@ -88,7 +75,7 @@ export const SandboxSpecSchema = Type.Object(
       }),
     ),
     volumes: Type.Optional(Type.Array(VolumeMount, { maxItems: 20 })),
-    network: Type.Optional(NetworkSchema),
+    network: Type.Optional(NetworkSpecSchema),
   },
   { additionalProperties: false },
 );

@@ -8,8 +8,8 @@ import { WorkspaceImageStore } from '../../../store/workspace-images';
 import { SandboxSnapshotStore, type SnapshotRow } from '../../../store/sandbox-snapshots';
 import { NameParam, commonErrors } from '../common-schemas';
 import { requestWorkspace } from '../workspace-context';
-import { ForkInput, ForkResult, SandboxSnapshotParams, Snapshot, SnapshotInput, SnapshotParams } from './schemas';
-import { captureSnapshot, deleteSnapshot, findSnapshot, forkSandbox, listSnapshots, type SnapshotServices } from './snapshot-service';
+import { ForkInput, ForkResult, RestoreResult, SandboxSnapshotParams, Snapshot, SnapshotInput, SnapshotParams } from './schemas';
+import { captureSnapshot, deleteSnapshot, findSnapshot, forkSandbox, listSnapshots, restoreSandbox, type SnapshotServices } from './snapshot-service';
 
 const tags = ['snapshots'];
 
@@ -84,6 +84,11 @@ export default async function snapshotRoutes(fastify: FastifyInstance) {
     if (row.source_name !== request.params.name) throw notFound(`snapshot '${request.params.snapshotId}' of sandbox '${request.params.name}' not found`);
     return snapshotView(workspace.name, await deleteSnapshot(services, workspace, row.id));
   });
+  app.post(
+    '/v0/sandboxes/:name/snapshots/:snapshotId/restore',
+    { schema: { tags, summary: 'Put the sandbox back to one of its snapshots (files replaced, processes started afresh)', params: SandboxSnapshotParams, response: { 200: RestoreResult, 409: commonErrors[400], ...commonErrors } } },
+    async (request) => restoreSandbox(services, requestWorkspace(request), request.params.name, request.params.snapshotId),
+  );
   app.post('/v0/sandboxes/:name/fork', { schema: { tags, summary: 'Fork the sandbox (or one of its snapshots) into a new sandbox', params: NameParam, body: ForkInput, response: forked } }, async (request) =>
     forkSandbox(services, requestWorkspace(request), request.params.name, request.body, request.principal.clientId),
   );

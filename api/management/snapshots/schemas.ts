@@ -40,6 +40,11 @@ export const ForkResult = Type.Object({
   type: Type.Literal('sandbox'),
 });
 
+export const RestoreResult = Type.Object({
+  name: Type.String({ description: 'The sandbox restored.' }),
+  snapshotId: Type.String({ description: 'The snapshot it is put back to.' }),
+});
+
 export const Snapshot = Type.Object(
   {
     id: Type.String(),

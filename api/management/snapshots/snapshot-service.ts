@@ -1,12 +1,15 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { WorkflowUpdateRPCTimeoutOrCancelledError } from '@temporalio/client';
+import { WorkflowNotFoundError } from '@temporalio/common';
 import { nodeTaskQueue } from '../../../domain/config';
 import { badRequest, conflict, notFound } from '../../../domain/errors';
 import type { WorkspaceGrant } from '../../../domain/principal';
 import type { SandboxEnv, SandboxSpec } from '../../../domain/sandbox/sandbox';
+import { sandboxWorkflowId } from '../../../domain/sandbox/sandbox';
 import { forkSpec, generatedSnapshotName, snapshotWorkflowId } from '../../../domain/sandbox/snapshot';
 import type { ResourceRow } from '../../../store/resources';
 import { SandboxSnapshotStore, type SnapshotRow } from '../../../store/sandbox-snapshots';
+import type { RestoreRequest } from '../../../activities/sandbox-node';
 import type { SnapshotLifecycleInput, snapshotLifecycle } from '../../../workflows/snapshot-lifecycle';
 import { deleteThroughWorkflow } from '../resources/owning-workflow';
 import { createSandbox, findSandbox, type SandboxServices } from '../sandboxes/sandbox-service';
@@ -128,4 +131,29 @@ export async function forkSandbox(services: SnapshotServices, workspace: Workspa
   const spec = forkSpec(snapshot.source_spec, request.envs ?? []);
   const row: ResourceRow = await createSandbox(services, workspace, { metadata: { name: request.targetName }, spec }, actor, snapshot.id);
   return { name: row.name, snapshotId: snapshot.id, type: 'sandbox' as const };
+}
+
+/**
+ * Asks the sandbox's lifecycle to put it back to one of its own snapshots (the reference's
+ * restore): its files become the snapshot's and its processes start afresh, as a step of its
+ * workflow, so it never runs beside a freeze, an update or the deletion. Answers once asked, as
+ * the reference does; the sandbox's events say when it is done. Another sandbox's snapshot is
+ * not found here, as the reference has it.
+ */
+export async function restoreSandbox(services: SnapshotServices, workspace: WorkspaceGrant, sandboxName: string, snapshotKey: string) {
+  const sandbox = await findSandbox(services, workspace, sandboxName);
+  const snapshot = await findSnapshot(services, workspace, snapshotKey);
+  if (snapshot.source_id !== sandbox.id) throw notFound(`snapshot '${snapshotKey}' of sandbox '${sandboxName}' not found`);
+  if (snapshot.status !== 'ready') throw conflict(`snapshot '${snapshot.name}' is ${snapshot.status}: only a ready snapshot can be restored`);
+  if (sandbox.status !== 'DEPLOYED') throw conflict(`sandbox '${sandbox.name}' is ${sandbox.status}: only a sandbox that runs or stands by can be restored`);
+  const request: RestoreRequest = { snapshotId: snapshot.id, snapshotName: snapshot.name, restoreId: randomUUID() };
+  await services.temporal.workflow
+    .getHandle(sandboxWorkflowId(workspace.name, sandbox.name))
+    .signal('restore', request)
+    .catch((err: unknown) => {
+      // Its life ended between the look and the signal: it is going.
+      if (err instanceof WorkflowNotFoundError) throw conflict(`sandbox '${sandbox.name}' is being deleted: it cannot be restored`);
+      throw err;
+    });
+  return { name: sandbox.name, snapshotId: snapshot.id };
 }

@@ -1,12 +1,9 @@
-import { createHash, randomBytes } from 'node:crypto';
-import fs from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { Transform } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { bundlePaths } from '../../../domain/workloads/bundles';
-import { ApiError, badRequest } from '../../../domain/errors';
+import { receiveArchive } from '../uploads/archive-upload';
 
 export interface StoredBundle {
   sha256: string;
@@ -23,28 +20,14 @@ export async function storeBundle(dataDir: string, body: Readable, limitBytes: n
   const root = path.join(dataDir, 'bundles');
   await fsp.mkdir(root, { recursive: true, mode: 0o755 });
   const partial = path.join(root, `.upload-${process.pid}-${randomBytes(6).toString('hex')}`);
-  const hash = createHash('sha256');
-  let bytes = 0;
-  const meter = new Transform({
-    transform(chunk: Buffer, _encoding, done) {
-      bytes += chunk.length;
-      if (bytes > limitBytes) return done(new ApiError(413, 'payload_too_large', `the code bundle is larger than the limit of ${limitBytes} bytes`));
-      hash.update(chunk);
-      done(null, chunk);
-    },
-  });
+  let received: { sha256: string; bytes: number };
   try {
-    await pipeline(body, meter, fs.createWriteStream(partial, { mode: 0o644 }));
+    received = await receiveArchive(body, partial, limitBytes, 'the code bundle', 0o644);
   } catch (err) {
     await fsp.rm(partial, { force: true });
-    if (err instanceof ApiError) throw err;
-    throw badRequest(`the code bundle could not be read: ${(err as Error).message}`);
+    throw err;
   }
-  if (bytes === 0) {
-    await fsp.rm(partial, { force: true });
-    throw badRequest('body: the code bundle is empty; send a tar.gz archive');
-  }
-  const sha256 = hash.digest('hex');
+  const { sha256, bytes } = received;
   // Same content, same name: a rename over an existing copy changes nothing.
   await fsp.rename(partial, bundlePaths(dataDir, sha256).archive);
   return { sha256, bytes };

@@ -3,14 +3,16 @@ import fp from 'fastify-plugin';
 import { isWorkloadKind, type WorkloadKind, type WorkloadSpec } from '../../../domain/workloads/workload';
 import { ResourceStore } from '../../../store/resources';
 import { requestWorkspace } from '../workspace-context';
-import { deployWithoutBundle, requestRemoval } from '../../../control-plane/deployments';
+import { deployWithoutBundle, redeployForNetworkChange, requestRemoval } from '../../../control-plane/deployments';
 
 /**
  * The generic resource routes know nothing of deployments; these hooks, registered before those
  * routes and in their context so that they see them, connect the two:
  * - after a workload is deleted, its deployment workflow removes what runs;
  * - after a workload that needs no bundle (a function bound to an integration connection, a
- *   provider model) is created or updated, it deploys its spec (a revision without a bundle).
+ *   provider model) is created or updated, it deploys its spec (a revision without a bundle);
+ * - after an update changes the `spec.network` of one deployed from a bundle, the same code is
+ *   deployed again with the new spec (a new revision).
  */
 export default fp(async function workloadHooks(app: FastifyInstance) {
   const resources = new ResourceStore(app.pg);
@@ -29,6 +31,7 @@ export default fp(async function workloadHooks(app: FastifyInstance) {
     if (!row) return;
     const key = { id: row.id, workspace: grant.name, workspaceId: grant.id, kind, name: row.name };
     await deployWithoutBundle(app, key, row.spec as WorkloadSpec, request.principal.clientId);
+    await redeployForNetworkChange(app, key, row.spec as WorkloadSpec, request.principal.clientId);
   }
 
   app.addHook('onResponse', async (request, reply) => {

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { DEFAULT_BUNDLE_LIMIT_BYTES } from '../../../domain/workloads/bundles';
 import { PROVIDER_MODEL_TYPE, isProviderModel } from '../../../domain/workloads/provider-model';
-import { WORKLOAD_KINDS, type WorkloadKind, type WorkloadSpec } from '../../../domain/workloads/workload';
+import { WORKLOAD_KINDS, type WorkloadKind } from '../../../domain/workloads/workload';
 import { badRequest, notFound } from '../../../domain/errors';
 import { NameParam, commonErrors } from '../common-schemas';
 import { ResourceStore } from '../../../store/resources';
@@ -73,7 +73,8 @@ export default async function workloadRoutes(fastify: FastifyInstance, options: 
           throw badRequest(`model '${row.name}' is a provider model (spec.runtime.type '${PROVIDER_MODEL_TYPE}'): it has no code to upload`);
         }
         const bundle = await storeBundle(app.config.dataDir, request.raw, limit);
-        const revision = await revisions.create({ resourceId: row.id, bundleSha256: bundle.sha256, bundleBytes: bundle.bytes, spec: row.spec as WorkloadSpec, actor: request.principal.clientId });
+        // The spec as it is when the revision is numbered, not as read before the upload streamed.
+        const revision = await revisions.create({ resourceId: row.id, bundleSha256: bundle.sha256, bundleBytes: bundle.bytes, actor: request.principal.clientId });
         await resources.transition(row.id, 'UPLOADING', { type: 'Normal', message: `revision ${revision}: code bundle received (${bundle.bytes} bytes, sha256 ${bundle.sha256.slice(0, 12)})` });
         await requestDeployment(app.temporal, app.config, { id: row.id, workspace: workspace.name, workspaceId: workspace.id, kind, name: row.name }, revision);
         reply.code(202);

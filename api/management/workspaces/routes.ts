@@ -4,7 +4,7 @@ import { Type } from 'typebox';
 import type { Principal } from '../../../domain/principal';
 import type { WorkspaceRow } from '../../../store/workspaces';
 import { DisplayName, Labels, NameParam, ResourceName, commonErrors } from '../common-schemas';
-import { NetworkSchema } from '../sandboxes/schemas';
+import { NetworkSpecSchema } from '../network-schema';
 import { callerWorkspaces, changeWorkspace, createWorkspace, removeWorkspace, visibleWorkspace } from './workspace-service';
 
 const tags = ['workspaces'];
@@ -32,7 +32,7 @@ const UpdateWorkspace = Type.Object(
   {
     displayName: Type.Optional(DisplayName),
     labels: Type.Optional(Labels),
-    defaultSandboxNetwork: Type.Optional(Type.Union([NetworkSchema, Type.Null()], { description: "Default spec.network of the workspace's new sandboxes; null removes it." })),
+    defaultSandboxNetwork: Type.Optional(Type.Union([NetworkSpecSchema, Type.Null()], { description: "Default spec.network of the workspace's new sandboxes; null removes it." })),
   },
   { additionalProperties: false },
 );

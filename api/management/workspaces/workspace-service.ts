@@ -1,7 +1,6 @@
 import type { Pool } from 'pg';
 import { badRequest, conflict, forbidden, notFound } from '../../../domain/errors';
-import { networkOffProblem } from '../../../domain/sandbox/network-defaults';
-import { networkSpecProblem, type SandboxNetworkSpec } from '../../../domain/sandbox/network-policy';
+import { networkSpecProblem, networkUnavailableProblem, type SandboxNetworkSpec } from '../../../domain/sandbox/network-policy';
 import type { Principal } from '../../../domain/principal';
 import { isUniqueViolation } from '../../../store/pg-errors';
 import { deleteWorkspace, getWorkspace, insertWorkspace, listWorkspaces, updateWorkspace, type WorkspaceRow } from '../../../store/workspaces';
@@ -54,7 +53,7 @@ export async function changeWorkspace(pg: Pool, caller: Caller, name: string, ch
     throw forbidden(`updating workspace '${current.name}' needs the admin role in it`);
   }
   const network = change.defaultSandboxNetwork ?? undefined;
-  const problem = networkSpecProblem(network, 'body.defaultSandboxNetwork') ?? networkOffProblem(network, networkOn, 'body.defaultSandboxNetwork');
+  const problem = networkSpecProblem(network, 'body.defaultSandboxNetwork') ?? networkUnavailableProblem(network, networkOn, 'body.defaultSandboxNetwork');
   if (problem) throw badRequest(problem);
   return updateWorkspace(pg, current.id, { ...change, actor: caller.clientId });
 }

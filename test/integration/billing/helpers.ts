@@ -4,6 +4,7 @@ import { flushUsageOutbox } from '../../../activities/usage-flush';
 import { buildApp } from '../../../api/app';
 import { usageTables, type UsageTables } from '../../../domain/billing/storage';
 import { addIdentity, createTenant, testConfig, unique, type TestIdentity, type TestTenant } from '../../helpers/platform';
+import type { HangarConfig } from '../../../domain/config';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 
 /** Services and an app for billing tests, with a fresh tenant per test file. */
@@ -18,8 +19,9 @@ export interface BillingHarness {
   close(): Promise<void>;
 }
 
-export async function startBillingHarness(): Promise<BillingHarness> {
-  const config = testConfig();
+/** `overrides` of the test configuration: another PostgreSQL database or ClickHouse (the cluster test's). */
+export async function startBillingHarness(overrides: Partial<HangarConfig> = {}): Promise<BillingHarness> {
+  const config = testConfig(overrides);
   const app = await buildApp(config);
   await app.ready();
   const tables = usageTables(config.clickhouseDatabase);

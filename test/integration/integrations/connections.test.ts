@@ -161,7 +161,7 @@ test('the catalog describes the email integration with its scopes and configured
       mcp: { tools: ['send_email', 'whoami'] },
     }),
   );
-  expect((await call('GET', '/v0/integrations')).json().map((i: { name: string }) => i.name)).toEqual(['email', 'openai']);
+  expect((await call('GET', '/v0/integrations')).json().map((i: { name: string }) => i.name)).toEqual(['email', 'openai', 'oci-registry']);
   expect((await call('GET', '/v0/integrations/fax')).statusCode).toBe(404);
 });
 

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { EGRESS_FAILURE_HEADER } from '../../../domain/network-failure';
 import { PLATFORM_SOCKET_ENV } from '../../../domain/workloads/platform-credential';
 import { requestToken, TokenEndpointError } from '../../../integrations/oauth/token-client';
-import { forwardEgress } from '../../../runtime/platform-services/egress';
+import { forwardEgress, providerEgress } from '../../../runtime/platform-services/egress';
 
 /** A token endpoint that answers whatever the current test says, and can hang. */
 let answer: { status: number; body: string; headers?: Record<string, string> } | 'hang' = { status: 200, body: '{}' };
@@ -111,7 +111,8 @@ describe('a token endpoint that cannot be reached', () => {
     beforeAll(async () => {
       allowed = [new URL(await refused()).origin, new URL(UNRESOLVABLE).origin, new URL(url).origin];
       socketPath = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'hangar-egress-')), 'platform.sock');
-      egress = createServer((req, res) => forwardEgress(req, res, allowed));
+      const providers = providerEgress(allowed);
+      egress = createServer((req, res) => forwardEgress(req, res, providers));
       await new Promise<void>((resolve) => egress.listen(socketPath, resolve));
       process.env[PLATFORM_SOCKET_ENV] = socketPath;
     });

@@ -76,7 +76,7 @@ test('an image its registry does not have: the sandbox FAILED with the reason', 
   expect(fs.existsSync(path.join(t.config.dataDir, 'sandboxes', await resources().idOf('sandboxes', 'no-image')))).toBe(false);
 });
 
-test('an image of a private registry: pulls from the API are anonymous for now, so the sandbox FAILED saying the registry refused', async () => {
+test('an image of a private registry without spec.runtime.registryConnection: the pull is anonymous, so the sandbox FAILED saying the registry refused', async () => {
   const image = `${privateRegistry.address}/team/box:1`;
   expect((await api('POST', '/v0/sandboxes', { metadata: { name: 'private-image' }, spec: { runtime: { image, memory: 128 } } })).statusCode).toBe(200);
   const failed = await eventually('the sandbox FAILED', async () => {

@@ -1,4 +1,4 @@
-import { Context } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker, bundleWorkflowCode } from '@temporalio/worker';
 import { DeploymentNodeModel } from '../../fakes/deployment-node-model';
@@ -9,6 +9,7 @@ import { METER_INTERVAL_MS } from '../../../domain/billing/meter-schedule';
 import type { DeploymentInput } from '../../../workflows/deployment';
 import type { SandboxLifecycleInput } from '../../../workflows/sandbox-lifecycle';
 import type { VolumeLifecycleInput } from '../../../workflows/volume-lifecycle';
+import type { SnapshotLifecycleInput } from '../../../workflows/snapshot-lifecycle';
 
 /**
  * The deadlines of the lifecycle workflows, each path on its own: a sandbox frozen when idle and
@@ -34,11 +35,13 @@ const setAside = new SetAsideServers();
 const activitiesOf = new Map<string, Record<string, (...args: unknown[]) => Promise<unknown>>>();
 const ACTIVITIES = [
   // sandbox
-  'startSandbox', 'enterStandby', 'freezeState', 'measureSandbox', 'stopSandbox', 'markSandboxFailed', 'markSandboxDeleting', 'deleteSandboxRecord', 'setSandboxState', 'recordSandboxUsage',
+  'startSandbox', 'enterStandby', 'freezeState', 'measureSandbox', 'stopSandbox', 'restoreSandbox', 'markSandboxFailed', 'markSandboxRestoreFailed', 'markSandboxDeleting', 'deleteSandboxRecord', 'setSandboxState', 'recordSandboxUsage',
   // deployment
   'unpackBundle', 'prepareBuiltin', 'startRevision', 'wakeRevision', 'removeRevision', 'loadRevision', 'markRevisionProgress', 'markRevisionDeployed', 'markScale', 'markRevisionFailed', 'recordWorkloadState', 'recordWorkloadUsage',
   // volume
   'createVolumeStorage', 'growVolumeStorage', 'deleteVolumeStorage', 'markVolumeDeployed', 'markVolumeFailed', 'markVolumeDeleting', 'deleteVolumeRecord', 'recordVolumeUsage',
+  // snapshot
+  'captureSandboxFiles', 'removeSnapshotFiles', 'markSnapshotFailed', 'markSnapshotDeleting', 'deleteSnapshotRecord', 'recordSnapshotUsage',
 ];
 
 beforeAll(async () => {
@@ -96,6 +99,45 @@ describe('sandbox lifecycle', () => {
     await finished(env, 'sandbox-idle', setAside);
     expect(node.meteringProblems()).toEqual([]);
     expect([...node.usage.values()].map((period) => period.state)).toContain('STANDBY');
+  });
+
+  test('a sandbox in standby restored to a snapshot runs again, metered as running from the restore, and freezes again when idle', async () => {
+    const { node } = await startSandbox('sandbox-restore', {}, 5 * MINUTE);
+    await env.sleep(7 * MINUTE);
+    expect(node.nodeState()).toBe('STANDBY');
+    await handle('sandbox-restore').signal('restore', { snapshotId: 'snap', snapshotName: 'snap', restoreId: 'restore-1' });
+    await env.sleep(MINUTE);
+    expect(node.nodeState()).toBe('RUNNING');
+    expect((await handle('sandbox-restore').query<{ state: string }>('state')).state).toBe('RUNNING');
+    await env.sleep(6 * MINUTE);
+    expect(node.nodeState()).toBe('STANDBY');
+    await handle('sandbox-restore').signal('delete');
+    await finished(env, 'sandbox-restore', setAside);
+    expect(node.meteringProblems()).toEqual([]);
+    expect(node.history.map((change) => change.state)).toEqual(['RUNNING', 'STANDBY', 'RUNNING', 'STANDBY', 'STOPPED']);
+  });
+
+  test('a restore that cannot start the sandbox again leaves it FAILED with the reason, billed up to the failure and no further', async () => {
+    const { node } = await startSandbox('sandbox-restore-failed', {}, HOUR);
+    const failures: string[] = [];
+    let failedAt = 0;
+    const activities = activitiesOf.get('sandbox-restore-failed')!;
+    activities.restoreSandbox = async () => {
+      failedAt = await now();
+      throw ApplicationFailure.nonRetryable('sandbox did not start: its agent exited', 'SandboxStartError');
+    };
+    activities.markSandboxRestoreFailed = async (_key: unknown, message: unknown) => void failures.push(message as string);
+    await env.sleep(3 * MINUTE);
+    await handle('sandbox-restore-failed').signal('restore', { snapshotId: 'snap', snapshotName: 'snap', restoreId: 'restore-1' });
+    await env.sleep(5 * MINUTE);
+    expect(failures).toEqual(["restore to snapshot 'snap' failed: sandbox did not start: its agent exited"]);
+    await handle('sandbox-restore-failed').signal('delete');
+    await finished(env, 'sandbox-restore-failed', setAside);
+    expect(node.stopped).toBe(true);
+    const periods = [...node.usage.values()].sort((a, b) => a.from - b.from);
+    expect(periods.at(-1)!.to - failedAt).toBeGreaterThanOrEqual(0);
+    expect(periods.at(-1)!.to - failedAt).toBeLessThan(MINUTE);
+    periods.forEach((period, i) => i > 0 && expect(period.from).toBe(periods[i - 1].to));
   });
 
   test('a sandbox past its ttl is deleted, with the reason, and metered up to its removal', async () => {
@@ -193,5 +235,52 @@ describe('volume lifecycle', () => {
     await handle('volume-resize-during-grow').signal('delete');
     await finished(env, 'volume-resize-during-grow', setAside);
     expect(node.meteringProblems()).toEqual([]);
+  });
+});
+
+describe('snapshot lifecycle', () => {
+  /** A snapshot whose capture ends at `capturedAt` (or fails), and the periods its storage was billed for. */
+  async function startSnapshot(workflowId: string, capture: 'ready' | 'failed') {
+    const seen = { capturedAt: 0, removedAt: 0, periods: [] as { from: number; to: number }[], failed: false };
+    activitiesOf.set(workflowId, {
+      captureSandboxFiles: async () => {
+        if (capture === 'failed') throw new Error('the sandbox has no files on this node');
+        seen.capturedAt = await now();
+      },
+      markSnapshotFailed: async () => void (seen.failed = true),
+      recordSnapshotUsage: async (_key: unknown, from: unknown, to: unknown) => void seen.periods.push({ from: from as number, to: to as number }),
+      markSnapshotDeleting: async () => undefined,
+      removeSnapshotFiles: async () => void (seen.removedAt = await now()),
+      deleteSnapshotRecord: async () => undefined,
+    });
+    const key = { id: workflowId, workspace: 'ws', workspaceId: 'ws-id', name: workflowId };
+    const input: SnapshotLifecycleInput = { key, sourceId: 'source', nodeQueue: TASK_QUEUE, phase: 'create' };
+    await env.client.workflow.start('snapshotLifecycle', { taskQueue: TASK_QUEUE, workflowId, args: [input], retry: { maximumAttempts: 1 } });
+    return seen;
+  }
+
+  test("a ready snapshot's storage is billed once an interval, period after period, from its capture to its deletion", async () => {
+    const seen = await startSnapshot('snapshot-metered', 'ready');
+    await env.sleep(5 * MINUTE + 20_000);
+    await handle('snapshot-metered').signal('delete');
+    await finished(env, 'snapshot-metered', setAside);
+    expect(seen.periods.length).toBeGreaterThanOrEqual(5);
+    // Each a timer's interval (plus the recording's own moment), one after the other.
+    for (const period of seen.periods.slice(0, -1)) expect([period.to - period.from >= METER_INTERVAL_MS, period.to - period.from < 2 * METER_INTERVAL_MS]).toEqual([true, true]);
+    seen.periods.forEach((period, i) => i > 0 && expect(period.from).toBe(seen.periods[i - 1].to));
+    // Workflow time starts at the task after the capture answered: the first period starts there, the last ends before the files go.
+    expect(seen.periods[0].from - seen.capturedAt).toBeGreaterThanOrEqual(0);
+    expect(seen.periods[0].from - seen.capturedAt).toBeLessThan(METER_INTERVAL_MS);
+    expect(seen.periods.at(-1)!.to).toBeLessThanOrEqual(seen.removedAt);
+    expect(seen.periods.at(-1)!.to - seen.periods[0].from).toBeGreaterThanOrEqual(5 * MINUTE);
+  });
+
+  test('a failed capture bills nothing', async () => {
+    const seen = await startSnapshot('snapshot-failed', 'failed');
+    await env.sleep(3 * MINUTE);
+    await handle('snapshot-failed').signal('delete');
+    await finished(env, 'snapshot-failed', setAside);
+    expect(seen.failed).toBe(true);
+    expect(seen.periods).toEqual([]);
   });
 });

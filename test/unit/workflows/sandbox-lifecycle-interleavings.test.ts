@@ -11,7 +11,7 @@ import type { SandboxLifecycleInput } from '../../../workflows/sandbox-lifecycle
  * test server. fast-check generates schedules: gateway requests (thawing a frozen sandbox and
  * signalling `resumed`, or touching), resumes whose signal is lost, spec changes (a ttl) and
  * deletes, delivered inside any activity (after its effect, before its answer: every await
- * point of the standby, resume, expiry and delete paths), crashes that lose an activity's answer
+ * point of the standby, resume, expiry and delete paths), restores to a snapshot, crashes that lose an activity's answer
  * (the worker restarted; the retry finds the effect done), and idle periods between. The worker
  * keeps no workflow in its cache, so every workflow task replays the history, as after a restart.
  *
@@ -23,8 +23,8 @@ const RUNS = Number(process.env.HANGAR_INTERLEAVING_RUNS || 40);
 const TASK_QUEUE = 'sandbox-interleavings';
 const IDLE_TIMEOUT_MS = 5_000;
 
-type Action = 'request' | 'lostResume' | 'ttl' | 'delete';
-const actionArb = fc.constantFrom<Action>('request', 'request', 'lostResume', 'ttl', 'delete');
+type Action = 'request' | 'lostResume' | 'ttl' | 'delete' | 'restore';
+const actionArb = fc.constantFrom<Action>('request', 'request', 'lostResume', 'ttl', 'delete', 'restore');
 const scheduleArb = fc.record({
   during: fc.array(fc.record({ call: fc.nat(24), actions: fc.array(actionArb, { maxLength: 2 }), crash: fc.boolean() }), { maxLength: 8 }),
   idle: fc.array(fc.record({ advanceMs: fc.integer({ min: 0, max: 70_000 }), actions: fc.array(actionArb, { maxLength: 2 }) }), { maxLength: 6 }),
@@ -66,7 +66,7 @@ async function startServer(): Promise<void> {
     maxCachedWorkflows: 0,
     // Each call goes to the node of the workflow that made it.
     activities: Object.fromEntries(
-      ['startSandbox', 'enterStandby', 'freezeState', 'measureSandbox', 'stopSandbox', 'markSandboxFailed', 'markSandboxDeleting', 'deleteSandboxRecord', 'setSandboxState', 'recordSandboxUsage'].map((name) => [
+      ['startSandbox', 'enterStandby', 'freezeState', 'measureSandbox', 'stopSandbox', 'restoreSandbox', 'markSandboxFailed', 'markSandboxRestoreFailed', 'markSandboxDeleting', 'deleteSandboxRecord', 'setSandboxState', 'recordSandboxUsage'].map((name) => [
         name,
         (...args: unknown[]) => {
           const node = nodes.get(Context.current().info.workflowExecution?.workflowId ?? '')!;
@@ -119,11 +119,13 @@ async function runSchedule(schedule: Schedule, workflowId: string): Promise<stri
   const handle = () => server.client.workflow.getHandle(workflowId);
   const during = new Map(schedule.during.map((step) => [step.call, step]));
   let settling = false;
+  let restores = 0;
   const act = async (action: Action) => {
     const now = await server.currentTimeMs();
     const signal = (name: string, ...args: unknown[]) => handle().signal(name, ...args).catch(() => undefined);
     if (action === 'delete') return signal('delete');
     if (action === 'ttl') return signal('spec', { runtime: { ttl: '90s' } });
+    if (action === 'restore') return signal('restore', { snapshotId: 'snap', snapshotName: 'snap', restoreId: `restore-${restores++}` });
     const thawed = await node.request();
     if (action === 'lostResume') return;
     return thawed ? signal('resumed', thawed.thawedAt, thawed.generation) : signal('touch', now);

@@ -1,5 +1,7 @@
 import {
   ExecutionRequestError,
+  executionOfSandboxId,
+  jobSandboxId,
   finalExecutionStatus,
   MAX_TASK_CHUNK,
   taskChunks,
@@ -124,4 +126,10 @@ describe('taskChunks', () => {
       expect(chunks.length).toBeGreaterThanOrEqual(Math.min(count, lanes * 3));
     }
   });
+});
+
+test('an execution sandbox id names its execution row again; other ids name none', () => {
+  const row = '0b7f4c1e-93a2-4c7e-8f00-1234567890ab';
+  expect(executionOfSandboxId(jobSandboxId(row))).toBe(row);
+  for (const other of [row, `wl-${row}-r1`, 'warm_ab12', `job-${row}x`, 'job-']) expect(executionOfSandboxId(other)).toBeUndefined();
 });

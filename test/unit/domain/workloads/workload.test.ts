@@ -4,6 +4,7 @@ import {
   EXIT_MARKER,
   bundleFilesNamedBy,
   reportedExitCode,
+  revisionOfSandboxId,
   revisionSandboxId,
   scalesToZero,
   shellLine,
@@ -90,6 +91,12 @@ describe('the runtime contract', () => {
   test('revision sandbox ids are valid hostnames of at most 63 characters', () => {
     const id = revisionSandboxId('0b7f4c1e-93a2-4c7e-8f00-1234567890ab', 123456);
     expect(id).toMatch(/^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/);
+  });
+
+  test('a revision sandbox id names its resource and revision again; other ids name none', () => {
+    const resourceId = '0b7f4c1e-93a2-4c7e-8f00-1234567890ab';
+    expect(revisionOfSandboxId(revisionSandboxId(resourceId, 12))).toEqual({ resourceId, revision: 12 });
+    for (const other of [resourceId, `job-${resourceId}`, 'warm-1', `wl-${resourceId}-r0`, `wl-${resourceId}-r1x`, `wl-x-r1`]) expect(revisionOfSandboxId(other)).toBeUndefined();
   });
 });
 

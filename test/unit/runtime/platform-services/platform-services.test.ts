@@ -6,6 +6,7 @@ import type { Pool } from 'pg';
 import { workloadPlatformToken } from '../../../../domain/workloads/platform-credential';
 import { PlatformServices, type PlatformPolicy } from '../../../../runtime/platform-services/platform-services';
 import { sandboxLayout } from '../../../../runtime/layout';
+import { NO_PLATFORM_EGRESS } from '../../../../runtime/platform-services/egress';
 
 // The platform socket's own life: where it is bound, by whom, and its removal. (What it serves is
 // tested end to end with deployed workloads.)
@@ -14,7 +15,7 @@ import { sandboxLayout } from '../../../../runtime/layout';
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `hangar-platform-${'d'.repeat(60)}-`));
 const sandboxId = 'wl-88a29fa5-b905-46ed-af60-39366dbbd790-r1';
 const layout = sandboxLayout(dataDir, sandboxId);
-const policy: PlatformPolicy = { sandboxId, workspaceId: 'ws', resourceId: 'r', kind: 'agents', egress: [] };
+const policy: PlatformPolicy = { sandboxId, workspaceId: 'ws', resourceId: 'r', kind: 'agents', egress: NO_PLATFORM_EGRESS };
 // Nothing here reaches the thread store: requests are refused before any query.
 const services = new PlatformServices({ dataDir, masterKey: Buffer.alloc(32, 7), pg: {} as Pool });
 
@@ -66,4 +67,21 @@ test('closing removes the socket and the policy; a worker restart restores only 
   await restarted.restore();
   expect(await statusThrough(layout.platformSocket)).toBe(401);
   await restarted.closeAll();
+});
+
+test("a policy an earlier worker left with egress as a list of origins is served as the providers' egress", async () => {
+  const provider = http.createServer((_req, res) => res.end('provider'));
+  await new Promise<void>((resolve) => provider.listen(0, '127.0.0.1', resolve));
+  const port = (provider.address() as { port: number }).port;
+  try {
+    fs.writeFileSync(path.join(layout.root, 'platform-policy.json'), JSON.stringify({ ...policy, egress: [`http://127.0.0.1:${port}`] }));
+    const restarted = new PlatformServices({ dataDir, masterKey: Buffer.alloc(32, 7), pg: {} as Pool });
+    await restarted.restore();
+    expect(await statusThrough(layout.platformSocket, `http://127.0.0.1:${port}/token`)).toBe(200);
+    expect(await statusThrough(layout.platformSocket, `http://127.0.0.1:${port + 1}/token`)).toBe(403);
+    expect(await statusThrough(layout.platformSocket, `http://localhost:${port}/token`)).toBe(403);
+    await restarted.closeAll();
+  } finally {
+    provider.close();
+  }
 });
