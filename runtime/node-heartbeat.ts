@@ -1,6 +1,7 @@
 import fsp from 'node:fs/promises';
 import os from 'node:os';
 import type { Pool } from 'pg';
+import { nodeTaskQueue, type HangarConfig } from '../domain/config';
 import { HEARTBEAT_INTERVAL_MS, type NodeLoad, type NodeReport } from '../domain/nodes/node';
 import { recordHeartbeat } from '../store/nodes';
 import type { SandboxStatus } from './sandbox-runtime';
@@ -36,6 +37,12 @@ export class NodeHeartbeat {
   private readonly startedAt = new Date();
 
   constructor(private readonly options: NodeHeartbeatOptions) {}
+
+  /** The heartbeat of the node `config` describes (its id, task queue, region, labels and data folder). */
+  static forNode(config: HangarConfig, pg: Pool, sandboxes: NodeHeartbeatOptions['sandboxes'], log?: NodeHeartbeatOptions['log']): NodeHeartbeat {
+    const { nodeId: id, region, nodeLabels: labels, dataDir } = config;
+    return new NodeHeartbeat({ pg, id, taskQueue: nodeTaskQueue(config), region, labels, dataDir, sandboxes, log });
+  }
 
   /** Registers the node (the first report is awaited: a failure here stops the worker's start) and keeps reporting. */
   async start(): Promise<void> {

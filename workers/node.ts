@@ -40,16 +40,7 @@ async function main() {
   await network?.start();
   const runtime = new BwrapRuntime({ dataDir: config.dataDir, warmPool: config.sandboxWarmPool, network });
   const volumes = new VolumeStore({ dataDir: config.dataDir });
-  const heartbeat = new NodeHeartbeat({
-    pg,
-    id: config.nodeId,
-    taskQueue: nodeTaskQueue(config),
-    region: config.region,
-    labels: config.nodeLabels,
-    dataDir: config.dataDir,
-    sandboxes: () => runtime.list(),
-    log: (line) => console.error(line),
-  });
+  const heartbeat = NodeHeartbeat.forNode(config, pg, () => runtime.list(), (line) => console.error(line));
   const removed = await removeMovedJobSandboxes(runtime, pg, config.nodeId);
   if (removed.length > 0) console.log(`removed the sandboxes of ${removed.length} job executions that ended or moved to another node meanwhile`);
   await heartbeat.start();

@@ -10,7 +10,8 @@ import { createStagingSql, deltaSql, stagingTable } from '../../domain/billing/r
 import { usageTables } from '../../domain/billing/storage';
 import { RAW_COLUMNS } from '../../domain/billing/usage-batch';
 import { startLocalClickHouse } from '../../scripts/stack/clickhouse';
-import { freePort, startClickHouseCluster } from '../../scripts/stack/clickhouse-cluster';
+import { freePort } from '../../scripts/stack/free-port';
+import { startClickHouseCluster } from '../../scripts/stack/clickhouse-cluster';
 import type { LaunchContext } from '../../scripts/stack/local-service';
 import { CLUSTER_SETTINGS } from '../../store/clickhouse-client';
 import { migrateClickHouse } from '../../store/clickhouse-schema';

@@ -1,4 +1,4 @@
-import net from 'node:net';
+import { freePort } from './free-port';
 import { startLocalClickHouse } from './clickhouse';
 import type { LaunchContext, StartedService } from './local-service';
 import { startLocalZooKeeper } from './zookeeper';
@@ -24,18 +24,6 @@ export interface ClusterOptions {
   replicas: number;
   password: string;
   database: string;
-}
-
-/** A TCP port free on 127.0.0.1 right now. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as net.AddressInfo;
-      probe.close(() => resolve(port));
-    });
-  });
 }
 
 /**

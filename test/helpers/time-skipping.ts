@@ -2,7 +2,8 @@ import path from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { Context } from '@temporalio/activity';
+import { DefaultLogger, Runtime, Worker, bundleWorkflowCode } from '@temporalio/worker';
 import { repoRoot } from '../../scripts/stack/binaries';
 import { SEARCH_ATTRIBUTES } from '../../scripts/stack/temporal';
 
@@ -146,3 +147,27 @@ export async function eventSummary(server: TestWorkflowEnvironment, workflowId: 
 
 /** Workflow bundling logs nothing the tests read. */
 export const quietLogger = { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
+
+/**
+ * The time-skipping server with a worker on `taskQueue` running this repository's workflows with
+ * `activities`, none cached (every task replays its history, as after a worker's restart); `stop`
+ * ends both.
+ */
+export async function startTimeSkippingWorker(taskQueue: string, activities: object): Promise<{ env: TestWorkflowEnvironment; stop: () => Promise<void> }> {
+  const workflowBundle = await bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), logger: quietLogger });
+  const env = await createTimeSkippingEnvironment();
+  const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle, maxCachedWorkflows: 0, activities });
+  const running = worker.run();
+  const stop = stopping(env, {
+    async stop() {
+      worker.shutdown();
+      await running.catch(() => undefined);
+    },
+  });
+  return { env, stop };
+}
+
+/** Activities `names`, each handing the call to the implementation `of` holds for the calling workflow's id. */
+export function perWorkflowActivities(names: readonly string[], of: Map<string, Record<string, (...args: unknown[]) => Promise<unknown>>>) {
+  return Object.fromEntries(names.map((name) => [name, (...args: unknown[]) => of.get(Context.current().info.workflowExecution?.workflowId ?? '')![name](...args)]));
+}

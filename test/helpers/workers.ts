@@ -64,15 +64,7 @@ export async function startNodeWorker(
   const platform = await PlatformServices.forNode(config, pg);
   await removeMovedJobSandboxes(runtime, pg, config.nodeId);
   // Like workers/node.ts, the node reports itself: placement chooses among the nodes that do.
-  const heartbeat = new NodeHeartbeat({
-    pg,
-    id: config.nodeId,
-    taskQueue: nodeTaskQueue(config),
-    region: config.region,
-    labels: config.nodeLabels,
-    dataDir: config.dataDir,
-    sandboxes: () => runtime.list(),
-  });
+  const heartbeat = NodeHeartbeat.forNode(config, pg, () => runtime.list());
   await heartbeat.start();
   const worker = await Worker.create({
     connection,

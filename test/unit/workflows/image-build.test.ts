@@ -1,7 +1,6 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker, bundleWorkflowCode } from '@temporalio/worker';
-import { createTimeSkippingEnvironment, quietLogger, stopping } from '../../helpers/time-skipping';
+import { startTimeSkippingWorker } from '../../helpers/time-skipping';
 import type { ImageBuildInput } from '../../../workflows/image-build';
 
 /**
@@ -22,26 +21,11 @@ const scripts = new Map<string, { build: (attempt: number) => Promise<{ digest: 
 const script = () => scripts.get(Context.current().info.workflowExecution?.workflowId ?? '')!;
 
 beforeAll(async () => {
-  const workflowBundle = await bundleWorkflowCode({ workflowsPath: require.resolve('../../../workflows'), logger: quietLogger });
-  env = await createTimeSkippingEnvironment();
-  const worker = await Worker.create({
-    connection: env.nativeConnection,
-    taskQueue: TASK_QUEUE,
-    workflowBundle,
-    maxCachedWorkflows: 0,
-    activities: {
-      buildWorkspaceImage: async () => script().build(Context.current().info.attempt),
-      removeWorkspaceImage: async (key: { id: string }) => void script().removed.push(key.id),
-      settleImageBuild: async (id: string, build: number, outcome: Record<string, unknown>) => void script().settled.push({ id, build, outcome }),
-    },
-  });
-  const running = worker.run();
-  stop = stopping(env, {
-    async stop() {
-      worker.shutdown();
-      await running.catch(() => undefined);
-    },
-  });
+  ({ env, stop } = await startTimeSkippingWorker(TASK_QUEUE, {
+    buildWorkspaceImage: async () => script().build(Context.current().info.attempt),
+    removeWorkspaceImage: async (key: { id: string }) => void script().removed.push(key.id),
+    settleImageBuild: async (id: string, build: number, outcome: Record<string, unknown>) => void script().settled.push({ id, build, outcome }),
+  }));
 }, 120_000);
 
 afterAll(async () => stop?.(), 60_000);

@@ -1,10 +1,9 @@
-import { ApplicationFailure, Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/activity';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker, bundleWorkflowCode } from '@temporalio/worker';
 import { DeploymentNodeModel } from '../../fakes/deployment-node-model';
 import { SandboxNodeModel } from '../../fakes/sandbox-node-model';
 import { VolumeNodeModel } from '../../fakes/volume-node-model';
-import { createTimeSkippingEnvironment, finished, quietLogger, SetAsideServers, stopping } from '../../helpers/time-skipping';
+import { finished, perWorkflowActivities, SetAsideServers, startTimeSkippingWorker } from '../../helpers/time-skipping';
 import { METER_INTERVAL_MS } from '../../../domain/billing/meter-schedule';
 import type { DeploymentInput } from '../../../workflows/deployment';
 import type { SandboxLifecycleInput } from '../../../workflows/sandbox-lifecycle';
@@ -45,24 +44,7 @@ const ACTIVITIES = [
 ];
 
 beforeAll(async () => {
-  const workflowBundle = await bundleWorkflowCode({ workflowsPath: require.resolve('../../../workflows'), logger: quietLogger });
-  env = await createTimeSkippingEnvironment();
-  const worker = await Worker.create({
-    connection: env.nativeConnection,
-    taskQueue: TASK_QUEUE,
-    workflowBundle,
-    maxCachedWorkflows: 0,
-    activities: Object.fromEntries(
-      ACTIVITIES.map((name) => [name, (...args: unknown[]) => activitiesOf.get(Context.current().info.workflowExecution?.workflowId ?? '')![name](...args)]),
-    ),
-  });
-  const running = worker.run();
-  stop = stopping(env, {
-    async stop() {
-      worker.shutdown();
-      await running.catch(() => undefined);
-    },
-  });
+  ({ env, stop } = await startTimeSkippingWorker(TASK_QUEUE, perWorkflowActivities(ACTIVITIES, activitiesOf)));
 }, 120_000);
 
 afterAll(async () => {
