@@ -147,13 +147,6 @@ async function linkPresent(link: SandboxLink): Promise<boolean> {
 }
 
 /**
- * The veth pair's MTU, loopback's: a sandbox's packets only ever go to the bridge address (the
- * proxy and DNS), never out of the node, so nothing on the way has a smaller one, and a download
- * through the proxy costs the kernel fewer, larger packets. (The bridge follows its ports' MTU.)
- */
-const VETH_MTU = 65535;
-
-/**
  * The sandbox's namespace and veth pair: `eth0` inside with its address and a default route to the
  * gateway, the host end on the bridge as an isolated port (no frames to other isolated ports), and
  * no IPv6 on either end. Loopback is up. Repeating it after a partial attempt starts over.
@@ -167,7 +160,7 @@ export async function attachSandbox(plan: NodeNetworkPlan, link: SandboxLink): P
   const host = link.hostInterface;
   await ipBatch([
     `netns add ${link.netns}`,
-    `link add ${host} mtu ${VETH_MTU} type veth peer name eth0 netns ${link.netns} mtu ${VETH_MTU}`,
+    `link add ${host} type veth peer name eth0 netns ${link.netns}`,
     `link set ${host} addrgenmode none master ${plan.bridge}`,
     `link set ${host} type bridge_slave isolated on learning off`,
     `link set ${host} up`,
