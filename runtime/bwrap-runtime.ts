@@ -321,44 +321,29 @@ export class BwrapRuntime implements SandboxRuntime {
   /** `carried`: what a restarted sandbox keeps of its record (its freeze generations). */
   private async launch(spec: RuntimeSandboxSpec, carried: Pick<SandboxRecord, 'freeze' | 'restoredBy'> = {}): Promise<SandboxHandle> {
     const layout = this.layout(spec.id);
-    const image = await this.images.resolve(spec.image, spec.workspaceId, sandboxOwnedPaths(layout.writable, spec.volumes));
-    if (spec.seedSnapshotId) await seedTree(snapshotFilesDir(this.options.dataDir, spec.seedSnapshotId), layout.fsRoot);
-    // A warm sandbox is networked like the sandboxes it stands in for, and may reach nothing until one takes it over.
-    const warm = isWarmId(spec.id) && this.options.network !== undefined;
-    const network = this.networked(spec) || warm ? await this.options.network!.attach(spec.id, warm ? { internet: false } : spec.network) : undefined;
-    await prepareSandboxFolders(spec, layout, this.identity(), image.run, network);
-    const cgroup = await this.cgroups.create(spec.id);
+    // The namespace is made while the rest of the start goes on; bubblewrap waits for it below.
+    const attaching = await this.beginAttach(spec);
+    const network = attaching?.attachment;
+    let image: LaunchPlan['image'];
+    let cgroup: SandboxCgroup;
+    try {
+      image = await this.images.resolve(spec.image, spec.workspaceId, sandboxOwnedPaths(layout.writable, spec.volumes));
+      if (spec.seedSnapshotId) await seedTree(snapshotFilesDir(this.options.dataDir, spec.seedSnapshotId), layout.fsRoot);
+      await prepareSandboxFolders(spec, layout, this.identity(), image.run, network);
+      cgroup = await this.cgroups.create(spec.id);
+    } catch (err) {
+      await this.abandonNetwork(spec.id, attaching);
+      throw err;
+    }
     const record: SandboxRecord = { ...carried, spec, cgroupDirs: cgroup.dirs, phase: 'starting', network };
     try {
       await cgroup.setLimits(this.limits(spec));
       await this.store.write(record);
-
-      const plan: LaunchPlan = {
-        sandboxId: spec.id,
-        uid: this.uid,
-        gid: this.gid,
-        image,
-        etcFiles: SANDBOX_ETC_FILE_NAMES.map((name) => ({ name, hostPath: path.join(layout.etcDir, name) })),
-        agentConfigHostPath: layout.agentConfig,
-        writable: layout.writable,
-        runDir: layout.runDir,
-        apiDir: layout.apiDir,
-        platformDir: layout.platformDir,
-        codeDir: layout.codeDir,
-        volumes: spec.volumes,
-        agent: {
-          nodeBinary: this.options.nodeBinary ?? process.execPath,
-          agentDir: this.agentDir(),
-          nodeModulesDir: this.options.nodeModulesDir ?? defaultNodeModulesDir(),
-          nodeFlags: AGENT_NODE_FLAGS,
-        },
-        agentEnv: { ...SANDBOX_ENV, HOSTNAME: spec.id, HANGAR_AGENT_CONFIG: SANDBOX_AGENT_CONFIG },
-        ownNetworkNamespace: network !== undefined,
-        seccompFd: SECCOMP_FD,
-      };
+      await attaching?.linked;
       const filter = await this.seccomp.open();
       const log = fs.openSync(layout.agentLog, 'w', 0o600);
-      const child = spawn('/bin/sh', ['-c', LAUNCH_SCRIPT, 'hangar-launch', ...enterNetwork(network, this.nsenterPath), this.bwrapPath, ...bwrapArguments(plan)], {
+      const launcher = ['-c', LAUNCH_SCRIPT, 'hangar-launch', ...enterNetwork(network, this.nsenterPath), this.bwrapPath, ...bwrapArguments(this.launchPlan(spec, layout, image, network))];
+      const child = spawn('/bin/sh', launcher, {
         detached: true,
         stdio: ['ignore', log, log, filter],
         env: { PATH: SANDBOX_ENV.PATH, HANGAR_CGROUP_PROCS: cgroup.procsFiles.join(':') },
@@ -385,11 +370,53 @@ export class BwrapRuntime implements SandboxRuntime {
       return this.handle(record);
     } catch (err) {
       await cgroup.destroy().catch(() => undefined);
-      await this.options.network?.detach(spec.id).catch(() => undefined);
+      await this.abandonNetwork(spec.id, attaching);
       await this.store.write({ ...record, phase: 'stopped', pid: undefined, pidStartTicks: undefined });
       const output = await tail(layout.agentLog, 2_000);
       throw new SandboxStartError(`sandbox ${spec.id} did not start: ${(err as Error).message}${output ? `; its output: ${output}` : ''}`);
     }
+  }
+
+  /**
+   * Starts making the sandbox's network namespace, when it gets one: a warm sandbox is networked
+   * like the sandboxes it stands in for, and may reach nothing until one takes it over.
+   */
+  private async beginAttach(spec: RuntimeSandboxSpec): Promise<Awaited<ReturnType<SandboxNetwork['beginAttach']>> | undefined> {
+    const warm = isWarmId(spec.id) && this.options.network !== undefined;
+    if (!this.networked(spec) && !warm) return undefined;
+    return this.options.network!.beginAttach(spec.id, warm ? { internet: false } : spec.network);
+  }
+
+  /** A failed start's network gone: once the namespace being made is done (or failed), so nothing is left half made. */
+  private async abandonNetwork(id: string, attaching: { linked: Promise<void> } | undefined): Promise<void> {
+    await attaching?.linked.catch(() => undefined);
+    await this.options.network?.detach(id).catch(() => undefined);
+  }
+
+  private launchPlan(spec: RuntimeSandboxSpec, layout: SandboxLayout, image: LaunchPlan['image'], network: SandboxAttachment | undefined): LaunchPlan {
+    return {
+      sandboxId: spec.id,
+      uid: this.uid,
+      gid: this.gid,
+      image,
+      etcFiles: SANDBOX_ETC_FILE_NAMES.map((name) => ({ name, hostPath: path.join(layout.etcDir, name) })),
+      agentConfigHostPath: layout.agentConfig,
+      writable: layout.writable,
+      runDir: layout.runDir,
+      apiDir: layout.apiDir,
+      platformDir: layout.platformDir,
+      codeDir: layout.codeDir,
+      volumes: spec.volumes,
+      agent: {
+        nodeBinary: this.options.nodeBinary ?? process.execPath,
+        agentDir: this.agentDir(),
+        nodeModulesDir: this.options.nodeModulesDir ?? defaultNodeModulesDir(),
+        nodeFlags: AGENT_NODE_FLAGS,
+      },
+      agentEnv: { ...SANDBOX_ENV, HOSTNAME: spec.id, HANGAR_AGENT_CONFIG: SANDBOX_AGENT_CONFIG },
+      ownNetworkNamespace: network !== undefined,
+      seccompFd: SECCOMP_FD,
+    };
   }
 
   /**

@@ -228,20 +228,31 @@ export class SandboxNetwork {
 
   /** Gives the sandbox its namespace and address (again, if it had one: a restart), with this policy. */
   async attach(sandboxId: string, network: SandboxNetworkSpec | undefined): Promise<SandboxAttachment> {
+    const { attachment, linked } = await this.beginAttach(sandboxId, network);
+    await linked;
+    return attachment;
+  }
+
+  /**
+   * attach() in two steps, so a sandbox's start can go on while its namespace is made: the
+   * address is leased (and the attachment known) when this resolves; `linked` settles when the
+   * namespace and veth pair are ready to enter. A failed link is detached before `linked` rejects.
+   */
+  async beginAttach(sandboxId: string, network: SandboxNetworkSpec | undefined): Promise<{ attachment: SandboxAttachment; linked: Promise<void> }> {
     const lease: Lease = { sandboxId, network };
     let address = this.addressOf.get(sandboxId);
     if (address) await writeFileAtomically(path.join(this.leasesDir, address), JSON.stringify(lease), 0o600);
     else address = await this.lease(lease);
     this.remember(address, lease);
     const link = this.link(address);
-    try {
-      await attachSandbox(this.plan, link);
-    } catch (err) {
+    const linked = attachSandbox(this.plan, link).catch(async (err) => {
       await this.detach(sandboxId);
       throw err;
-    }
+    });
+    // Not left unhandled if the caller fails before it waits for it.
+    linked.catch(() => undefined);
     const { gateway, ports } = this.plan;
-    return { netnsPath: netnsPath(link.netns), address, nameserver: gateway, proxyUrl: `http://${gateway}:${ports.proxy}` };
+    return { attachment: { netnsPath: netnsPath(link.netns), address, nameserver: gateway, proxyUrl: `http://${gateway}:${ports.proxy}` }, linked };
   }
 
   /** The sandbox's policy from the next connection and name lookup on; false when it has no network here. */

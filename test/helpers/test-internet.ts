@@ -27,8 +27,9 @@ const SERVER = `
 const http = require('node:http');
 const https = require('node:https');
 const fs = require('node:fs');
-// /bytes/<n>: n bytes (a download to measure); anything else: which address and Host were asked for.
-const chunk = Buffer.alloc(1 << 20, 120);
+// /bytes/<n>: n bytes (a download to measure), byte i being i % 251, so bytes a relay moved or
+// mixed up show (a whole chunk is 4177 periods, about 1 MiB); anything else: which address and Host were asked for.
+const chunk = Buffer.from(Array.from({ length: 251 * 4177 }, (_, i) => i % 251));
 function sendBytes(res, n) {
   res.writeHead(200, { 'content-length': n });
   const more = () => {
