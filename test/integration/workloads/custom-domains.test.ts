@@ -155,6 +155,26 @@ describe('the custom domain resource', () => {
   });
 });
 
+/** A PUT of the domain `switch`'s spec, which must be taken. */
+async function put(spec: ReturnType<typeof domainSpec>) {
+  expect((await api('PUT', '/v0/customdomains/switch', { metadata: { name: 'switch' }, spec })).statusCode).toBe(200);
+}
+
+/**
+ * The gateway's answer once `changed` says the change reached it: the gateway hears of a route
+ * change by PostgreSQL's NOTIFY, a few milliseconds after the PUT's commit; it must within 1.5 s,
+ * before its cached route (2 s) could have expired by itself.
+ */
+async function soon<T>(ask: () => Promise<T>, changed: (answer: T) => boolean): Promise<T> {
+  const deadline = Date.now() + 1_500;
+  let answer = await ask();
+  while (!changed(answer) && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    answer = await ask();
+  }
+  return answer;
+}
+
 describe('routing by Host on run_url', () => {
   test('a domain serves its target; credentials are checked for its workspace; run_url paths keep working', async () => {
     const domain = freshDomain('route');
@@ -189,24 +209,24 @@ describe('routing by Host on run_url', () => {
     expect(missing).toEqual({ status: 404, body: { error: 'not_found', message: expect.stringContaining("agent 'nobody' not found") } });
 
     expect((await api('POST', '/v0/agents', { metadata: { name: 'waiting' } })).statusCode).toBe(200);
-    await api('PUT', '/v0/customdomains/switch', { metadata: { name: 'switch' }, spec: domainSpec(domain, 'agent', 'waiting') });
-    expect(await viaHost(domain, '/', { body: { inputs: 'x' } })).toEqual({ status: 503, body: { error: 'workload_unavailable', message: expect.stringContaining('UPLOADING') } });
+    await put(domainSpec(domain, 'agent', 'waiting'));
+    expect(await soon(() => viaHost(domain, '/', { body: { inputs: 'x' } }), (answer) => answer.status !== 404)).toEqual({ status: 503, body: { error: 'workload_unavailable', message: expect.stringContaining('UPLOADING') } });
 
-    await api('PUT', '/v0/customdomains/switch', { metadata: { name: 'switch' }, spec: domainSpec(domain, 'function', 'no-mcp') });
-    expect(await viaHost(domain, '/mcp', { body: {} })).toMatchObject({ status: 404, body: { message: expect.stringContaining("function 'no-mcp' not found") } });
+    await put(domainSpec(domain, 'function', 'no-mcp'));
+    expect(await soon(() => viaHost(domain, '/mcp', { body: {} }), (answer) => answer.status !== 503)).toMatchObject({ status: 404, body: { message: expect.stringContaining("function 'no-mcp' not found") } });
     expect(await viaHost(domain, '/', { body: {} })).toMatchObject({ status: 404 });
 
     // Changed to the model: its paths now answer on the domain, right after the PUT.
-    await api('PUT', '/v0/customdomains/switch', { metadata: { name: 'switch' }, spec: domainSpec(domain, 'model', 'reverse-model') });
-    const chat = await viaHost(domain, '/chat/completions', { body: { messages: [{ role: 'user', content: 'one two three' }] } });
+    await put(domainSpec(domain, 'model', 'reverse-model'));
+    const chat = await soon(() => viaHost(domain, '/chat/completions', { body: { messages: [{ role: 'user', content: 'one two three' }] } }), (answer) => answer.status === 200);
     expect(chat.status).toBe(200);
     expect(chat.body.choices[0].message).toEqual({ role: 'assistant', content: 'three two one' });
 
     // A new host name: the old one stops routing, the new one routes, both at once.
     const moved = freshDomain('moved');
-    await api('PUT', '/v0/customdomains/switch', { metadata: { name: 'switch' }, spec: domainSpec(moved, 'agent', 'echo') });
-    expect(await viaHost(moved, '/', { body: { inputs: 'moved' } })).toEqual({ status: 200, body: { output: 'echo: moved' } });
-    expect(await viaHost(domain, '/', { body: { inputs: 'x' } })).toMatchObject({ status: 404, body: { error: 'not_found' } });
+    await put(domainSpec(moved, 'agent', 'echo'));
+    expect(await soon(() => viaHost(moved, '/', { body: { inputs: 'moved' } }), (answer) => answer.status === 200)).toEqual({ status: 200, body: { output: 'echo: moved' } });
+    expect(await soon(() => viaHost(domain, '/', { body: { inputs: 'x' } }), (answer) => answer.status === 404)).toMatchObject({ status: 404, body: { error: 'not_found' } });
 
     await api('DELETE', '/v0/customdomains/switch');
     await api('DELETE', '/v0/agents/waiting');
