@@ -4,6 +4,7 @@ import { billing } from './hangar/billing';
 import type { CommandContext } from './hangar/context';
 import { CommandError, UsageError } from './hangar/errors';
 import { login } from './hangar/login';
+import { logs } from './hangar/logs';
 import { getOrList, remove } from './hangar/resources';
 import { sandbox } from './hangar/sandbox';
 
@@ -19,6 +20,7 @@ const USAGE = `usage: hangar <command>
   delete <kind> <name>
   apply -f <file.yaml> [--output table|json]
   sandbox exec <name> -- <command...>
+  logs sandboxes <name> <process>
   billing [--since 7d] [--group-by resource_name,billing_dimension] [--output table|json|csv]
 kinds: sandboxes, agents, functions, models, jobs, volumes, images, snapshots, customdomains, connections, nodes (list only)`;
 
@@ -31,6 +33,7 @@ const COMMANDS: Record<string, Command> = {
   delete: remove,
   apply,
   sandbox,
+  logs,
   billing,
 };
 

@@ -152,8 +152,8 @@ describe('hangar apply, get, list, delete', () => {
   });
 });
 
-describe('hangar sandbox exec', () => {
-  it("prints the command's output and exits with its exit code", async () => {
+describe('hangar sandbox exec and logs', () => {
+  it("prints the command's output, exits with its exit code, and shows a process's logs", async () => {
     const name = unique('cli-box');
     const created = await p.t.call(p.tenant.admin.apiKey, { method: 'POST', url: '/v0/sandboxes', workspace: p.tenant.workspace, payload: { metadata: { name }, spec: {} } });
     expect(created.statusCode).toBe(200);
@@ -161,6 +161,19 @@ describe('hangar sandbox exec', () => {
     expect(ok).toMatchObject({ code: 0, stdout: 'hello world\n' });
     const failing = await hangar(['sandbox', 'exec', name, '--', 'sh', '-c', 'echo oops >&2; exit 7']);
     expect(failing).toMatchObject({ code: 7, stderr: 'oops\n' });
+
+    // A named process started through the sandbox's API, its output read back by hangar logs.
+    const url = (JSON.parse((await hangar(['get', 'sandboxes', name, '-o', 'json'])).stdout) as { metadata: { url: string } }).metadata.url;
+    const started = await fetch(`${url}/process`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${p.tenant.admin.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'greeter', command: 'echo one; echo two', waitForCompletion: true }),
+    });
+    expect(started.status).toBe(200);
+    expect(await hangar(['logs', 'sandboxes', name, 'greeter'])).toMatchObject({ code: 0, stdout: 'one\ntwo\n' });
+    const unknown = await hangar(['logs', 'sandbox', name, 'no-such-process']);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/404/);
   }, 120_000);
 });
 
@@ -208,6 +221,8 @@ describe('usage errors exit 2', () => {
     [['apply'], /usage: hangar apply -f/],
     [['apply', '-f', '/nonexistent/file.yaml'], /cannot read \/nonexistent\/file.yaml: ENOENT/],
     [['sandbox', 'exec', 'box'], /usage: hangar sandbox exec <name> -- <command/],
+    [['logs', 'agents', 'echo'], /the API serves no logs for agents: usage: hangar logs sandboxes/],
+    [['logs', 'sandboxes', 'box'], /usage: hangar logs sandboxes <name> <process>/],
     [['billing', '--since', 'yesterday'], /--since must be a duration such as 30m/],
     [['billing', '--group-by', 'colour'], /--group-by takes up to 3 of workspace/],
     [['login', '--url', 'ftp://x'], /--url must be an http\(s\) address/],
