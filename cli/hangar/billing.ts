@@ -47,7 +47,7 @@ function rows(entries: MetricsEntry[]): string[][] {
     Object.entries(entry.summary.usage ?? {})
       .map(([unit, quantity]) => `${quantity} ${unit}`)
       .join(' '),
-    entry.summary.cost.toFixed(6),
+    entry.summary.cost.toFixed(9),
   ]);
 }
 
@@ -86,6 +86,6 @@ export async function billing(ctx: CommandContext): Promise<number> {
     ctx.out(`${[header, ...rows(entries)].map((line) => line.map(csvCell).join(',')).join('\n')}\n`);
     return 0;
   }
-  ctx.out(`${formatTable(header.map((h) => h.toUpperCase()), rows(entries))}\ntotal ${first.summary.totalCost.toFixed(6)} USD from ${first.startTime} to ${first.endTime}\n`);
+  ctx.out(`${formatTable(header.map((h) => h.toUpperCase()), rows(entries))}\ntotal ${first.summary.totalCost.toFixed(9)} USD from ${first.startTime} to ${first.endTime}\n`);
   return 0;
 }
