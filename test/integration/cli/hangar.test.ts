@@ -152,6 +152,25 @@ describe('hangar apply, get, list, delete', () => {
   });
 });
 
+describe('hangar and integration connections', () => {
+  it('applies a connection from YAML and never shows its secrets (apply, list, get)', async () => {
+    const name = unique('cli-mail');
+    const secret = { CLIENT_ID: `client-${unique('id')}`, CLIENT_SECRET: `secret-${unique('s')}-XYZW`, REFRESH_TOKEN: `refresh-${unique('r')}-tail` };
+    const file = path.join(home, 'connection.yaml');
+    fs.writeFileSync(file, `kind: IntegrationConnection\nmetadata:\n  name: ${name}\n  displayName: Mail\nspec:\n  integration: email\n  secret:\n${Object.entries(secret).map(([k, v]) => `    ${k}: ${v}`).join('\n')}\n`);
+    const runs = [
+      await hangar(['apply', '-f', file, '-o', 'json']),
+      await hangar(['list', 'connections']),
+      await hangar(['list', 'connections', '-o', 'json']),
+      await hangar(['get', 'connection', name, '-o', 'json']),
+    ];
+    expect(runs.map((run) => run.code)).toEqual([0, 0, 0, 0]);
+    expect(runs[1].stdout).toMatch(new RegExp(`^${name}\\s+email\\s`, 'm'));
+    expect(JSON.parse(runs[3].stdout)).toMatchObject({ metadata: { name }, spec: { integration: 'email', secret: { CLIENT_SECRET: '********XYZW' } } });
+    for (const run of runs) for (const value of Object.values(secret)) expect(run.stdout + run.stderr).not.toContain(value);
+  });
+});
+
 describe('hangar sandbox exec and logs', () => {
   it("prints the command's output, exits with its exit code, and shows a process's logs", async () => {
     const name = unique('cli-box');
