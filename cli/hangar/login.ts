@@ -1,10 +1,11 @@
+import fs from 'node:fs';
 import { parseArgs } from './args';
 import { apiMessage, request } from './client';
 import type { CommandContext } from './context';
 import { saveCredentials, type Credentials } from './credentials';
 import { CommandError, UsageError } from './errors';
 
-const USAGE = 'usage: hangar login --url <base_url> --api-key <key> [--workspace <name>] (or HANGAR_URL, HANGAR_API_KEY, HANGAR_WORKSPACE)';
+const USAGE = 'usage: hangar login --url <base_url> --api-key <key|-> [--workspace <name>] (or HANGAR_URL, HANGAR_API_KEY, HANGAR_WORKSPACE)';
 
 /**
  * `hangar login`: checks the key against the API (the workspace it names must answer) before
@@ -14,7 +15,9 @@ export async function login(ctx: CommandContext): Promise<number> {
   const args = parseArgs(ctx.argv, ['url', 'api-key', 'workspace']);
   if (args.positional.length > 0) throw new UsageError(USAGE);
   const url = (args.options.get('url') ?? ctx.env.HANGAR_URL ?? '').replace(/\/+$/, '');
-  const apiKey = args.options.get('api-key') ?? ctx.env.HANGAR_API_KEY ?? '';
+  const given = args.options.get('api-key') ?? ctx.env.HANGAR_API_KEY ?? '';
+  // `--api-key -` reads the key from stdin, keeping it out of the process list and shell history.
+  const apiKey = given === '-' ? fs.readFileSync(0, 'utf8').trim() : given;
   const workspace = args.options.get('workspace') ?? ctx.env.HANGAR_WORKSPACE ?? 'default';
   if (!url) throw new UsageError(`--url is required: ${USAGE}`);
   if (!/^https?:\/\/[^/]+/.test(url)) throw new UsageError(`--url must be an http(s) address such as http://127.0.0.1:8080 (got '${url}')`);

@@ -23,10 +23,11 @@ interface Run {
   stderr: string;
 }
 
-function hangar(args: string[], env: Record<string, string> = {}): Promise<Run> {
+function hangar(args: string[], env: Record<string, string> = {}, stdin = ''): Promise<Run> {
   const child = spawn(process.execPath, [path.join(repoRoot(), 'dist/cli/hangar.js'), ...args], {
     env: { PATH: process.env.PATH ?? '', HOME: home, HANGAR_CONFIG_DIR: path.join(home, 'config'), ...env },
   });
+  child.stdin.end(stdin);
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -81,9 +82,16 @@ describe('hangar login', () => {
     expect(fs.statSync(credentialsPath()).mode & 0o777).toBe(0o600);
     expect(JSON.parse(fs.readFileSync(credentialsPath(), 'utf8'))).toEqual({ url: apiUrl, apiKey: p.tenant.admin.apiKey, workspace: p.tenant.workspace });
 
+    // A file left readable by others (an older copy) is made 0600 again by the next login.
+    fs.chmodSync(credentialsPath(), 0o644);
     const fromEnv = await hangar(['login'], { HANGAR_URL: apiUrl, HANGAR_API_KEY: p.tenant.admin.apiKey, HANGAR_WORKSPACE: p.tenant.workspace });
     expect(fromEnv.code).toBe(0);
     expect(fs.statSync(credentialsPath()).mode & 0o777).toBe(0o600);
+
+    const fromStdin = await hangar(['login', '--url', apiUrl, '--api-key', '-', '--workspace', p.tenant.workspace], {}, `${p.tenant.admin.apiKey}\n`);
+    expect(fromStdin.code).toBe(0);
+    expect(fromStdin.stdout + fromStdin.stderr).not.toContain(p.tenant.admin.apiKey);
+    expect(JSON.parse(fs.readFileSync(credentialsPath(), 'utf8'))).toMatchObject({ apiKey: p.tenant.admin.apiKey });
   });
 });
 
