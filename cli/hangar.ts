@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { apply } from './hangar/apply';
 import { billing } from './hangar/billing';
+import { deploy } from './hangar/deploy';
 import type { CommandContext } from './hangar/context';
 import { CommandError, UsageError } from './hangar/errors';
 import { login } from './hangar/login';
@@ -19,6 +20,7 @@ const USAGE = `usage: hangar <command>
   get <kind> [name] [--output table|json]
   delete <kind> <name>
   apply -f <file.yaml> [--output table|json]
+  deploy <folder with hangar.json> [--name <name>]
   sandbox exec <name> -- <command...>
   logs sandboxes <name> <process>
   billing [--since 7d] [--group-by resource_name,billing_dimension] [--output table|json|csv]
@@ -32,6 +34,7 @@ const COMMANDS: Record<string, Command> = {
   get: (ctx) => getOrList(ctx, 'get'),
   delete: remove,
   apply,
+  deploy,
   sandbox,
   logs,
   billing,
