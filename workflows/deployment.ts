@@ -264,7 +264,7 @@ class DeploymentRun {
     this.wakeAttempts++;
     if (failure === undefined) {
       // The waiting updates complete with this workflow task; metering follows.
-      await this.switchUsage({ memoryMb: restart.spec.runtime?.memory ?? DEFAULT_WORKLOAD_MEMORY_MB, bundleBytes: this.usage?.bundleBytes ?? 0 });
+      await this.switchUsage({ memoryMb: restart.spec.runtime?.memory ?? DEFAULT_WORKLOAD_MEMORY_MB, bundleBytes: this.usage?.bundleBytes ?? 0, image: restart.spec.runtime?.image });
     } else {
       // Whatever the failed start left running goes: a workload at zero runs nothing.
       await this.node.removeRevision(serving.sandboxId);
@@ -286,7 +286,7 @@ class DeploymentRun {
       if (key.kind === 'jobs') {
         // Jobs run per execution; deploying one means its code is ready.
         await control.markRevisionDeployed(key, revision, { revision, codeDir: appDir }, 'code ready for executions');
-        await this.switchUsage({ memoryMb: 0, bundleBytes: record.bundleBytes });
+        await this.switchUsage({ memoryMb: 0, bundleBytes: record.bundleBytes, image: record.spec.runtime?.image });
         return 'done';
       }
       await this.startProcess(record, { key, revision, spec: record.spec, appDir, builtin }, sandboxId);
@@ -306,7 +306,7 @@ class DeploymentRun {
     const next = { revision, sandboxId, socketPath };
     const scaling = scalesToZero(record.spec);
     await control.markRevisionDeployed(key, revision, next, scaling ? 'serving; scales to zero when idle' : 'serving', scaling ? 'RUNNING' : null);
-    await this.switchUsage({ memoryMb: record.spec.runtime?.memory ?? DEFAULT_WORKLOAD_MEMORY_MB, bundleBytes: record.bundleBytes });
+    await this.switchUsage({ memoryMb: record.spec.runtime?.memory ?? DEFAULT_WORKLOAD_MEMORY_MB, bundleBytes: record.bundleBytes, image: record.spec.runtime?.image });
     if (patched(SERVE_NEW_BEFORE_REMOVING_OLD_PATCH)) {
       // The new revision serves before the old one goes: a wake answered while the old one is
       // being removed would send its request to a socket about to disappear.

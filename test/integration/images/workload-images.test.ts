@@ -1,5 +1,7 @@
 import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../../helpers/platform';
 import { WorkspaceImageStore } from '../../../store/workspace-images';
+import { createDeploymentControlActivities } from '../../../activities/deployment-control';
+import { outboxEvents } from '../../helpers/usage-outbox';
 
 // `spec.runtime.image` of agents, functions, models and jobs is checked as a sandbox's is: these
 // are the API's answers (no node needed). Images of the workspace are made READY or FAILED through
@@ -88,4 +90,19 @@ test('registry images are refused for workloads (no pull step yet); registryConn
   const notRegistry = await create('agents', { image: 'base', registryConnection: 'nope' });
   expect(notRegistry.statusCode).toBe(400);
   expect(notRegistry.json().message).toEqual(expect.stringContaining('body.spec.runtime.registryConnection: applies only to an image of a registry'));
+});
+
+test("a workload's image storage counts the stored size of the image the workspace built for it", async () => {
+  const image = await imageIn(tenant, 'READY');
+  const name = unique('job');
+  const created = await api('POST', '/v0/jobs', { metadata: { name }, spec: { runtime: { image, command: ['sh', 'run.sh'] } } });
+  const key = { id: created.json().metadata.uid ?? created.json().id, workspace: tenant.workspace, workspaceId: tenant.workspaceId, kind: 'jobs' as const, name };
+  const control = createDeploymentControlActivities({ pg: t.app.pg });
+  const from = Date.UTC(2026, 0, 1);
+  // 1234 bytes of image (imageIn's size) plus 766 of bundle, for 1000 s.
+  await control.recordWorkloadUsage({ key: { ...key, id: unique('uuid') }, from, to: from + 1_000_000, memoryMb: 0, bundleBytes: 766, image });
+  await control.recordWorkloadUsage({ key: { ...key, id: unique('uuid') }, from, to: from + 1_000_000, memoryMb: 0, bundleBytes: 766, image: 'base' });
+  const events = (await outboxEvents(t.app.pg, tenant.accountId)).filter((event) => event.resource_name === name);
+  expect(events.map((event) => event.quantity).sort()).toEqual([Math.round((766 / 1024 ** 3) * 1000 * 1e6) / 1e6, Math.round((2000 / 1024 ** 3) * 1000 * 1e6) / 1e6].sort());
+  expect(new Set(events.map((event) => event.billing_dimension))).toEqual(new Set(['job_image_storage_gbs']));
 });
