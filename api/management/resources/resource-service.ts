@@ -18,15 +18,15 @@ export interface ResourceServices {
 }
 
 /**
- * `spec.runtime.image` is checked as a sandbox's is. A registry image is refused for now: the
- * deployment and job workflows have no pull step yet, and a workload must not be stored as if
- * it ran on an image it would not get. Built-in and workspace images are resolved on the node.
+ * `spec.runtime.image` is checked as a sandbox's is. A registry image is refused for jobs for
+ * now: their execution workflow has no pull step yet (a deployment pulls it for the other kinds),
+ * and a job must not be stored as if it ran on an image it would not get.
  */
-async function checkWorkloadImage(pg: Pool, workspace: WorkspaceGrant, spec: RuntimeImageSpec, before?: RuntimeImageSpec): Promise<void> {
+async function checkWorkloadImage(pg: Pool, kind: ResourceKind, workspace: WorkspaceGrant, spec: RuntimeImageSpec, before?: RuntimeImageSpec): Promise<void> {
   await checkRuntimeImage(pg, workspace, spec, before);
   const image = spec.runtime?.image;
-  if (image !== undefined && isRegistryImage(image)) {
-    throw badRequest(`body.spec.runtime.image: image '${image}' is of a registry; workloads run on a built-in image or an image the workspace built (PUT /v0/images/{name}/build)`);
+  if (kind.path === 'jobs' && image !== undefined && isRegistryImage(image)) {
+    throw badRequest(`body.spec.runtime.image: image '${image}' is of a registry; jobs run on a built-in image or an image the workspace built (PUT /v0/images/{name}/build)`);
   }
 }
 
@@ -34,7 +34,7 @@ async function checkWorkloadImage(pg: Pool, workspace: WorkspaceGrant, spec: Run
 async function checkSpec(services: ResourceServices, kind: ResourceKind, workspace: WorkspaceGrant, spec: Record<string, unknown>, before?: Record<string, unknown>): Promise<void> {
   const problem = workloadNetworkProblem(kind.path, spec as WorkloadSpec, services.nodesHaveNetwork);
   if (problem) throw badRequest(problem);
-  await checkWorkloadImage(services.pg, workspace, spec as RuntimeImageSpec, before as RuntimeImageSpec | undefined);
+  await checkWorkloadImage(services.pg, kind, workspace, spec as RuntimeImageSpec, before as RuntimeImageSpec | undefined);
   await kind.validate?.(services, workspace, spec);
 }
 

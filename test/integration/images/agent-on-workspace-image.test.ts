@@ -41,6 +41,22 @@ afterAll(async () => {
 const api = (method: 'GET' | 'POST' | 'PUT', url: string, payload?: object | Buffer, headers?: Record<string, string>) =>
   t.call(tenant.admin.apiKey, { method, url, payload, workspace: tenant.workspace, ...(headers ? { headers } : {}) });
 
+async function deployed(agent: string, image: string): Promise<{ events: { status: string; message: string }[] }> {
+  expect((await api('POST', '/v0/agents', { metadata: { name: agent }, spec: { runtime: { image, command: ['sh', '/app/run.sh'] } } })).statusCode).toBe(200);
+  const dir = fs.mkdtempSync(path.join(scratch, 'bundle-'));
+  const script = 'mkdir -p /tmp/www && { cat /etc/motd /opt/added.txt 2>/dev/null; echo "$GREETING"; } > /tmp/www/index.html && exec busybox httpd -f -p "$PORT" -h /tmp/www\n';
+  fs.writeFileSync(path.join(dir, 'run.sh'), script);
+  const uploaded = await api('PUT', `/v0/agents/${agent}/code`, await packFolder(dir), { 'content-type': 'application/gzip' });
+  expect(uploaded.statusCode).toBeLessThan(300);
+  return eventually('revision 1 settled', async () => {
+    const body = (await api('GET', `/v0/agents/${agent}`)).json();
+    const last = body.events[body.events.length - 1];
+    return last.message.startsWith('revision 1') && (last.status === 'DEPLOYED' || last.status === 'FAILED') ? body : undefined;
+  }, 90_000);
+}
+
+const served = async (agent: string) => (await fetch(`${runUrl}/${tenant.workspace}/agents/${agent}`, { headers: { authorization: `Bearer ${tenant.admin.apiKey}` } })).text();
+
 async function builtImage(): Promise<string> {
   const base = `${registry.address}/${unique('test/box')}:1`;
   pushTestImage(path.join(scratch, 'layout'), 'box', base);
@@ -59,18 +75,17 @@ async function builtImage(): Promise<string> {
 test("an agent on a workspace image runs its bundle's script on it, with the image's files and ENV", async () => {
   const image = await builtImage();
   const agent = unique('agent');
-  expect((await api('POST', '/v0/agents', { metadata: { name: agent }, spec: { runtime: { image, command: ['sh', '/app/run.sh'] } } })).statusCode).toBe(200);
-  const dir = fs.mkdtempSync(path.join(scratch, 'bundle-'));
-  const script = 'mkdir -p /tmp/www && { cat /etc/motd /opt/added.txt; echo "$GREETING"; } > /tmp/www/index.html && exec busybox httpd -f -p "$PORT" -h /tmp/www\n';
-  fs.writeFileSync(path.join(dir, 'run.sh'), script);
-  const uploaded = await api('PUT', `/v0/agents/${agent}/code`, await packFolder(dir), { 'content-type': 'application/gzip' });
-  expect(uploaded.statusCode).toBeLessThan(300);
-  const settled = await eventually('revision 1 settled', async () => {
-    const body = (await api('GET', `/v0/agents/${agent}`)).json();
-    const last = body.events[body.events.length - 1];
-    return last.message.startsWith('revision 1') && (last.status === 'DEPLOYED' || last.status === 'FAILED') ? body : undefined;
-  }, 90_000);
+  const settled = await deployed(agent, image);
   expect(settled.events.at(-1)).toEqual(expect.objectContaining({ status: 'DEPLOYED' }));
-  const res = await fetch(`${runUrl}/${tenant.workspace}/agents/${agent}`, { headers: { authorization: `Bearer ${tenant.admin.apiKey}` } });
-  expect(await res.text()).toBe('from the base\nadded by the build\nfrom-the-image\n');
+  expect(await served(agent)).toBe('from the base\nadded by the build\nfrom-the-image\n');
+});
+
+test('an agent on an image of a registry: the deployment pulls it onto the node first (in its events), then runs on it', async () => {
+  const image = `${registry.address}/${unique('test/box')}:1`;
+  pushTestImage(path.join(scratch, 'layout'), 'box', image);
+  const agent = unique('agent');
+  const settled = await deployed(agent, image);
+  expect(settled.events.at(-1)).toEqual(expect.objectContaining({ status: 'DEPLOYED' }));
+  expect(settled.events.map((event) => event.message)).toEqual(expect.arrayContaining([`waiting for its image: pulling '${image}' onto the node`, expect.stringMatching(new RegExp(`^image '${image.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}' pulled \\(sha256:`))]));
+  expect(await served(agent)).toBe('from the base\n\n');
 });

@@ -80,10 +80,11 @@ test('a workspace image an agent runs on cannot be deleted (409 naming the agent
   expect((await api('DELETE', `/v0/images/${name}/tags/${tag}`)).statusCode).not.toBe(409);
 });
 
-test('registry images are refused for workloads (no pull step yet); registryConnection is checked like a sandbox\'s', async () => {
+test('registry images are refused for jobs (no pull step in executions yet), taken for agents; registryConnection is checked like a sandbox\'s', async () => {
   const registry = await create('jobs', { image: '127.0.0.1:5000/team/box:1' });
   expect(registry.statusCode).toBe(400);
   expect(registry.json().message).toEqual(expect.stringContaining("body.spec.runtime.image: image '127.0.0.1:5000/team/box:1' is of a registry"));
+  expect((await create('agents', { image: '127.0.0.1:5000/team/box:1' })).statusCode).toBe(200);
   const unknown = await create('agents', { image: '127.0.0.1:5000/team/box:1', registryConnection: 'nope' });
   expect(unknown.statusCode).toBe(400);
   expect(unknown.json().message).toEqual(expect.stringContaining("body.spec.runtime.registryConnection: integration connection 'nope' not found"));
