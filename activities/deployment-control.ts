@@ -16,6 +16,8 @@ import {
   type WorkloadSpec,
 } from '../domain/workloads/workload';
 import { StateHistory } from '../store/state-history';
+import { WorkspaceImageStore } from '../store/workspace-images';
+import { parseWorkspaceImage } from '../domain/images/workspace-image';
 import { recordWorkspaceUsage } from './usage-metering';
 
 /** The control-plane side of deployments: the resource's status and revisions, its state history and usage. */
@@ -90,6 +92,15 @@ function revisionStatusActivities(pg: Pool) {
 /** What the workload is billed as: its state history, and the usage of each metered period. */
 function workloadUsageActivities(pg: Pool) {
   const history = new StateHistory(pg);
+  const images = new WorkspaceImageStore(pg);
+
+  /** The stored size of the workload's image when the workspace built it; 0 for a built-in one. */
+  async function imageBytes(workspaceId: string, image: string | undefined): Promise<number> {
+    const own = image === undefined ? undefined : parseWorkspaceImage(image);
+    if (!own) return 0;
+    const row = await images.find(workspaceId, own.name, own.tag);
+    return Number(row?.size_bytes ?? 0);
+  }
 
   return {
 
@@ -103,13 +114,14 @@ function workloadUsageActivities(pg: Pool) {
         await history.end(key.id, at);
         return;
       }
-      const facts = { state: usage.memoryMb > 0 ? 'RUNNING' : 'STOPPED', memoryMb: usage.memoryMb, storedBytes: usage.bundleBytes };
+      const facts = { state: usage.memoryMb > 0 ? 'RUNNING' : 'STOPPED', memoryMb: usage.memoryMb, storedBytes: usage.bundleBytes + (await imageBytes(key.workspaceId, usage.image)) };
       await history.enter({ workspaceId: key.workspaceId, resourceType, resourceUuid: key.id, resourceName: key.name }, facts, at);
     },
 
     /** Idempotent: a retried period produces the same event ids and is counted once. */
-    async recordWorkloadUsage(period: Omit<WorkloadMeterPeriod, 'accountId'>): Promise<void> {
-      await recordWorkspaceUsage(pg, period.key.workspaceId, (accountId) => workloadUsageTicks({ ...period, accountId }));
+    async recordWorkloadUsage(period: Omit<WorkloadMeterPeriod, 'accountId' | 'imageBytes'>): Promise<void> {
+      const stored = await imageBytes(period.key.workspaceId, period.image);
+      await recordWorkspaceUsage(pg, period.key.workspaceId, (accountId) => workloadUsageTicks({ ...period, imageBytes: stored, accountId }));
     },
   };
 }

@@ -13,6 +13,8 @@ import {
 } from '@temporalio/workflow';
 import type { DeploymentControlActivities } from '../activities/deployment-control';
 import type { DeploymentNodeActivities, StartRevisionInput } from '../activities/deployment-node';
+import type { SandboxNodeActivities } from '../activities/sandbox-node';
+import { isRegistryImage } from '../domain/images/builtin';
 import type { WorkloadUsage } from '../domain/workloads/metering';
 import { isProviderModel } from '../domain/workloads/provider-model';
 import {
@@ -69,6 +71,8 @@ const REFUSE_WAKES_WHILE_DELETING_PATCH = 'refuse-wakes-while-deleting';
  * interleaving test, seed 143270153: a wake during the removal answered the old socket).
  */
 const SERVE_NEW_BEFORE_REMOVING_OLD_PATCH = 'serve-new-before-removing-old';
+/** A revision on an image of a registry has it pulled onto the node before it starts, as a sandbox does. */
+const REGISTRY_IMAGE_PULL_PATCH = 'workload-registry-image-pull';
 
 /**
  * One workload's deployments, for its whole life: each new revision goes BUILDING (unpack and
@@ -103,6 +107,7 @@ class DeploymentRun {
     retry: { initialInterval: '200ms', maximumInterval: '10s' },
   });
   private readonly node: ReturnType<typeof proxyActivities<DeploymentNodeActivities>>;
+  private readonly pulls: ReturnType<typeof proxyActivities<SandboxNodeActivities>>;
   private readonly key: DeploymentInput['key'];
   private readonly idleTimeoutMs: number;
   private serving: ServingRevision | ProviderServingRevision | undefined;
@@ -126,6 +131,13 @@ class DeploymentRun {
       startToCloseTimeout: '6m',
       heartbeatTimeout: '30s',
       retry: { initialInterval: '500ms', maximumInterval: '10s', maximumAttempts: 5 },
+    });
+    // The sandbox's pull activity, with its timeouts: a pull moves as many bytes as the image has.
+    this.pulls = proxyActivities<SandboxNodeActivities>({
+      taskQueue: input.nodeQueue,
+      startToCloseTimeout: '30m',
+      heartbeatTimeout: '10s',
+      retry: { initialInterval: '1s', maximumInterval: '30s', maximumAttempts: 5 },
     });
     this.key = input.key;
     this.idleTimeoutMs = input.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
@@ -264,7 +276,7 @@ class DeploymentRun {
     this.wakeAttempts++;
     if (failure === undefined) {
       // The waiting updates complete with this workflow task; metering follows.
-      await this.switchUsage({ memoryMb: restart.spec.runtime?.memory ?? DEFAULT_WORKLOAD_MEMORY_MB, bundleBytes: this.usage?.bundleBytes ?? 0 });
+      await this.switchUsage({ memoryMb: restart.spec.runtime?.memory ?? DEFAULT_WORKLOAD_MEMORY_MB, bundleBytes: this.usage?.bundleBytes ?? 0, image: restart.spec.runtime?.image });
     } else {
       // Whatever the failed start left running goes: a workload at zero runs nothing.
       await this.node.removeRevision(serving.sandboxId);
@@ -283,10 +295,11 @@ class DeploymentRun {
       // A workload without a bundle runs built-in code (an integration's MCP server), resolved on the node.
       const builtin = !record.bundleSha256;
       const appDir = record.bundleSha256 ? await this.node.unpackBundle(record.bundleSha256, record.spec) : await this.node.prepareBuiltin(key, record.spec);
+      await this.pullImage(record);
       if (key.kind === 'jobs') {
         // Jobs run per execution; deploying one means its code is ready.
         await control.markRevisionDeployed(key, revision, { revision, codeDir: appDir }, 'code ready for executions');
-        await this.switchUsage({ memoryMb: 0, bundleBytes: record.bundleBytes });
+        await this.switchUsage({ memoryMb: 0, bundleBytes: record.bundleBytes, image: record.spec.runtime?.image });
         return 'done';
       }
       await this.startProcess(record, { key, revision, spec: record.spec, appDir, builtin }, sandboxId);
@@ -295,6 +308,14 @@ class DeploymentRun {
       await control.markRevisionFailed(key, revision, failureReason(err), this.serving?.revision);
     }
     return 'done';
+  }
+
+  /** The revision's image of a registry onto the node (progress in the workload's events), before anything starts on it. */
+  private async pullImage(record: RevisionRecord): Promise<void> {
+    const image = record.spec.runtime?.image;
+    if (image === undefined || !isRegistryImage(image) || !patched(REGISTRY_IMAGE_PULL_PATCH)) return;
+    const { registryConnection } = record.spec.runtime ?? {};
+    await this.pulls.pullSandboxImage(this.key, { runtime: { image, ...(registryConnection === undefined ? {} : { registryConnection }) } });
   }
 
   /** DEPLOYING: the revision's process starts in its sandbox and takes over from the one serving. */
@@ -306,7 +327,7 @@ class DeploymentRun {
     const next = { revision, sandboxId, socketPath };
     const scaling = scalesToZero(record.spec);
     await control.markRevisionDeployed(key, revision, next, scaling ? 'serving; scales to zero when idle' : 'serving', scaling ? 'RUNNING' : null);
-    await this.switchUsage({ memoryMb: record.spec.runtime?.memory ?? DEFAULT_WORKLOAD_MEMORY_MB, bundleBytes: record.bundleBytes });
+    await this.switchUsage({ memoryMb: record.spec.runtime?.memory ?? DEFAULT_WORKLOAD_MEMORY_MB, bundleBytes: record.bundleBytes, image: record.spec.runtime?.image });
     if (patched(SERVE_NEW_BEFORE_REMOVING_OLD_PATCH)) {
       // The new revision serves before the old one goes: a wake answered while the old one is
       // being removed would send its request to a socket about to disappear.

@@ -10,11 +10,15 @@ export interface WorkloadUsage {
   memoryMb: number;
   /** Size of its stored code bundle. */
   bundleBytes: number;
+  /** The revision's `spec.runtime.image`: an image the workspace built is stored for it too. */
+  image?: string;
 }
 
 export interface WorkloadMeterPeriod extends WorkloadUsage {
   key: WorkloadKey;
   accountId: string;
+  /** Stored size of its image when the workspace built it (built-in images are the platform's own). */
+  imageBytes?: number;
   /** Period [from, to), epoch milliseconds. */
   from: number;
   to: number;
@@ -35,7 +39,7 @@ export function workloadResourceType(kind: WorkloadKind): ResourceType | undefin
 
 /**
  * Usage of one workload over one period in GB-seconds: compute (its memory limit) while its
- * process runs, and image storage (its bundle) while it is stored. Zero quantities are dropped;
+ * process runs, and image storage (its bundle, plus its image when the workspace built it) while it is stored. Zero quantities are dropped;
  * quantities are rounded so a retried period yields identical ticks.
  */
 export function workloadUsageTicks(period: WorkloadMeterPeriod): UsageTick[] {
@@ -50,7 +54,7 @@ export function workloadUsageTicks(period: WorkloadMeterPeriod): UsageTick[] {
     resourceUuid: period.key.id,
     periodStart: new Date(period.from),
   };
-  const ticks: UsageTick[] = [{ ...base, billingDimension: names.storage, quantity: (period.bundleBytes / GB) * seconds }];
+  const ticks: UsageTick[] = [{ ...base, billingDimension: names.storage, quantity: ((period.bundleBytes + (period.imageBytes ?? 0)) / GB) * seconds }];
   if (names.compute) ticks.push({ ...base, billingDimension: names.compute, quantity: (period.memoryMb / 1024) * seconds });
   return ticks.map((tick) => ({ ...tick, quantity: Math.round(tick.quantity * 1e6) / 1e6 })).filter((tick) => tick.quantity > 0);
 }

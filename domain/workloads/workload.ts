@@ -26,6 +26,8 @@ export const MAX_READINESS_SECONDS = 300;
 export interface WorkloadRuntimeSpec {
   type?: string;
   image?: string;
+  /** The `oci-registry` integration connection whose credentials pull `image` (as a sandbox's). */
+  registryConnection?: string;
   memory?: number;
   envs?: { name: string; value: string; secret?: boolean }[];
   command?: string[];

@@ -3,7 +3,6 @@ import { badRequest } from '../../../domain/errors';
 import { isRegistryImage } from '../../../domain/images/builtin';
 import { REGISTRY_INTEGRATION } from '../../../domain/integrations/catalog';
 import type { WorkspaceGrant } from '../../../domain/principal';
-import type { SandboxSpec } from '../../../domain/sandbox/sandbox';
 import { connectionIntegrations } from '../../../store/connections';
 
 const FIELD = 'body.spec.runtime.registryConnection';
@@ -13,7 +12,7 @@ const FIELD = 'body.spec.runtime.registryConnection';
  * workspace, for an image of a registry. Its secrets are not opened here: the node opens them
  * for the pull, and checks there that they are for the image's registry.
  */
-export async function checkRegistryConnection(pg: Pool, workspace: WorkspaceGrant, spec: SandboxSpec): Promise<void> {
+export async function checkRegistryConnection(pg: Pool, workspace: WorkspaceGrant, spec: { runtime?: { image?: string; registryConnection?: string } }): Promise<void> {
   const name = spec.runtime?.registryConnection;
   if (name === undefined) return;
   const image = spec.runtime?.image;

@@ -9,9 +9,6 @@ import { resolvedNetwork } from '../../../domain/sandbox/network-defaults';
 import { networkUnavailableProblem } from '../../../domain/sandbox/network-policy';
 import { sandboxSpecChangeProblem, sandboxSpecProblem } from '../../../domain/sandbox/spec-rules';
 import { volumeMountError } from '../../../runtime/bwrap-args';
-import { ImageReferenceError, parseImageReference } from '../../../domain/images/reference';
-import { parseWorkspaceImage } from '../../../domain/images/workspace-image';
-import { availableImages, imageExists } from '../../../runtime/image';
 import type { WorkspaceImageStore } from '../../../store/workspace-images';
 import type { ResourceRow, ResourceStore } from '../../../store/resources';
 import { workspaceSandboxNetwork } from '../../../store/workspaces';
@@ -19,6 +16,7 @@ import type { SandboxLifecycleInput, sandboxLifecycle } from '../../../workflows
 import { assertNameUnchanged, createNamed, findNamed, updateNamed, type MetadataInput } from '../resources/named';
 import { deleteThroughWorkflow, startOwningWorkflow } from '../resources/owning-workflow';
 import { checkRegistryConnection } from './registry-connection';
+import { checkImageReference, checkOwnImage } from '../images/runtime-image';
 
 export const SANDBOXES = { path: 'sandboxes', singular: 'sandbox' };
 
@@ -70,29 +68,7 @@ function checkSpec(config: HangarConfig, spec: SandboxSpec, before?: SandboxSpec
   // A policy the nodes would not apply is refused rather than kept as if it were.
   const unavailable = networkUnavailableProblem(spec.network, config.sandboxNetwork);
   if (unavailable) throw badRequest(unavailable);
-  const image = spec.runtime?.image;
-  if (image === undefined || imageExists(image)) return;
-  // A reference naming its registry is pulled before the start; a malformed one is refused here.
-  try {
-    if (parseImageReference(image).registry !== undefined) return;
-  } catch (err) {
-    if (err instanceof ImageReferenceError) throw badRequest(`body.spec.runtime.image: ${err.message}`);
-    throw err;
-  }
-  if (parseWorkspaceImage(image)) return;
-  // Every node has the same built-in images: an unknown one is refused here, not left to fail the start.
-  throw badRequest(`body.spec.runtime.image: image '${image}' does not exist; available: ${availableImages().join(', ')}, or an image of a registry named with its host (registry.example.com/team/image:tag)`);
-}
-
-/** An image of the workspace (`name[:tag]`) must have been built: READY, or one the sandbox had before. */
-async function checkOwnImage(services: SandboxServices, workspace: WorkspaceGrant, spec: SandboxSpec, before?: SandboxSpec): Promise<void> {
-  const image = spec.runtime?.image;
-  const own = image === undefined || image === before?.runtime?.image ? undefined : parseWorkspaceImage(image);
-  if (!own) return;
-  const row = await services.images.find(workspace.id, own.name, own.tag);
-  if (row?.state === 'READY' || (row?.digest ?? null) !== null) return;
-  const why = row ? `is ${row.state}${row.reason ? `: ${row.reason}` : ''}` : 'does not exist';
-  throw badRequest(`body.spec.runtime.image: image '${image}' ${why}; available: ${availableImages().join(', ')}, an image the workspace built (PUT /v0/images/{name}/build), or an image of a registry named with its host (registry.example.com/team/image:tag)`);
+  checkImageReference(spec.runtime?.image);
 }
 
 /**
@@ -139,7 +115,7 @@ export async function createSandbox(services: SandboxServices, workspace: Worksp
   const { store, config } = services;
   const spec = await withDefaultNetwork(services, workspace, body.spec ?? {});
   checkSpec(config, spec);
-  await checkOwnImage(services, workspace, spec);
+  await checkOwnImage(services.images, workspace, spec.runtime?.image);
   await checkRegistryConnection(services.pg, workspace, spec);
   const volumeIds = await resolveVolumes(store, workspace, spec);
   const insert = () => createNamed(store, workspace, SANDBOXES, { metadata: body.metadata, spec: spec as Record<string, unknown>, status: 'DEPLOYING', message: 'creating the sandbox', actor });
@@ -233,7 +209,7 @@ export async function updateSandbox(services: SandboxServices, workspace: Worksp
   // A spec given without a network policy gets the defaults again, as at the create.
   const next = body.spec ? await withDefaultNetwork(services, workspace, body.spec) : before;
   checkSpec(services.config, next, before);
-  await checkOwnImage(services, workspace, next, before);
+  await checkOwnImage(services.images, workspace, next.runtime?.image, before.runtime?.image);
   const changeProblem = sandboxSpecChangeProblem(before, next);
   if (changeProblem) throw badRequest(changeProblem);
   await checkRegistryConnection(services.pg, workspace, next);

@@ -38,3 +38,8 @@ test('empty periods and zero quantities give no ticks; quantities are rounded to
   const tiny = workloadUsageTicks(period('agents', { bundleBytes: 1000, memoryMb: 0 }));
   expect(tiny[0].quantity).toBe(Math.round((1000 / GB) * 60 * 1e6) / 1e6);
 });
+
+test("storage counts the image the workspace built for the workload with its bundle", () => {
+  const [storage] = workloadUsageTicks(period('jobs', { bundleBytes: GB / 2, imageBytes: GB }));
+  expect(storage).toEqual(expect.objectContaining({ billingDimension: 'job_image_storage_gbs', quantity: 90 }));
+});
