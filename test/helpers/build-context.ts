@@ -42,3 +42,24 @@ export function buildContext(entries: Record<string, ContextEntry>): Buffer {
   parts.push(Buffer.alloc(1024));
   return zlib.gzipSync(Buffer.concat(parts));
 }
+
+/** How a test calls the management API as its workspace's admin. */
+type WorkspaceCall = (method: 'GET' | 'PUT', url: string, payload?: Buffer, headers?: Record<string, string>) => Promise<{ statusCode: number; json(): any }>;
+
+/**
+ * A workspace image `<prefix>-<random>:1` built through the API FROM `base` (an image the test's
+ * registry holds), with `ENV GREETING=from-the-image` and `/opt/added.txt` ("added by the build");
+ * answers its reference once READY.
+ */
+export async function buildWorkspaceImage(api: WorkspaceCall, base: string, prefix: string, until: <T>(what: string, check: () => Promise<T | undefined>, timeoutMs: number) => Promise<T>): Promise<string> {
+  const image = `${prefix}-${Math.random().toString(16).slice(2, 10)}`;
+  const dockerfile = [`FROM ${base}`, 'ENV GREETING=from-the-image', 'COPY added.txt /opt/added.txt'].join('\n');
+  const upload = await api('PUT', `/v0/images/${image}/build?tag=1`, buildContext({ Dockerfile: dockerfile, 'added.txt': 'added by the build\n' }), { 'content-type': 'application/gzip' });
+  if (upload.statusCode >= 300) throw new Error(`the build upload answered ${upload.statusCode}: ${JSON.stringify(upload.json())}`);
+  const tag = await until('image built', async () => {
+    const body = (await api('GET', `/v0/images/${image}/tags/1`)).json();
+    return body.state === 'READY' || body.state === 'FAILED' ? body : undefined;
+  }, 150_000);
+  if (tag.state !== 'READY') throw new Error(`the image build FAILED: ${tag.reason}`);
+  return `${image}:1`;
+}

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import fs from 'node:fs';
 import path from 'node:path';
 import { packFolder } from '../../../cli/deploy';
-import { buildContext } from '../../helpers/build-context';
+import { buildWorkspaceImage } from '../../helpers/build-context';
 import { buildTestImage, pushTestImage, startRegistry, type TestRegistry } from '../../helpers/oci-registry';
 import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../../helpers/platform';
 import { testRuntime } from '../../helpers/sandbox-runtime';
@@ -60,16 +60,7 @@ const served = async (agent: string) => (await fetch(`${runUrl}/${tenant.workspa
 async function builtImage(): Promise<string> {
   const base = `${registry.address}/${unique('test/box')}:1`;
   pushTestImage(path.join(scratch, 'layout'), 'box', base);
-  const image = unique('agentimg');
-  const dockerfile = [`FROM ${base}`, 'ENV GREETING=from-the-image', 'COPY added.txt /opt/added.txt'].join('\n');
-  const upload = await api('PUT', `/v0/images/${image}/build?tag=1`, buildContext({ Dockerfile: dockerfile, 'added.txt': 'added by the build\n' }), { 'content-type': 'application/gzip' });
-  expect(upload.statusCode).toBeLessThan(300);
-  const tag = await eventually('image built', async () => {
-    const body = (await api('GET', `/v0/images/${image}/tags/1`)).json();
-    return body.state === 'READY' || body.state === 'FAILED' ? body : undefined;
-  }, 150_000);
-  expect(tag.state).toBe('READY');
-  return `${image}:1`;
+  return buildWorkspaceImage(api, base, 'agentimg', eventually);
 }
 
 test("an agent on a workspace image runs its bundle's script on it, with the image's files and ENV", async () => {

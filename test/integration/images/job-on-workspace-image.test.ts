@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { TERMINAL_EXECUTION_STATUSES } from '../../../domain/jobs/execution';
-import { buildContext } from '../../helpers/build-context';
+import { buildWorkspaceImage } from '../../helpers/build-context';
 import { buildTestImage, pushTestImage, startRegistry, type TestRegistry } from '../../helpers/oci-registry';
 import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../../helpers/platform';
 import { testRuntime } from '../../helpers/sandbox-runtime';
@@ -48,15 +48,7 @@ const api = (method: 'GET' | 'POST' | 'PUT', url: string, payload?: object | Buf
 test('a job on a workspace image: its task sees the image\'s files and ENV, its bundle at /app', async () => {
   const base = `${registry.address}/${unique('test/box')}:1`;
   pushTestImage(path.join(scratch, 'layout'), 'box', base);
-  const image = unique('jobimg');
-  const dockerfile = [`FROM ${base}`, 'ENV GREETING=from-the-image', 'COPY added.txt /opt/added.txt'].join('\n');
-  const upload = await api('PUT', `/v0/images/${image}/build?tag=1`, buildContext({ Dockerfile: dockerfile, 'added.txt': 'added by the build\n' }), { 'content-type': 'application/gzip' });
-  expect(upload.statusCode).toBeLessThan(300);
-  const tag = await eventually('image built', async () => {
-    const body = (await api('GET', `/v0/images/${image}/tags/1`)).json();
-    return body.state === 'READY' || body.state === 'FAILED' ? body : undefined;
-  }, 150_000);
-  expect(tag.state).toBe('READY');
+  const image = (await buildWorkspaceImage(api, base, 'jobimg', eventually)).replace(/:1$/, '');
 
   const job = unique('job');
   const created = await api('POST', '/v0/jobs', { metadata: { name: job }, spec: { runtime: { image: `${image}:1`, command: ['sh', '/app/task.sh'], memory: 256 } } });
