@@ -7,6 +7,7 @@ import { buildahBuild, type BuildahOptions } from '../../runtime/buildah';
 import { BwrapRuntime } from '../../runtime/bwrap-runtime';
 import { buildTestImage, pushTestImage, startRegistry } from '../../test/helpers/oci-registry';
 import { percentile } from '../common/stats';
+import { repoRoot } from '../../scripts/stack/binaries';
 
 /**
  * Builds of a workspace's image from a Dockerfile (run by hand after a build, as root:
@@ -22,15 +23,8 @@ import { percentile } from '../common/stats';
 const env = process.env;
 const RUNS = Number(env.BENCH_RUNS ?? 10);
 const CONTEXT_MB = Number(env.BENCH_CONTEXT_MB ?? 20);
-const root = path.join(repoRoot(__dirname), '.data-bench', `image-build-${process.pid}`);
+const root = path.join(repoRoot(), '.data-bench', `image-build-${process.pid}`);
 const log = (line: string) => process.stdout.write(`${line}\n`);
-
-function repoRoot(from: string): string {
-  for (let dir = from; dir !== path.dirname(dir); dir = path.dirname(dir)) {
-    if (fs.existsSync(path.join(dir, 'package.json'))) return dir;
-  }
-  throw new Error(`no package.json above ${from}`);
-}
 
 const since = (start: bigint) => Number(process.hrtime.bigint() - start) / 1e6;
 

@@ -4,6 +4,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { BwrapRuntime } from '../../runtime/bwrap-runtime';
 import type { RuntimeSandboxSpec } from '../../runtime/sandbox-runtime';
+import { repoRoot } from '../../scripts/stack/binaries';
 
 /**
  * Sandbox benchmark (run by hand after a build: `node dist/bench/sandbox/index.js`, as root).
@@ -18,17 +19,9 @@ import type { RuntimeSandboxSpec } from '../../runtime/sandbox-runtime';
 const env = process.env;
 const RUNS = Number(env.BENCH_RUNS ?? 30);
 const IDLE = Number(env.BENCH_IDLE_SANDBOXES ?? 100);
-const dataDir = path.join(repoRoot(__dirname), '.data-bench', `sandbox-${process.pid}`);
+const dataDir = path.join(repoRoot(), '.data-bench', `sandbox-${process.pid}`);
 
 const log = (line: string) => process.stdout.write(`${line}\n`);
-
-/** The folder holding package.json: the same from the sources and from dist/. */
-function repoRoot(from: string): string {
-  for (let dir = from; dir !== path.dirname(dir); dir = path.dirname(dir)) {
-    if (fs.existsSync(path.join(dir, 'package.json'))) return dir;
-  }
-  throw new Error(`no package.json above ${from}`);
-}
 
 interface Row {
   what: string;

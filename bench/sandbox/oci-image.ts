@@ -6,6 +6,7 @@ import { BwrapRuntime } from '../../runtime/bwrap-runtime';
 import type { RuntimeSandboxSpec } from '../../runtime/sandbox-runtime';
 import { buildTestImage, pushTestImage, startRegistry } from '../../test/helpers/oci-registry';
 import { percentile } from '../common/stats';
+import { repoRoot } from '../../scripts/stack/binaries';
 
 /**
  * Sandboxes on images pulled from a registry (run by hand after a build, as root:
@@ -21,15 +22,8 @@ const env = process.env;
 const RUNS = Number(env.BENCH_RUNS ?? 20);
 const PULLS = Number(env.BENCH_PULLS ?? 3);
 const IMAGE_MB = Number(env.BENCH_IMAGE_MB ?? 200);
-const root = path.join(repoRoot(__dirname), '.data-bench', `oci-${process.pid}`);
+const root = path.join(repoRoot(), '.data-bench', `oci-${process.pid}`);
 const log = (line: string) => process.stdout.write(`${line}\n`);
-
-function repoRoot(from: string): string {
-  for (let dir = from; dir !== path.dirname(dir); dir = path.dirname(dir)) {
-    if (fs.existsSync(path.join(dir, 'package.json'))) return dir;
-  }
-  throw new Error(`no package.json above ${from}`);
-}
 
 const since = (start: bigint) => Number(process.hrtime.bigint() - start) / 1e6;
 const run = (file: string, args: string[]) => new Promise<void>((resolve, reject) => execFile(file, args, (err) => (err ? reject(err) : resolve())));
