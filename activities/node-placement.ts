@@ -3,7 +3,7 @@ import type { Pool } from 'pg';
 import { nodeTaskQueue, type HangarConfig } from '../domain/config';
 import { freeMemoryBytes, nodeState } from '../domain/nodes/node';
 import { chooseNode, type PlacementCandidate } from '../domain/nodes/placement';
-import { platformNodes, type NodeRow } from '../store/nodes';
+import { nodeFigures, platformNodes, type NodeRow } from '../store/nodes';
 import { executionNode, moveExecutionNode, placeExecutionNode } from '../store/job-records';
 
 /** Where a piece of work runs: its node and that node's task queue. */
@@ -15,9 +15,9 @@ export interface Placement {
 /** What to do about work whose node did not answer: go on where it was, wait, or run it here now. */
 export type NodeLossVerdict = { do: 'retry' } | { do: 'wait'; reason: string } | { do: 'moved'; to: Placement };
 
-function candidate(row: NodeRow, lostAfterSeconds: number): PlacementCandidate {
-  const capacity = { memoryBytes: Number(row.memory_bytes), cpus: row.cpus, diskBytes: Number(row.disk_bytes) };
-  const load = { sandboxes: row.sandboxes, memoryCommittedBytes: Number(row.memory_committed_bytes), diskFreeBytes: Number(row.disk_free_bytes) };
+/** A node's row as placement judges it, silent past `lostAfterSeconds`: LOST. */
+export function placementCandidate(row: NodeRow, lostAfterSeconds: number): PlacementCandidate {
+  const { capacity, load } = nodeFigures(row);
   return {
     id: row.id,
     taskQueue: row.task_queue,
@@ -35,7 +35,7 @@ function candidate(row: NodeRow, lostAfterSeconds: number): PlacementCandidate {
  */
 export function createNodePlacementActivities({ pg, config }: { pg: Pool; config: HangarConfig }) {
   const placement = (nodeId: string): Placement => ({ nodeId, nodeQueue: nodeTaskQueue({ taskQueue: config.taskQueue, nodeId }) });
-  const candidates = async () => (await platformNodes(pg, config.taskQueue)).map((row) => candidate(row, config.nodeLostSeconds));
+  const candidates = async () => (await platformNodes(pg, config.taskQueue)).map((row) => placementCandidate(row, config.nodeLostSeconds));
 
   return {
     /** The execution's node: the one recorded, or the best READY one now (retried until there is one). */

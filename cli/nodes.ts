@@ -2,7 +2,7 @@ import { loadConfig } from '../domain/config';
 import { freeMemoryBytes, nodeState } from '../domain/nodes/node';
 import { formatTable } from '../domain/text-table';
 import { createPool } from '../store/postgres-pool';
-import { listNodes, setNodeDrained, type NodeRow } from '../store/nodes';
+import { listNodes, nodeFigures, setNodeDrained, type NodeRow } from '../store/nodes';
 import { serviceEndpoints } from './billing-check';
 
 /**
@@ -17,8 +17,7 @@ const GiB = 1024 ** 3;
 
 function nodeTable(rows: NodeRow[], lostAfterSeconds: number): string {
   const table = rows.map((row) => {
-    const capacity = { memoryBytes: Number(row.memory_bytes), cpus: row.cpus, diskBytes: Number(row.disk_bytes) };
-    const load = { sandboxes: row.sandboxes, memoryCommittedBytes: Number(row.memory_committed_bytes), diskFreeBytes: Number(row.disk_free_bytes) };
+    const { capacity, load } = nodeFigures(row);
     return [
       row.id,
       nodeState(row.silent_seconds, lostAfterSeconds) + (row.drained_at ? ' (drained)' : ''),

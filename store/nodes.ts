@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import type { NodeReport } from '../domain/nodes/node';
+import type { NodeCapacity, NodeLoad, NodeReport } from '../domain/nodes/node';
 
 /** A node's row, with how long it has been silent by the database's clock. */
 export interface NodeRow {
@@ -17,6 +17,14 @@ export interface NodeRow {
   heartbeat_at: Date;
   drained_at: Date | null;
   silent_seconds: number;
+}
+
+/** A row's capacity and load as numbers (PostgreSQL's bigints arrive as text). */
+export function nodeFigures(row: NodeRow): { capacity: NodeCapacity; load: NodeLoad } {
+  return {
+    capacity: { memoryBytes: Number(row.memory_bytes), cpus: row.cpus, diskBytes: Number(row.disk_bytes) },
+    load: { sandboxes: row.sandboxes, memoryCommittedBytes: Number(row.memory_committed_bytes), diskFreeBytes: Number(row.disk_free_bytes) },
+  };
 }
 
 /** Records what a node reports of itself, registering it the first time (a drain survives its restarts). */

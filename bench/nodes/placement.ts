@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Pool } from 'pg';
+import { placementCandidate } from '../../activities/node-placement';
 import { nodeTaskQueue } from '../../domain/config';
-import { freeMemoryBytes, nodeState } from '../../domain/nodes/node';
 import { chooseNode } from '../../domain/nodes/placement';
 import { formatTable } from '../../domain/text-table';
 import { prepare } from '../../scripts/prepare';
@@ -52,16 +52,7 @@ async function measure(pg: Pool, count: number): Promise<string[]> {
   const bareUpdate = await timed(RUNS, (i) => pg.query('UPDATE nodes SET heartbeat_at = now() WHERE id = $1', [ids[i % count]]));
   const place = await timed(RUNS, async () => {
     const rows = await platformNodes(pg, QUEUE);
-    return chooseNode(
-      rows.map((row) => ({
-        id: row.id,
-        taskQueue: row.task_queue,
-        region: row.region,
-        state: nodeState(row.silent_seconds, 60),
-        drained: row.drained_at !== null,
-        freeMemoryBytes: freeMemoryBytes({ memoryBytes: Number(row.memory_bytes), cpus: row.cpus, diskBytes: 0 }, { sandboxes: row.sandboxes, memoryCommittedBytes: Number(row.memory_committed_bytes), diskFreeBytes: 0 }),
-      })),
-    );
+    return chooseNode(rows.map((row) => placementCandidate(row, 60)));
   });
   const bareSelect = await timed(RUNS, () => pg.query("SELECT * FROM nodes WHERE task_queue LIKE $1 || '-node-%'", [QUEUE]));
   const ms = (value: number) => value.toFixed(2);

@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import { forbidden, notFound } from '../../../domain/errors';
 import { freeMemoryBytes, nodeState } from '../../../domain/nodes/node';
 import type { Principal } from '../../../domain/principal';
-import { getNode, listNodes, type NodeRow } from '../../../store/nodes';
+import { getNode, listNodes, nodeFigures, type NodeRow } from '../../../store/nodes';
 import { commonErrors } from '../common-schemas';
 import { Node } from './schemas';
 
@@ -15,8 +15,7 @@ import { Node } from './schemas';
 export default async function nodeRoutes(app: FastifyInstance) {
   const lostAfter = app.config.nodeLostSeconds;
   const toNode = (row: NodeRow) => {
-    const capacity = { memoryBytes: Number(row.memory_bytes), cpus: row.cpus, diskBytes: Number(row.disk_bytes) };
-    const load = { sandboxes: row.sandboxes, memoryCommittedBytes: Number(row.memory_committed_bytes), diskFreeBytes: Number(row.disk_free_bytes) };
+    const { capacity, load } = nodeFigures(row);
     return {
       id: row.id,
       state: nodeState(row.silent_seconds, lostAfter),
