@@ -55,7 +55,7 @@ function serveTerminal(socket: WebSocket, options: TerminalOptions): void {
     }
   };
   try {
-    session = new TerminalSession(options, (data) => send({ type: 'output', data }), () => socket.close(1000, 'the shell exited'));
+    session = new TerminalSession(options, (data) => send({ type: 'output', data }), (code) => socket.close(1000, code === null ? 'the shell exited' : `the shell exited with code ${code}`));
   } catch (err) {
     send({ type: 'error', data: (err as Error).message });
     socket.close(1011, 'no terminal');

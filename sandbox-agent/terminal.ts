@@ -28,7 +28,7 @@ interface PtyHelper {
 const PTY_HELPERS: readonly PtyHelper[] = [
   // -q: no banner; -f: flush at once; the typescript goes nowhere.
   { program: 'script', args: (command) => ['-qfc', command, '/dev/null'] },
-  { program: 'python3', args: (command) => ['-c', 'import pty,sys; pty.spawn(["/bin/sh", "-c", sys.argv[1]])', command] },
+  { program: 'python3', args: (command) => ['-c', 'import os,pty,sys; sys.exit(os.waitstatus_to_exitcode(pty.spawn(["/bin/sh", "-c", sys.argv[1]])))', command] },
 ];
 
 /** The PTY helper this image has, or undefined when it has none. */
@@ -72,7 +72,7 @@ export class TerminalSession {
   /** Where the shell's programs (and `stty`) are found. */
   private readonly searchPath: string;
 
-  constructor(options: TerminalOptions, onOutput: (text: string) => void, onExit: () => void) {
+  constructor(options: TerminalOptions, onOutput: (text: string) => void, onExit: (code: number | null) => void) {
     this.searchPath = options.env.PATH ?? '/usr/local/bin:/usr/bin:/bin';
     const helper = findPtyHelper(this.searchPath);
     if (!helper) throw new Error('this image has no program to open a terminal with (script or python3)');
@@ -91,16 +91,17 @@ export class TerminalSession {
     this.helper.stdout!.on('data', (data: Buffer) => onOutput(decoders[0].write(data)));
     this.helper.stderr!.on('data', (data: Buffer) => onOutput(decoders[1].write(data)));
     this.helper.stdin!.on('error', () => undefined);
-    const ended = () => {
+    const ended = (code: number | null = null) => {
       if (this.closed) return;
       this.closed = true;
-      onExit();
+      onExit(code);
     };
-    this.helper.once('exit', ended);
+    // The helper exits with the shell's status (util-linux script does; the Python one passes it on).
+    this.helper.once('exit', (code) => ended(code));
     // A helper that could not start at all (removed meanwhile): said on the terminal, then closed.
     this.helper.once('error', (err) => {
       onOutput(`the terminal could not start: ${err.message}\r\n`);
-      ended();
+      ended(null);
     });
   }
 

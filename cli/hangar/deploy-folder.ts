@@ -1,0 +1,133 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { packFolder, meteredBody } from './bundle';
+import { apiMessage, request } from './client';
+import type { Credentials } from './credentials';
+import { CommandError } from './errors';
+import { buildFolderImage } from './image-build';
+import type { ProgressListener } from './progress';
+
+export { packFolder };
+
+/** What a deployable folder declares in its hangar.json. */
+export interface DeployManifest {
+  kind: 'agents' | 'functions' | 'models' | 'jobs';
+  name: string;
+  spec: Record<string, unknown>;
+}
+
+export interface DeployTarget {
+  baseUrl: string;
+  apiKey: string;
+  workspace: string;
+}
+
+export interface DeployOptions {
+  name?: string;
+  /** A line per step, for callers without a progress display (tests, benchmarks). */
+  log?: (line: string) => void;
+  progress?: ProgressListener;
+  timeoutMs?: number;
+}
+
+/** A resource as the API answers it (the fields the deploy reads). */
+interface DeployedResource {
+  status?: string;
+  metadata?: { url?: string };
+  events?: { status: string; message: string }[];
+}
+
+/** How a deploy ended: the resource as last read, its revision, and whether that revision serves. */
+export interface DeployOutcome {
+  resource: DeployedResource;
+  revision: number;
+  deployed: boolean;
+  /** The last event of the revision: why it failed, or that it serves. */
+  reason: string;
+}
+
+export function readManifest(dir: string): DeployManifest {
+  const file = path.join(dir, 'hangar.json');
+  let manifest: DeployManifest;
+  try {
+    manifest = JSON.parse(fs.readFileSync(file, 'utf8')) as DeployManifest;
+  } catch (err) {
+    throw new CommandError(`${file}: ${(err as Error).message} (it must be JSON with kind, name and spec)`);
+  }
+  if (!manifest.kind || !manifest.name) throw new CommandError(`${file}: 'kind' and 'name' are required`);
+  return manifest;
+}
+
+const failedCall = (what: string, answer: { status: number; json: unknown }) => new CommandError(`${what} failed: ${answer.status} ${apiMessage(answer)}`);
+
+/** The spec with its runtime's image replaced by the one built from the folder. */
+function withImage(spec: Record<string, unknown>, image: string): Record<string, unknown> {
+  const runtime = (spec.runtime && typeof spec.runtime === 'object' ? spec.runtime : {}) as Record<string, unknown>;
+  return { ...spec, runtime: { ...runtime, image } };
+}
+
+/** Creates the resource, or replaces its spec when it exists (409). */
+async function createOrUpdate(credentials: Credentials, kind: string, name: string, spec: Record<string, unknown>, log: (line: string) => void) {
+  const resource = { metadata: { name }, spec };
+  const created = await request(credentials, 'POST', `/v0/${kind}`, resource);
+  if (created.status === 409) {
+    const updated = await request(credentials, 'PUT', `/v0/${kind}/${name}`, resource);
+    if (updated.status !== 200) throw failedCall(`updating ${kind}/${name}`, updated);
+    log(`updated ${kind}/${name}`);
+  } else if (created.status !== 200) {
+    throw failedCall(`creating ${kind}/${name}`, created);
+  } else log(`created ${kind}/${name}`);
+}
+
+/** Uploads the folder as the next revision, reporting the bytes sent; resolves with its number. */
+async function uploadBundle(credentials: Credentials, dir: string, url: string, progress: ProgressListener): Promise<number> {
+  const bundle = await packFolder(dir);
+  const kb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KiB`;
+  const body = meteredBody(bundle, (sent) => progress({ stage: 'upload', fraction: sent / bundle.length, message: `${kb(sent)} of ${kb(bundle.length)}` }));
+  const upload = await request(credentials, 'PUT', url, { bytes: body, contentType: 'application/gzip' });
+  if (upload.status !== 202) throw failedCall('uploading the code', upload);
+  const revision = (upload.json as { revision: number }).revision;
+  progress({ stage: 'upload', fraction: 1, message: `${kb(bundle.length)} sent as revision ${revision}` });
+  return revision;
+}
+
+/** Follows the revision's events until it is DEPLOYED or failed (a later revision never reports for it). */
+async function followRevision(credentials: Credentials, url: string, revision: number, progress: ProgressListener, deadline: number): Promise<DeployOutcome> {
+  const prefix = `revision ${revision}`;
+  for (;;) {
+    const current = await request(credentials, 'GET', url);
+    if (current.status !== 200) throw failedCall(`reading ${url}`, current);
+    const resource = current.json as DeployedResource;
+    const mine = (resource.events ?? []).filter((e) => e.message.startsWith(prefix));
+    const last = mine[mine.length - 1];
+    if (last) progress({ stage: 'deploy', message: `${last.status}: ${last.message}` });
+    const failed = last !== undefined && (last.status === 'FAILED' || last.message.startsWith(`${prefix} failed`));
+    if (last && (failed || last.status === 'DEPLOYED')) return { resource, revision, deployed: !failed, reason: last.message };
+    if (Date.now() > deadline) throw new CommandError(`${prefix} did not finish deploying in time (status ${resource.status}): follow it with hangar get ${url.split('/')[2]} ${url.split('/')[3]}`);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+  }
+}
+
+/**
+ * Deploys a folder: builds its Dockerfile first when it has one (the image then runs the
+ * workload), creates the resource (or updates its spec), uploads the folder as the next revision
+ * and follows that revision until it serves or fails.
+ */
+export async function deployFolderOutcome(dir: string, credentials: Credentials, options: DeployOptions = {}): Promise<DeployOutcome> {
+  const log = options.log ?? (() => undefined);
+  const progress = options.progress ?? ((event) => (event.fraction === 1 || event.stage === 'deploy' ? log(`${event.stage}: ${event.message}`) : undefined));
+  const deadline = Date.now() + (options.timeoutMs ?? 300_000);
+  const manifest = readManifest(dir);
+  const name = options.name ?? manifest.name;
+  let spec = manifest.spec ?? {};
+  if (fs.existsSync(path.join(dir, 'Dockerfile'))) spec = withImage(spec, await buildFolderImage(credentials, dir, name, progress, deadline));
+  await createOrUpdate(credentials, manifest.kind, name, spec, log);
+  const revision = await uploadBundle(credentials, dir, `/v0/${manifest.kind}/${name}/code`, progress);
+  return followRevision(credentials, `/v0/${manifest.kind}/${name}`, revision, progress, deadline);
+}
+
+/** deployFolderOutcome for callers that read the resource only (tests, benchmarks). */
+export async function deployFolder(dir: string, target: DeployTarget, options: DeployOptions = {}) {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  return (await deployFolderOutcome(dir, { url: target.baseUrl, apiKey: target.apiKey, workspace: target.workspace }, options)).resource as any;
+}
