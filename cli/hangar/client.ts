@@ -57,10 +57,11 @@ export async function request(credentials: Credentials, method: string, url: str
   }
 }
 
-/** The API's own sentence for a failed call, so the user sees what the API said. */
+/** The API's own sentence for a failed call, so the user sees what the API said (a sandbox's API says it as `error`). */
 export function apiMessage(answer: ApiAnswer): string {
   const body = answer.json as { message?: unknown; error?: unknown } | string | null;
   if (body && typeof body === 'object' && typeof body.message === 'string') return body.message;
+  if (body && typeof body === 'object' && typeof body.error === 'string') return body.error;
   return typeof body === 'string' && body ? body : `HTTP ${answer.status}`;
 }
 

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { StringDecoder } from 'node:string_decoder';
 import WebSocket from 'ws';
-import { authHeaders, request, send, refusal } from './client';
+import { apiMessage, authHeaders, refusal, request, send } from './client';
 import type { CommandContext } from './context';
 import type { Credentials } from './credentials';
 import { CommandError } from './errors';
@@ -90,17 +90,28 @@ interface Tty {
  * output written as it comes, our window's size followed. Ends when the shell exits.
  */
 export function terminalShell(credentials: Credentials, base: string, tty: Tty): Promise<number> {
-  const { columns = 80, rows = 24 } = tty.output;
-  const url = `${base.replace(/^http/, 'ws')}/terminal/ws?cols=${columns}&rows=${rows}`;
+  // A terminal that does not know its size (0 x 0) gets the usual 80 x 24.
+  const size = () => ({ cols: tty.output.columns || 80, rows: tty.output.rows || 24 });
+  const url = `${base.replace(/^http/, 'ws')}/terminal/ws?cols=${size().cols}&rows=${size().rows}`;
   const socket = new WebSocket(url, { headers: authHeaders(credentials) });
   const decoder = new StringDecoder('utf8');
   const onInput = (chunk: Buffer) => socket.send(JSON.stringify({ type: 'input', data: decoder.write(chunk) }));
-  const onResize = () => socket.send(JSON.stringify({ type: 'resize', cols: tty.output.columns, rows: tty.output.rows }));
+  const onResize = () => socket.send(JSON.stringify({ type: 'resize', ...size() }));
   return new Promise((resolve, reject) => {
     let failure: string | undefined;
-    socket.on('unexpected-response', (_req, res) => {
-      failure = `the terminal was refused: ${res.statusCode} ${res.statusMessage ?? ''}`.trim();
-      socket.terminate();
+    socket.on('unexpected-response', (req, res) => {
+      let text = '';
+      res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+      res.on('end', () => {
+        let json: unknown = text;
+        try {
+          json = JSON.parse(text);
+        } catch {
+          // Not JSON: the text is the message.
+        }
+        reject(new CommandError(`the terminal was refused: ${res.statusCode} ${apiMessage({ status: res.statusCode ?? 0, json })}`));
+        req.destroy();
+      });
     });
     socket.on('open', () => {
       tty.input.setRawMode(true);
