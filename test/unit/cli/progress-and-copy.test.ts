@@ -1,0 +1,49 @@
+import { progressPrinter } from '../../../cli/hangar/progress';
+import { parseCopyEnd } from '../../../cli/hangar/sandbox-cp';
+import { exitCodeOf } from '../../../cli/hangar/sandbox-shell';
+
+describe('progress', () => {
+  test('without a terminal: one plain line per change of message, no bar', () => {
+    let text = '';
+    const printer = progressPrinter((chunk) => (text += chunk), false);
+    printer({ stage: 'upload', fraction: 0.5, message: 'half' });
+    printer({ stage: 'upload', fraction: 0.5, message: 'half' });
+    printer({ stage: 'deploy', message: 'DEPLOYED' });
+    printer.done();
+    expect(text).toBe('upload: half\ndeploy: DEPLOYED\n');
+  });
+
+  test('on a terminal: a bar redrawn in place, a new line per stage, cut to the width', () => {
+    let text = '';
+    const printer = progressPrinter((chunk) => (text += chunk), true, 60);
+    printer({ stage: 'upload', fraction: 0.25, message: 'a quarter' });
+    printer({ stage: 'upload', fraction: 1, message: 'x'.repeat(200) });
+    printer({ stage: 'build', message: 'step 1/3' });
+    printer.done();
+    const lines = text.split('\n');
+    expect(lines).toHaveLength(3);
+    expect(lines[0]).toContain('\r\u001b[2Kupload [######------------------]  25% a quarter');
+    expect(lines[0].split('\r\u001b[2K').at(-1)!.length).toBe(59);
+    expect(lines[1]).toBe(`\r\u001b[2Kbuild ${' '.repeat(33)}step 1/3`);
+    expect(lines[2]).toBe('');
+  });
+});
+
+describe('sandbox cp ends', () => {
+  test.each([
+    ['box:/tmp/a', { sandbox: 'box', path: '/tmp/a' }],
+    ['my-box-2:/', { sandbox: 'my-box-2', path: '/' }],
+    ['./box:/tmp', { local: './box:/tmp' }],
+    ['/abs/path', { local: '/abs/path' }],
+    ['file.txt', { local: 'file.txt' }],
+  ])('%s', (word, end) => expect(parseCopyEnd(word)).toEqual(end));
+
+  test('a relative sandbox path is a usage error saying the form', () => {
+    expect(() => parseCopyEnd('box:tmp/a')).toThrow("'box:tmp/a': the sandbox path must be absolute (box:/path/in/sandbox)");
+  });
+});
+
+test("the terminal's close reason gives the shell's exit code", () => {
+  expect(exitCodeOf('the shell exited with code 4')).toBe(4);
+  expect(exitCodeOf('the shell exited')).toBe(0);
+});
