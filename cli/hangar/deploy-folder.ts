@@ -3,7 +3,7 @@ import path from 'node:path';
 import { packFolder, meteredBody } from './bundle';
 import { apiMessage, request } from './client';
 import type { Credentials } from './credentials';
-import { CommandError } from './errors';
+import { CommandError, UsageError } from './errors';
 import { buildFolderImage } from './image-build';
 import type { ProgressListener } from './progress';
 
@@ -15,6 +15,8 @@ export interface DeployManifest {
   name: string;
   spec: Record<string, unknown>;
 }
+
+const DEPLOYABLE_KINDS: readonly string[] = ['agents', 'functions', 'models', 'jobs'];
 
 export interface DeployTarget {
   baseUrl: string;
@@ -52,9 +54,11 @@ export function readManifest(dir: string): DeployManifest {
   try {
     manifest = JSON.parse(fs.readFileSync(file, 'utf8')) as DeployManifest;
   } catch (err) {
-    throw new CommandError(`${file}: ${(err as Error).message} (it must be JSON with kind, name and spec)`);
+    throw new UsageError(`${file}: ${(err as Error).message} (it must be JSON with kind, name and spec)`);
   }
-  if (!manifest.kind || !manifest.name) throw new CommandError(`${file}: 'kind' and 'name' are required`);
+  if (!manifest || typeof manifest !== 'object' || !manifest.kind || !manifest.name) throw new UsageError(`${file}: 'kind' and 'name' are required`);
+  if (!DEPLOYABLE_KINDS.includes(manifest.kind)) throw new UsageError(`${file}: 'kind' must be one of ${DEPLOYABLE_KINDS.join(', ')} (got '${String(manifest.kind)}')`);
+  if (manifest.spec !== undefined && (typeof manifest.spec !== 'object' || manifest.spec === null || Array.isArray(manifest.spec))) throw new UsageError(`${file}: 'spec' must be an object`);
   return manifest;
 }
 
@@ -120,7 +124,12 @@ export async function deployFolderOutcome(dir: string, credentials: Credentials,
   const manifest = readManifest(dir);
   const name = options.name ?? manifest.name;
   let spec = manifest.spec ?? {};
-  if (fs.existsSync(path.join(dir, 'Dockerfile'))) spec = withImage(spec, await buildFolderImage(credentials, dir, name, progress, deadline));
+  if (fs.existsSync(path.join(dir, 'Dockerfile'))) {
+    // Which image runs it must be unambiguous: the Dockerfile's, or the one hangar.json names.
+    const named = (spec.runtime as { image?: unknown } | undefined)?.image;
+    if (named !== undefined) throw new UsageError(`${path.join(dir, 'hangar.json')}: spec.runtime.image is '${String(named)}' but the folder has a Dockerfile, whose image would run it: remove one of them`);
+    spec = withImage(spec, await buildFolderImage(credentials, dir, name, progress, deadline));
+  }
   await createOrUpdate(credentials, manifest.kind, name, spec, log);
   const revision = await uploadBundle(credentials, dir, `/v0/${manifest.kind}/${name}/code`, progress);
   return followRevision(credentials, `/v0/${manifest.kind}/${name}`, revision, progress, deadline);

@@ -212,6 +212,14 @@ describe('hangar deploy with a Dockerfile', () => {
     expect(refused.stderr).toMatch(/hangar: the image build of cli-bad-[0-9a-f]+:ctx-[0-9a-f]+ was refused: 400 .*Dockerfile line 2: the instruction HEALTHCHECK is not supported/);
     expect(refused.stdout).toBe('');
 
+    // Mistakes in the folder are usage errors (exit 2) before anything is sent.
+    const both = agentFolder(unique('cli-both'), `FROM ${base}\n`);
+    fs.writeFileSync(path.join(both, 'hangar.json'), JSON.stringify({ kind: 'agents', name: 'both', spec: { runtime: { image: 'other:1' } } }));
+    expect(await hangar(['deploy', both])).toMatchObject({ code: 2, stderr: expect.stringContaining("spec.runtime.image is 'other:1' but the folder has a Dockerfile") });
+    fs.writeFileSync(path.join(both, 'hangar.json'), JSON.stringify({ kind: 'sandboxes', name: 'both' }));
+    expect(await hangar(['deploy', both])).toMatchObject({ code: 2, stderr: expect.stringContaining("'kind' must be one of agents, functions, models, jobs (got 'sandboxes')") });
+    expect((await hangar(['get', 'agents', 'both'])).code).toBe(1);
+
     const name = unique('cli-crash');
     const crashing = agentFolder(name, `FROM ${base}\n`);
     fs.writeFileSync(path.join(crashing, 'run.sh'), 'echo bye; exit 7\n');
