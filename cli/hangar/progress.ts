@@ -24,7 +24,9 @@ function bar(fraction: number | undefined): string {
  * terminal, one line per stage redrawn in place with a bar; elsewhere (a pipe, a CI log) plain
  * lines, one per change of message, without the byte-by-byte updates a bar redraws for.
  */
-export function progressPrinter(write: (text: string) => void, tty: boolean, columns = 100): ProgressListener & { done(): void } {
+export function progressPrinter(write: (text: string) => void, tty: boolean, columns?: number): ProgressListener & { done(): void } {
+  // A terminal that does not know its width says 0.
+  const width = columns && columns > 0 ? columns : 100;
   let stage: Stage | undefined;
   let lastMessage = '';
   const finishLine = () => {
@@ -42,7 +44,7 @@ export function progressPrinter(write: (text: string) => void, tty: boolean, col
     stage = event.stage;
     const line = `${event.stage.padEnd(6)} ${bar(event.fraction)} ${event.message}`;
     // \r and erase-line: the line is redrawn, cut to the terminal's width so it never wraps.
-    write(`\r\x1b[2K${line.slice(0, Math.max(20, columns - 1))}`);
+    write(`\r\x1b[2K${line.slice(0, Math.max(20, width - 1))}`);
   };
   return Object.assign(listener, {
     done: () => {

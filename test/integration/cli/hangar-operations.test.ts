@@ -202,6 +202,12 @@ describe('hangar deploy with a Dockerfile', () => {
     const resource = JSON.parse(again.stdout) as { metadata: { name: string }; spec: { runtime: { image: string } } };
     expect(resource.metadata.name).toBe(name);
     expect(resource.spec.runtime.image).toMatch(new RegExp(`^${name}:ctx-[0-9a-f]{20}$`));
+    // On a terminal: a bar per stage, redrawn in place (carriage return, erase line), then the result.
+    const drawn = await onTerminal(['deploy', dir], '');
+    expect(drawn.code).toBe(0);
+    expect(drawn.stdout).toContain('\r\u001b[2Kupload [########################] 100%');
+    expect(drawn.stdout).toContain('\r\u001b[2Kbuild  [########################] 100% image');
+    expect(drawn.stdout).toMatch(/DEPLOYED: revision 3[^\n]*\r?\nDEPLOYED: http/);
     const image = await hangar(['get', 'images', name, '-o', 'json']);
     expect((JSON.parse(image.stdout) as { spec: { tags: { reference: string; state: string }[] } }).spec.tags).toEqual([expect.objectContaining({ reference: resource.spec.runtime.image, state: 'READY' })]);
   });

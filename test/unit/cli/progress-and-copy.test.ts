@@ -27,6 +27,12 @@ describe('progress', () => {
     expect(lines[1]).toBe(`\r\u001b[2Kbuild ${' '.repeat(33)}step 1/3`);
     expect(lines[2]).toBe('');
   });
+
+  test('a terminal of unknown width (0) is drawn 100 columns wide', () => {
+    let text = '';
+    progressPrinter((chunk) => (text += chunk), true, 0)({ stage: 'deploy', message: 'y'.repeat(200) });
+    expect(text.length).toBe('\r\u001b[2K'.length + 99);
+  });
 });
 
 describe('sandbox cp ends', () => {
