@@ -3,6 +3,7 @@ import path from 'node:path';
 import { packFolder, meteredBody } from './bundle';
 import { apiMessage, request } from './client';
 import type { Credentials } from './credentials';
+import { createOrUpdate } from './create-or-update';
 import { CommandError, UsageError } from './errors';
 import { buildFolderImage } from './image-build';
 import type { ProgressListener } from './progress';
@@ -70,19 +71,6 @@ function withImage(spec: Record<string, unknown>, image: string): Record<string,
   return { ...spec, runtime: { ...runtime, image } };
 }
 
-/** Creates the resource, or replaces its spec when it exists (409). */
-async function createOrUpdate(credentials: Credentials, kind: string, name: string, spec: Record<string, unknown>, log: (line: string) => void) {
-  const resource = { metadata: { name }, spec };
-  const created = await request(credentials, 'POST', `/v0/${kind}`, resource);
-  if (created.status === 409) {
-    const updated = await request(credentials, 'PUT', `/v0/${kind}/${name}`, resource);
-    if (updated.status !== 200) throw failedCall(`updating ${kind}/${name}`, updated);
-    log(`updated ${kind}/${name}`);
-  } else if (created.status !== 200) {
-    throw failedCall(`creating ${kind}/${name}`, created);
-  } else log(`created ${kind}/${name}`);
-}
-
 /** Uploads the folder as the next revision, reporting the bytes sent; resolves with its number. */
 async function uploadBundle(credentials: Credentials, dir: string, url: string, progress: ProgressListener): Promise<number> {
   const bundle = await packFolder(dir);
@@ -130,7 +118,8 @@ export async function deployFolderOutcome(dir: string, credentials: Credentials,
     if (named !== undefined) throw new UsageError(`${path.join(dir, 'hangar.json')}: spec.runtime.image is '${String(named)}' but the folder has a Dockerfile, whose image would run it: remove one of them`);
     spec = withImage(spec, await buildFolderImage(credentials, dir, name, progress, deadline));
   }
-  await createOrUpdate(credentials, manifest.kind, name, spec, log);
+  const { action } = await createOrUpdate(credentials, manifest.kind, manifest.kind, { metadata: { name }, spec });
+  log(`${action} ${manifest.kind}/${name}`);
   const revision = await uploadBundle(credentials, dir, `/v0/${manifest.kind}/${name}/code`, progress);
   return followRevision(credentials, `/v0/${manifest.kind}/${name}`, revision, progress, deadline);
 }

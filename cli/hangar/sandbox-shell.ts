@@ -125,12 +125,14 @@ export function terminalShell(credentials: Credentials, base: string, tty: Tty):
       else if (message.type === 'error') process.stderr.write(`hangar: ${message.data ?? ''}\r\n`);
     });
     socket.on('error', (err) => (failure ??= `the terminal connection failed: ${err.message}`));
-    socket.on('close', (_code, reason) => {
+    socket.on('close', (code, reason) => {
       tty.input.off('data', onInput);
       tty.output.off('resize', onResize);
       if (tty.input.isRaw) tty.input.setRawMode(false);
       tty.input.pause();
       if (failure) reject(new CommandError(failure));
+      // 1000: the shell exited; anything else (1011: no terminal could start) is a failure.
+      else if (code !== 1000) reject(new CommandError(`the terminal closed (${code} ${reason.toString() || 'no reason'}): hangar sandbox exec still runs commands`));
       else resolve(exitCodeOf(reason.toString()));
     });
   });
