@@ -75,7 +75,7 @@ function withImage(spec: Record<string, unknown>, image: string): Record<string,
 async function uploadBundle(credentials: Credentials, dir: string, url: string, progress: ProgressListener): Promise<number> {
   const bundle = await packFolder(dir);
   const kb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KiB`;
-  const body = meteredBody(bundle, (sent) => progress({ stage: 'upload', fraction: sent / bundle.length, message: `${kb(sent)} of ${kb(bundle.length)}` }));
+  const body = meteredBody(bundle, (sent) => progress({ stage: 'upload', fraction: sent / bundle.length, message: `${kb(sent)} of ${kb(bundle.length)}`, transient: true }));
   const upload = await request(credentials, 'PUT', url, { bytes: body, contentType: 'application/gzip' });
   if (upload.status !== 202) throw failedCall('uploading the code', upload);
   const revision = (upload.json as { revision: number }).revision;

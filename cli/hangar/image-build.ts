@@ -78,9 +78,10 @@ export async function buildFolderImage(credentials: Credentials, dir: string, na
   if (state !== 'BUILDING' && state !== 'PULLING') {
     const context = await packFolder(dir);
     const kb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KiB`;
-    const body = meteredBody(context, (sent) => progress({ stage: 'build', fraction: 0, message: `sending the build context: ${kb(sent)} of ${kb(context.length)}` }));
+    const body = meteredBody(context, (sent) => progress({ stage: 'build', fraction: sent / context.length, message: `sending the build context: ${kb(sent)} of ${kb(context.length)}`, transient: true }));
     const started = await request(credentials, 'PUT', `/v0/images/${encodeURIComponent(name)}/build?tag=${tag}`, { bytes: body, contentType: 'application/gzip' });
     if (started.status !== 202) throw new CommandError(`the image build of ${reference} was refused: ${started.status} ${apiMessage(started)}`);
+    progress({ stage: 'build', fraction: 0, message: `build context sent (${kb(context.length)}): building ${reference}` });
   }
   await followBuild(credentials, tagUrl, reference, progress, deadline);
   return reference;

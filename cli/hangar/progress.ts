@@ -6,6 +6,8 @@ export interface ProgressEvent {
   stage: Stage;
   fraction?: number;
   message: string;
+  /** A step of a bar (bytes sent so far): drawn on a terminal, not written as a line elsewhere. */
+  transient?: boolean;
 }
 
 export type ProgressListener = (event: ProgressEvent) => void;
@@ -22,7 +24,7 @@ function bar(fraction: number | undefined): string {
 /**
  * Progress written to stderr (stdout stays for the result, so `--output json` can be piped). On a
  * terminal, one line per stage redrawn in place with a bar; elsewhere (a pipe, a CI log) plain
- * lines, one per change of message, without the byte-by-byte updates a bar redraws for.
+ * lines, one per change of message, without the transient byte-by-byte updates a bar redraws for.
  */
 export function progressPrinter(write: (text: string) => void, tty: boolean, columns?: number): ProgressListener & { done(): void } {
   // A terminal that does not know its width says 0.
@@ -34,7 +36,7 @@ export function progressPrinter(write: (text: string) => void, tty: boolean, col
   };
   const listener = (event: ProgressEvent) => {
     if (!tty) {
-      if (event.stage === stage && event.message === lastMessage) return;
+      if (event.transient || (event.stage === stage && event.message === lastMessage)) return;
       stage = event.stage;
       lastMessage = event.message;
       write(`${event.stage}: ${event.message}\n`);

@@ -16,7 +16,12 @@ export const hangarBinary = () => path.join(repoRoot(), 'dist/cli/hangar.js');
  * config folder, `stdin` piped in (so it is never a terminal), and the environment given only.
  */
 export function runHangar(home: string, args: string[], env: Record<string, string> = {}, stdin: string | Buffer = ''): Promise<HangarRun> {
-  const child = spawn(process.execPath, [hangarBinary(), ...args], {
+  return runCliScript(hangarBinary(), home, args, env, stdin);
+}
+
+/** Runs one of the built CLI scripts (dist/cli/...) as runHangar runs hangar. */
+export function runCliScript(script: string, home: string, args: string[], env: Record<string, string> = {}, stdin: string | Buffer = ''): Promise<HangarRun> {
+  const child = spawn(process.execPath, [script, ...args], {
     env: { PATH: process.env.PATH ?? '', HOME: home, HANGAR_CONFIG_DIR: path.join(home, 'config'), ...env },
   });
   child.stdin.on('error', () => undefined);

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { flushUsageOutbox } from '../../../activities/usage-flush';
 import { usageTables } from '../../../domain/billing/storage';
 import { repoRoot } from '../../../scripts/stack/binaries';
-import { runHangar } from '../../helpers/hangar-cli';
+import { runCliScript, runHangar } from '../../helpers/hangar-cli';
 import { unique } from '../../helpers/platform';
 import { startReferenceSdkPlatform, type ReferenceSdkPlatform } from '../../helpers/reference-sdk';
 
@@ -148,11 +148,29 @@ describe('hangar deploy', () => {
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/^DEPLOYED: http\S+\n$/);
     expect(run.stderr).toContain(`deploy: created agents/${name}\n`);
-    expect(run.stderr).toMatch(/^upload: [0-9.]+ KiB of [0-9.]+ KiB$/m);
+    // The bytes sent so far are for a bar: without a terminal, only the end of the upload is told.
+    expect(run.stderr).not.toMatch(/^upload: [0-9.]+ KiB of /m);
     expect(run.stderr).toMatch(/^upload: [0-9.]+ KiB sent as revision 1$/m);
     expect(run.stderr).toMatch(/^deploy: DEPLOYED: revision 1/m);
     // Not a terminal: no bar, no carriage returns or escape sequences.
     expect(run.stderr.includes('\r') || run.stderr.includes('\u001b')).toBe(false);
+    expect((await hangar(['delete', 'agents', name])).code).toBe(0);
+  }, 120_000);
+});
+
+describe('node dist/cli/deploy.js', () => {
+  it("is hangar deploy with the local stack's key (HANGAR_DATA_DIR/credentials.json), no login needed", async () => {
+    const name = unique('cli-script');
+    const dataDir = fs.mkdtempSync(path.join(home, 'data-'));
+    fs.writeFileSync(path.join(dataDir, 'credentials.json'), JSON.stringify({ apiKey: p.tenant.admin.apiKey }));
+    const run = await runCliScript(path.join(repoRoot(), 'dist/cli/deploy.js'), path.join(home, 'nobody'), [path.join(repoRoot(), 'examples', 'agent'), '--name', name], {
+      HANGAR_URL: apiUrl,
+      HANGAR_WORKSPACE: p.tenant.workspace,
+      HANGAR_DATA_DIR: dataDir,
+    });
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^DEPLOYED: http/);
+    expect(run.stdout + run.stderr).not.toContain(p.tenant.admin.apiKey);
     expect((await hangar(['delete', 'agents', name])).code).toBe(0);
   }, 120_000);
 });

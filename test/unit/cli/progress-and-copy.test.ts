@@ -6,6 +6,7 @@ describe('progress', () => {
   test('without a terminal: one plain line per change of message, no bar', () => {
     let text = '';
     const printer = progressPrinter((chunk) => (text += chunk), false);
+    printer({ stage: 'upload', fraction: 0.25, message: 'a quarter', transient: true });
     printer({ stage: 'upload', fraction: 0.5, message: 'half' });
     printer({ stage: 'upload', fraction: 0.5, message: 'half' });
     printer({ stage: 'deploy', message: 'DEPLOYED' });
@@ -16,7 +17,7 @@ describe('progress', () => {
   test('on a terminal: a bar redrawn in place, a new line per stage, cut to the width', () => {
     let text = '';
     const printer = progressPrinter((chunk) => (text += chunk), true, 60);
-    printer({ stage: 'upload', fraction: 0.25, message: 'a quarter' });
+    printer({ stage: 'upload', fraction: 0.25, message: 'a quarter', transient: true });
     printer({ stage: 'upload', fraction: 1, message: 'x'.repeat(200) });
     printer({ stage: 'build', message: 'step 1/3' });
     printer.done();
