@@ -37,7 +37,7 @@ export interface DeployOptions {
 interface DeployedResource {
   status?: string;
   metadata?: { url?: string };
-  events?: { status: string; message: string }[];
+  events?: ResourceEvent[];
 }
 
 /** How a deploy ended: the resource as last read, its revision, and whether that revision serves. */
@@ -83,19 +83,35 @@ async function uploadBundle(credentials: Credentials, dir: string, url: string, 
   return revision;
 }
 
-/** Follows the revision's events until it is DEPLOYED or failed (a later revision never reports for it). */
-async function followRevision(credentials: Credentials, url: string, revision: number, progress: ProgressListener, deadline: number): Promise<DeployOutcome> {
+interface ResourceEvent {
+  status: string;
+  message: string;
+}
+
+/**
+ * Where a revision stands by the resource's events: its last event, and whether it settled
+ * (DEPLOYED, or failed: the resource FAILED, or `revision N failed` while an older one keeps
+ * serving). Events of other revisions are not its ('revision 1' is not 'revision 10').
+ */
+export function revisionState(events: readonly ResourceEvent[], revision: number): { last?: ResourceEvent; settled: boolean; deployed: boolean } {
   const prefix = `revision ${revision}`;
+  const mine = events.filter((e) => e.message.startsWith(`${prefix}:`) || e.message.startsWith(`${prefix} `));
+  const last = mine[mine.length - 1];
+  if (!last) return { settled: false, deployed: false };
+  const failed = last.status === 'FAILED' || last.message.startsWith(`${prefix} failed`);
+  return { last, settled: failed || last.status === 'DEPLOYED', deployed: !failed && last.status === 'DEPLOYED' };
+}
+
+/** Follows the revision's events until it is DEPLOYED or failed. */
+async function followRevision(credentials: Credentials, url: string, revision: number, progress: ProgressListener, deadline: number): Promise<DeployOutcome> {
   for (;;) {
     const current = await request(credentials, 'GET', url);
     if (current.status !== 200) throw failedCall(`reading ${url}`, current);
     const resource = current.json as DeployedResource;
-    const mine = (resource.events ?? []).filter((e) => e.message.startsWith(prefix));
-    const last = mine[mine.length - 1];
+    const { last, settled, deployed } = revisionState(resource.events ?? [], revision);
     if (last) progress({ stage: 'deploy', message: `${last.status}: ${last.message}` });
-    const failed = last !== undefined && (last.status === 'FAILED' || last.message.startsWith(`${prefix} failed`));
-    if (last && (failed || last.status === 'DEPLOYED')) return { resource, revision, deployed: !failed, reason: last.message };
-    if (Date.now() > deadline) throw new CommandError(`${prefix} did not finish deploying in time (status ${resource.status}): follow it with hangar get ${url.split('/')[2]} ${url.split('/')[3]}`);
+    if (last && settled) return { resource, revision, deployed, reason: last.message };
+    if (Date.now() > deadline) throw new CommandError(`revision ${revision} did not finish deploying in time (status ${resource.status}): follow it with hangar get ${url.split('/')[2]} ${url.split('/')[3]}`);
     await new Promise((resolve) => setTimeout(resolve, 300));
   }
 }

@@ -1,3 +1,4 @@
+import { revisionState } from '../../../cli/hangar/deploy-folder';
 import { progressPrinter } from '../../../cli/hangar/progress';
 import { parseCopyEnd } from '../../../cli/hangar/sandbox-cp';
 import { exitCodeOf } from '../../../cli/hangar/sandbox-shell';
@@ -53,4 +54,16 @@ describe('sandbox cp ends', () => {
 test("the terminal's close reason gives the shell's exit code", () => {
   expect(exitCodeOf('the shell exited with code 4')).toBe(4);
   expect(exitCodeOf('the shell exited')).toBe(0);
+});
+
+describe("a revision's state from the resource's events", () => {
+  const event = (status: string, message: string) => ({ status, message });
+  test.each([
+    ['no event of it yet', [event('DEPLOYED', 'revision 1: serving')], 2, { settled: false, deployed: false }],
+    ['deploying', [event('DEPLOYING', 'revision 2: starting')], 2, { settled: false, deployed: false }],
+    ['deployed', [event('DEPLOYING', 'revision 2: starting'), event('DEPLOYED', 'revision 2: serving')], 2, { settled: true, deployed: true }],
+    ['failed alone', [event('FAILED', 'revision 1 failed: exited with code 7')], 1, { settled: true, deployed: false }],
+    ['failed while an older one serves', [event('DEPLOYED', 'revision 2 failed: x; revision 1 keeps serving')], 2, { settled: true, deployed: false }],
+    ["revision 10's events are not revision 1's", [event('DEPLOYED', 'revision 10: serving')], 1, { settled: false, deployed: false }],
+  ])('%s', (_what, events, revision, expected) => expect(revisionState(events, revision)).toMatchObject(expected));
 });
