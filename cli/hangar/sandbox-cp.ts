@@ -77,7 +77,7 @@ async function download(credentials: Credentials, base: string, from: string, lo
 }
 
 async function uploadFile(credentials: Credentials, base: string, local: string, to: string): Promise<number> {
-  const permissions = (fs.statSync(local).mode & 0o7777).toString(8).padStart(4, '0');
+  const permissions = (fs.statSync(local).mode & 0o777).toString(8).padStart(4, '0');
   const answer = await request(credentials, 'PUT', fileUrl(base, to, `?permissions=${permissions}`), { bytes: fs.createReadStream(local), contentType: 'application/octet-stream' });
   if (answer.status !== 200) throw new CommandError(`writing ${to} in the sandbox: ${answer.status} ${apiMessage(answer)}`);
   return 1;
@@ -91,7 +91,7 @@ async function upload(ctx: CommandContext, credentials: Credentials, local: stri
   if (!stat.isDirectory()) return uploadFile(credentials, base, local, into);
   let copied = 0;
   const walk = async (dir: string, target: string) => {
-    const permissions = (fs.statSync(dir).mode & 0o7777).toString(8).padStart(4, '0');
+    const permissions = (fs.statSync(dir).mode & 0o777).toString(8).padStart(4, '0');
     await call(credentials, 'PUT', fileUrl(base, target), { isDirectory: true, permissions });
     for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
       const source = path.join(dir, entry.name);
