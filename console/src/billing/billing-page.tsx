@@ -18,6 +18,8 @@ function usePagedMetrics(session: Session, query: MetricsQuery) {
   useEffect(() => {
     let current = true;
     setError('');
+    // The page shown is the one asked for, or none while it loads: never the previous one under a new page number.
+    setPage(null);
     fetchMetricsPage(session, query, cursor)
       .then((answer) => current && setPage(answer))
       .catch((err: Error) => current && (setPage(null), setError(err.message)));
@@ -112,6 +114,7 @@ export function BillingPage({ session }: { session: Session }) {
           {error}
         </p>
       )}
+      {!page && !error && <p aria-live="polite">Loading…</p>}
       {page && chart && (
         <>
           <p>
