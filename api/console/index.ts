@@ -9,20 +9,13 @@ function builtConsoleFolder(): string {
   return path.join(path.basename(top) === 'dist' ? top : path.join(top, 'dist'), 'console');
 }
 
-/**
- * The Temporal Web UI the console links workflows to: the one `npm start` runs beside its own
- * Temporal (HANGAR_TEMPORAL_UI_PORT); none for an external Temporal, whose UI Hangar does not know.
- */
-export function temporalUiUrl(config: FastifyInstance['config']): string | null {
-  return config.temporalAddress ? null : `http://127.0.0.1:${config.temporalUiPort}`;
-}
 
 /** The web console (README "Console"): its files, what it needs to know of the platform, and its relays to sandboxes. */
 export default async function consoleRoutes(app: FastifyInstance, options: { root?: string } = {}) {
   const root = options.root ?? builtConsoleFolder();
   app.get('/console/config.json', { config: { public: true, unversioned: true }, schema: { hide: true } }, async (_request, reply) => {
     reply.header('cache-control', 'no-cache');
-    return { temporalUiUrl: temporalUiUrl(app.config), temporalNamespace: app.config.temporalNamespace };
+    return { temporalUiUrl: app.config.temporalUiUrl?.replace(/\/+$/, '') ?? null, temporalNamespace: app.config.temporalNamespace };
   });
   consoleStaticRoutes(app, root);
   consoleFileRelay(app);

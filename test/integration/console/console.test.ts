@@ -1,0 +1,199 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Page } from 'playwright-core';
+import { repoRoot } from '../../../scripts/stack/binaries';
+import { launchBrowser, requireBuiltConsole, signInWithKey, type TestBrowser } from '../../helpers/browser';
+import { unique } from '../../helpers/platform';
+import { startReferenceSdkPlatform, type ReferenceSdkPlatform } from '../../helpers/reference-sdk';
+import { eventually } from '../../helpers/workers';
+
+/**
+ * The console in a real browser (Debian's chromium, headless) against the platform listening on
+ * ports: the API with the console's files, the sandbox gateway and the workers, as npm start runs
+ * them. HANGAR_CONSOLE_SCREENSHOTS=<folder> also saves the README's screenshots there.
+ */
+
+let p: ReferenceSdkPlatform;
+let browser: TestBrowser;
+let origin: string;
+const screenshots = process.env.HANGAR_CONSOLE_SCREENSHOTS;
+const TEMPORAL_UI = 'http://temporal-ui.test:8233';
+
+beforeAll(async () => {
+  requireBuiltConsole();
+  p = await startReferenceSdkPlatform('console', { temporalUiUrl: TEMPORAL_UI });
+  origin = `http://127.0.0.1:${(p.t.app.server.address() as { port: number }).port}`;
+  browser = await launchBrowser();
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await p?.stop();
+}, 60_000);
+
+async function newPage(): Promise<Page> {
+  return browser.context.newPage();
+}
+
+async function screenshot(page: Page, name: string): Promise<void> {
+  if (screenshots) await page.screenshot({ path: path.resolve(repoRoot(), screenshots, `${name}.png`) });
+}
+
+describe('the console files', () => {
+  it('serves index.html for its pages (not cached) and hashed assets with their type, cached for good', async () => {
+    const index = await fetch(`${origin}/console/resources/sandboxes`);
+    expect(index.status).toBe(200);
+    expect(index.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    expect(index.headers.get('cache-control')).toBe('no-cache');
+    const html = await index.text();
+    const script = /src="(\/console\/assets\/[^"]+\.js)"/.exec(html)?.[1];
+    const style = /href="(\/console\/assets\/[^"]+\.css)"/.exec(html)?.[1];
+    expect(script).toBeDefined();
+    for (const [asset, type] of [[script, 'text/javascript; charset=utf-8'], [style, 'text/css; charset=utf-8']]) {
+      const answer = await fetch(`${origin}${asset}`);
+      expect([answer.status, answer.headers.get('content-type'), answer.headers.get('cache-control')]).toEqual([200, type, 'public, max-age=31536000, immutable']);
+    }
+    expect((await fetch(`${origin}/console/assets/missing-0123456789.js`)).status).toBe(404);
+    expect((await fetch(`${origin}/console`, { redirect: 'manual' })).headers.get('location')).toBe('/console/');
+  });
+
+  it('never serves a file outside dist/console', async () => {
+    const secret = fs.readFileSync(path.join(repoRoot(), 'package.json'), 'utf8');
+    for (const attempt of ['/console/..%2f..%2fpackage.json', '/console/%2e%2e/%2e%2e/package.json', '/console/assets/..%2f..%2f..%2fpackage.json']) {
+      const answer = await fetch(`${origin}${attempt}`);
+      expect(await answer.text()).not.toBe(secret);
+    }
+  });
+
+  it('refuses a terminal relay without a valid sandbox name, naming the field', async () => {
+    const answer = await fetch(`${origin}/console/sandbox-files/${p.tenant.workspace}/Bad_Name/`, { headers: { authorization: `Bearer ${p.tenant.admin.apiKey}` } });
+    expect(answer.status).toBe(400);
+    expect(((await answer.json()) as { message: string }).message).toContain("'sandbox'");
+  });
+});
+
+describe('sign-in', () => {
+  it('refuses a bad key and shows why, without signing in', async () => {
+    const page = await newPage();
+    await page.goto(`${origin}/console/`);
+    await page.getByLabel('API key', { exact: true }).fill('hk_not-a-real-key');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect(page.getByRole('alert').textContent()).resolves.toMatch(/^Sign-in refused: /);
+    expect(await page.getByRole('button', { name: 'Sign out' }).count()).toBe(0);
+    await screenshot(page, 'console-sign-in');
+    await page.close();
+  });
+
+  it('signs in with an API key, keeps it in memory only (a reload signs out), and signs out', async () => {
+    const page = await newPage();
+    await signInWithKey(page, `${origin}/console/resources/sandboxes`, p.tenant.admin.apiKey);
+    await expect(page.getByRole('combobox', { name: 'Workspace' }).inputValue()).resolves.toBe(p.tenant.workspace);
+    const stored = await page.evaluate(() => JSON.stringify([{ ...(globalThis as any).localStorage }, { ...(globalThis as any).sessionStorage }, (globalThis as any).document.cookie]));
+    expect(stored).not.toContain(p.tenant.admin.apiKey);
+    await page.reload();
+    await page.getByRole('button', { name: 'Sign in' }).waitFor();
+    await signInWithKey(page, `${origin}/console/`, p.tenant.admin.apiKey);
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('button', { name: 'Sign in' }).waitFor();
+    await page.close();
+  });
+
+  it("signs in with a service account's client credentials, exchanged for an access token", async () => {
+    const page = await newPage();
+    await page.goto(`${origin}/console/resources/agents`);
+    await page.getByLabel('service-account credentials').check();
+    await page.getByLabel('Client id').fill(p.tenant.admin.clientId);
+    await page.getByLabel('Client secret').fill('wrong-secret');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect(page.getByRole('alert').textContent()).resolves.toMatch(/^Sign-in refused: /);
+    await page.getByLabel('Client secret').fill(p.tenant.admin.clientSecret);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Resources' }).waitFor();
+    await page.close();
+  });
+});
+
+describe('a sandbox', () => {
+  const name = unique('console-box');
+
+  beforeAll(async () => {
+    const created = await p.t.call(p.tenant.admin.apiKey, { method: 'POST', url: '/v0/sandboxes', workspace: p.tenant.workspace, payload: { metadata: { name }, spec: { runtime: { memory: 256 } } } });
+    expect(created.statusCode).toBe(200);
+    await eventually(`${name} DEPLOYED`, async () => {
+      const got = await p.t.call(p.tenant.admin.apiKey, { method: 'GET', url: `/v0/sandboxes/${name}`, workspace: p.tenant.workspace });
+      const status = (got.json() as { status: string }).status;
+      if (status === 'FAILED') throw new Error(`${name} FAILED`);
+      return status === 'DEPLOYED' ? true : undefined;
+    }, 90_000);
+  }, 120_000);
+
+  it('is listed with its state, memory and a link to its workflow in the Temporal UI', async () => {
+    const page = await newPage();
+    await signInWithKey(page, `${origin}/console/resources/sandboxes`, p.tenant.admin.apiKey);
+    const row = page.locator(`tr[data-name="${name}"]`);
+    await row.waitFor();
+    await expect(row.innerText()).resolves.toMatch(/DEPLOYED\s+(RUNNING|STANDBY)\s+256 MB/);
+    const link = await row.getByRole('link', { name: 'workflow' }).getAttribute('href');
+    expect(link).toBe(`${TEMPORAL_UI}/namespaces/${p.t.config.temporalNamespace}/workflows/${encodeURIComponent(`sandbox/${p.tenant.workspace}/${name}`)}`);
+    await page.close();
+  }, 60_000);
+
+  it('runs a command typed in its terminal and shows its output, and shows a file it wrote', async () => {
+    const page = await newPage();
+    await signInWithKey(page, `${origin}/console/sandboxes/${name}`, p.tenant.admin.apiKey);
+    await page.locator('[data-terminal-status="connected"]').waitFor();
+    await page.locator('.terminal-screen').click();
+    await page.keyboard.type('echo console-$((6*7)) | tee /tmp/console-note.txt');
+    await page.keyboard.press('Enter');
+    // The echo of what was typed holds "$((6*7))"; only the shell's output holds 42.
+    await page.locator('.xterm-rows', { hasText: 'console-42' }).waitFor({ timeout: 20_000 });
+    await screenshot(page, 'console-sandbox-terminal');
+
+    await page.getByRole('button', { name: 'tmp/' }).click();
+    await page.getByRole('button', { name: 'console-note.txt' }).click();
+    await expect(page.locator('.file-content').textContent()).resolves.toBe('console-42\n');
+    await page.close();
+  }, 60_000);
+
+  it("does not open another workspace's sandbox terminal", async () => {
+    const page = await newPage();
+    await signInWithKey(page, `${origin}/console/resources/sandboxes`, p.tenant.admin.apiKey);
+    // The relay carries the caller's credential: the sandbox gateway refuses a workspace it is not a member of.
+    const refused = await page.evaluate(async (address) => {
+      const socket = new (globalThis as any).WebSocket(address.url);
+      return new Promise<string>((resolve) => {
+        socket.onopen = () => socket.send(JSON.stringify({ type: 'auth', token: address.key }));
+        socket.onmessage = (event: any) => resolve(String(event.data));
+        socket.onclose = (event: any) => resolve(`closed ${event.code}`);
+      });
+    }, { url: `${origin.replace('http', 'ws')}/console/sandbox-terminal?workspace=${unique('elsewhere')}&sandbox=${name}`, key: p.tenant.admin.apiKey });
+    expect(refused).toMatch(/"type":"error".*answered 403/);
+    await page.close();
+  }, 60_000);
+});
+
+describe('workspace admin', () => {
+  it('creates an API key and shows it once', async () => {
+    const page = await newPage();
+    await signInWithKey(page, `${origin}/console/admin`, p.tenant.admin.apiKey);
+    const account = page.locator(`article[data-client-id="${p.tenant.admin.clientId}"]`);
+    await account.getByLabel('Key name').fill('from-the-console');
+    await account.getByRole('button', { name: 'Create API key' }).click();
+    const shown = account.getByRole('dialog', { name: 'New API key' });
+    const key = ((await shown.locator('[data-secret]').textContent()) ?? '').trim();
+    expect(key.length).toBeGreaterThan(20);
+    // The key works: it is the one the API made.
+    const check = await fetch(`${origin}/v0/workspaces`, { headers: { authorization: `Bearer ${key}` } });
+    expect(check.status).toBe(200);
+    await account.locator('tr[data-key-name="from-the-console"]').waitFor();
+    await shown.getByRole('button', { name: 'I have saved it' }).click();
+    await expect(shown.count()).resolves.toBe(0);
+    expect(await page.content()).not.toContain(key);
+    // Listed by its prefix only from now on, also after the page reads the list again.
+    await page.getByRole('link', { name: 'Billing' }).click();
+    await page.getByRole('link', { name: 'Workspace admin' }).click();
+    await account.locator('tr[data-key-name="from-the-console"]').waitFor();
+    expect(await page.content()).not.toContain(key);
+    await page.close();
+  }, 60_000);
+});
