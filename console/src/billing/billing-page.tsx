@@ -2,7 +2,8 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import type { Session } from '../api';
 import { BillingControls, FIELD_NAMES } from './billing-controls';
 import { addressOf, queryFromAddress } from './billing-query';
-import { download, metricsCsv } from './csv';
+import { metricsCsv } from './csv';
+import { download } from './download';
 import { bucketTotals, fetchAllGroups, fetchMetricsPage, formatCost, formatUsage, groupLabel, groupValues, roundNano, type MetricsPage, type MetricsQuery } from './metrics';
 import { StackedChart } from './stacked-chart';
 
