@@ -178,5 +178,7 @@ else
   npm run -s compile
   say "bundling the workflows for the control worker"
   node dist/scripts/bundle-workflows.js
+  say "building the web console (Vite) into dist/console"
+  npm run -s build:console
 fi
 say "done in $((SECONDS - began))s"

@@ -116,7 +116,12 @@ export function consoleFileRelay(app: FastifyInstance): void {
     const credential = request.headers.authorization;
     if (!credential) return reply.code(401).send({ error: 'unauthorized', message: 'an Authorization header is required' });
     const path = params['*'].split('/').map(encodeURIComponent).join('/');
-    const answer = await fetch(`${address.url}/filesystem/${path}`, { headers: { authorization: credential } });
+    let answer: Response;
+    try {
+      answer = await fetch(`${address.url}/filesystem/${path}`, { headers: { authorization: credential } });
+    } catch (err) {
+      return reply.code(502).send({ error: 'sandbox_unreachable', message: `the sandbox gateway did not answer: ${(err as Error).message}` });
+    }
     return reply
       .code(answer.status)
       .header('content-type', answer.headers.get('content-type') ?? 'application/octet-stream')

@@ -15,6 +15,14 @@ const CONTENT_TYPES: Record<string, string> = {
   '.map': 'application/json; charset=utf-8',
 };
 
+/**
+ * Everything the console loads and calls is its own origin's: no script or style from elsewhere
+ * runs, and no page may frame it. Inline styles stay allowed: xterm.js and uPlot size their
+ * elements with them.
+ */
+const CONTENT_SECURITY_POLICY =
+  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
+
 /** Files under assets/ carry a hash of their content in their name: a browser may keep them for good. */
 const HASHED_ASSET = /^assets\/[^/]+-[A-Za-z0-9_-]{8,}\.[a-z0-9]+$/;
 
@@ -41,6 +49,7 @@ function sendFile(reply: FastifyReply, root: string, file: string): FastifyReply
     .header('content-type', type)
     .header('cache-control', caching)
     .header('x-content-type-options', 'nosniff')
+    .header('content-security-policy', CONTENT_SECURITY_POLICY)
     .send(fs.createReadStream(file));
 }
 

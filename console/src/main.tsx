@@ -80,3 +80,4 @@ function App() {
 }
 
 render(<App />, document.getElementById('app') as HTMLElement);
+performance.mark('hangar:ready');

@@ -39,7 +39,12 @@ export function StackedChart({ timestamps, series, title }: { timestamps: string
     element.removeAttribute('data-drawn');
     const x = timestamps.map((t) => Date.parse(t) / 1000);
     const data = [x, ...stack(series).reverse()] as uPlot.AlignedData;
-    const plot = new uPlot(chartOptions(series, Math.max(320, element.clientWidth), () => element.setAttribute('data-drawn', 'true')), data, element);
+    const drawn = () => {
+      if (element.hasAttribute('data-drawn')) return;
+      element.setAttribute('data-drawn', 'true');
+      performance.mark('hangar:chart-drawn');
+    };
+    const plot = new uPlot(chartOptions(series, Math.max(320, element.clientWidth), drawn), data, element);
     return () => plot.destroy();
   }, [timestamps, series]);
   return <div ref={holder} class="chart" role="img" aria-label={title} />;

@@ -1,7 +1,9 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { flushUsageOutbox } from '../../../activities/usage-flush';
 import { usageTables } from '../../../domain/billing/storage';
+import { repoRoot } from '../../../scripts/stack/binaries';
 import { launchBrowser, requireBuiltConsole, signInWithKey, type TestBrowser } from '../../helpers/browser';
 import { isoSeconds, seedUsage, todayUtc } from '../../helpers/console-billing';
 import { createTenant, startTestApp, type TestApp, type TestTenant } from '../../helpers/platform';
@@ -67,6 +69,8 @@ it('draws the cost per daily bucket by resource type and dimension, with the usa
   const query = { startTime: isoSeconds(start), endTime: isoSeconds(end), resolution: 'daily', groupBy: 'resource_type,billing_dimension' };
   await signInWithKey(page, `${origin}/console/billing?start=${query.startTime}&end=${query.endTime}&resolution=daily&groupBy=${query.groupBy}`, tenant.admin.apiKey);
   const view = await shown(page);
+  // HANGAR_CONSOLE_SCREENSHOTS=<folder>: the README's screenshot of this page.
+  if (process.env.HANGAR_CONSOLE_SCREENSHOTS) await page.screenshot({ path: path.resolve(repoRoot(), process.env.HANGAR_CONSOLE_SCREENSHOTS, 'console-billing.png'), fullPage: true });
   const api = await metrics(query);
   expect(view.rows.map((r) => r.group)).toEqual(api.data.map((e: any) => `${e.resourceType} / ${e.billingDimension}`));
   expect(view.rows.map((r) => nano(r.cost))).toEqual(api.data.map((e: any) => nano(e.summary.cost)));

@@ -45,6 +45,8 @@ describe('the console files', () => {
     expect(index.status).toBe(200);
     expect(index.headers.get('content-type')).toBe('text/html; charset=utf-8');
     expect(index.headers.get('cache-control')).toBe('no-cache');
+    // Nothing from elsewhere may load (the console bundles all it uses), and nothing may frame it.
+    expect(index.headers.get('content-security-policy')).toMatch(/^default-src 'self'; script-src 'self';.*frame-ancestors 'none'/);
     const html = await index.text();
     const script = /src="(\/console\/assets\/[^"]+\.js)"/.exec(html)?.[1];
     const style = /href="(\/console\/assets\/[^"]+\.css)"/.exec(html)?.[1];
@@ -142,6 +144,8 @@ describe('a sandbox', () => {
     const page = await newPage();
     await signInWithKey(page, `${origin}/console/sandboxes/${name}`, p.tenant.admin.apiKey);
     await page.locator('[data-terminal-status="connected"]').waitFor();
+    // Typed once the shell's prompt is drawn, so that the screenshot shows a plain command line.
+    await page.locator('.xterm-rows', { hasText: '$' }).waitFor();
     await page.locator('.terminal-screen').click();
     await page.keyboard.type('echo console-$((6*7)) | tee /tmp/console-note.txt');
     await page.keyboard.press('Enter');
