@@ -1,6 +1,5 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { gzipSync } from 'node:zlib';
 import type { Page } from 'playwright-core';
 import { flushUsageOutbox } from '../../activities/usage-flush';

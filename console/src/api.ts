@@ -68,8 +68,8 @@ export async function exchangeClientCredentials(clientId: string, clientSecret: 
 
 /** Checks a credential against the API and opens a session with what it may see. */
 export async function openSession(credential: string, kind: Session['kind'], expiresAt?: number): Promise<Session> {
-  const accounts = (await callWith(credential, '/v0/accounts')) as { id: string }[];
-  const workspaces = ((await callWith(credential, '/v0/workspaces')) as { name: string }[]).map((w) => w.name);
+  const [accounts, workspaceList] = (await Promise.all([callWith(credential, '/v0/accounts'), callWith(credential, '/v0/workspaces')])) as [{ id: string }[], { name: string }[]];
+  const workspaces = workspaceList.map((w) => w.name);
   if (!accounts[0]) throw new ApiError(403, 'this credential belongs to no account');
   return { credential, kind, expiresAt, accountId: accounts[0].id, workspaces, workspace: workspaces[0] ?? '' };
 }
