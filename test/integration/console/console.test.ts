@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
+import WebSocket from 'ws';
 import { repoRoot } from '../../../scripts/stack/binaries';
 import { launchBrowser, requireBuiltConsole, signInWithKey, type TestBrowser } from '../../helpers/browser';
 import { unique } from '../../helpers/platform';
@@ -200,4 +201,63 @@ describe('workspace admin', () => {
     expect(await page.content()).not.toContain(key);
     await page.close();
   }, 60_000);
+});
+
+describe('other resources', () => {
+  it('lists volumes with their workflow link, and connections without any of their secret values', async () => {
+    const volume = unique('console-vol');
+    const connection = unique('console-conn');
+    const secret = { API_KEY: 'sk-console-secret-value-9876' };
+    const call = (url: string, payload: Record<string, unknown>) => p.t.call(p.tenant.admin.apiKey, { method: 'POST', url, workspace: p.tenant.workspace, payload });
+    expect((await call('/v0/volumes', { metadata: { name: volume }, spec: { size: 64 } })).statusCode).toBe(200);
+    expect((await call('/v0/integrations/connections', { metadata: { name: connection, displayName: 'k' }, spec: { integration: 'openai', secret } })).statusCode).toBe(200);
+
+    const page = await newPage();
+    await signInWithKey(page, `${origin}/console/resources/volumes`, p.tenant.admin.apiKey);
+    const row = page.locator(`tr[data-name="${volume}"]`);
+    await expect(row.innerText()).resolves.toContain('64 MB');
+    expect(await row.getByRole('link', { name: 'workflow' }).getAttribute('href')).toBe(`${TEMPORAL_UI}/namespaces/${p.t.config.temporalNamespace}/workflows/${encodeURIComponent(`volume/${p.tenant.workspace}/${volume}`)}`);
+
+    await page.getByRole('link', { name: 'Integration connections' }).click();
+    await expect(page.locator(`tr[data-name="${connection}"]`).innerText()).resolves.toContain('openai');
+    // Not the value, and not the masked tail the API answers either.
+    const html = await page.content();
+    expect(html).not.toContain(secret.API_KEY);
+    expect(html).not.toContain(secret.API_KEY.slice(-4));
+    expect(html).not.toContain('API_KEY');
+    await page.close();
+  }, 60_000);
+});
+
+describe('the terminal relay', () => {
+  /** A client of the relay as the console is, from Node: its messages in order, until it closes. */
+  function relayClient(sandbox: string, first: string[]) {
+    const socket = new WebSocket(`${origin.replace('http', 'ws')}/console/sandbox-terminal?workspace=${p.tenant.workspace}&sandbox=${sandbox}`);
+    const messages: string[] = [];
+    const closed = new Promise<number>((resolve) => socket.on('close', (code) => resolve(code)));
+    socket.on('message', (data) => messages.push(data.toString()));
+    // Everything at once on open: the input reaches the relay before its side to the sandbox is open.
+    socket.on('open', () => first.forEach((m) => socket.send(m)));
+    return { socket, messages, closed };
+  }
+
+  it('keeps keys typed before the sandbox side opened, in order', async () => {
+    const name = (await p.t.call(p.tenant.admin.apiKey, { method: 'GET', url: '/v0/sandboxes', workspace: p.tenant.workspace })).json()[0].metadata.name as string;
+    const input = (data: string) => JSON.stringify({ type: 'input', data });
+    const client = relayClient(name, [JSON.stringify({ type: 'auth', token: p.tenant.admin.apiKey }), input('echo early-'), input('$((40+2)); exit\r')]);
+    expect(await client.closed).toBe(1000);
+    const output = client.messages.map((m) => JSON.parse(m) as { type: string; data: string }).filter((m) => m.type === 'output').map((m) => m.data).join('');
+    expect(output).toContain('early-42');
+  }, 30_000);
+
+  it('refuses a first message without a credential, and a bad credential, with the reason', async () => {
+    const name = 'any-box';
+    const missing = relayClient(name, [JSON.stringify({ type: 'input', data: 'ls\r' })]);
+    expect(await missing.closed).toBe(1008);
+    expect(missing.messages.join('')).toContain('the first message must be {\\"type\\":\\"auth\\"');
+    const bad = relayClient(name, [JSON.stringify({ type: 'auth', token: 'hk_not-a-real-key' })]);
+    expect(await bad.closed).toBe(1008);
+    expect(bad.messages.join('')).toMatch(/answered 401/);
+    expect(bad.messages.join('')).not.toContain('hk_not-a-real-key');
+  }, 30_000);
 });
