@@ -98,7 +98,8 @@ export function consoleTerminalRelay(app: FastifyInstance): void {
     const target = `${address.url}/terminal/ws${sizeQuery(url.searchParams)}`;
     server.handleUpgrade(req, socket, head, (client) => relayTerminal(client, target));
   });
-  app.addHook('onClose', (_app, done) => {
+  // Before the listener closes: a terminal lasts as long as its person wants, and would hold the close.
+  app.addHook('preClose', (done) => {
     for (const client of server.clients) client.terminate();
     server.close(() => done());
   });
