@@ -123,9 +123,13 @@ export function consoleFileRelay(app: FastifyInstance): void {
     } catch (err) {
       return reply.code(502).send({ error: 'sandbox_unreachable', message: `the sandbox gateway did not answer: ${(err as Error).message}` });
     }
+    // What a sandbox serves is its own: never a page of base_url's origin, whatever type it claims.
+    const type = answer.headers.get('content-type') ?? '';
     return reply
       .code(answer.status)
-      .header('content-type', answer.headers.get('content-type') ?? 'application/octet-stream')
+      .header('content-type', type.startsWith('application/json') ? type : 'application/octet-stream')
+      .header('x-content-type-options', 'nosniff')
+      .header('content-security-policy', "default-src 'none'; sandbox")
       .header('cache-control', 'no-store')
       .send(Buffer.from(await answer.arrayBuffer()));
   });

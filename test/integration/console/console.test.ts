@@ -203,6 +203,35 @@ describe('workspace admin', () => {
   }, 60_000);
 });
 
+describe('service accounts', () => {
+  it('creates one, shows its client secret once, and that secret signs in', async () => {
+    const page = await newPage();
+    await signInWithKey(page, `${origin}/console/admin`, p.tenant.admin.apiKey);
+    const name = unique('console-sa');
+    const form = page.getByRole('form', { name: 'New service account' });
+    await form.getByLabel('Name').fill(name);
+    await form.getByLabel('Role').selectOption('member');
+    await form.getByRole('button', { name: 'Create service account' }).click();
+    const shown = form.getByRole('dialog');
+    const secret = ((await shown.locator('[data-secret]').textContent()) ?? '').trim();
+    const clientId = ((await shown.getAttribute('aria-label')) ?? '').replace('Client secret of ', '');
+    await page.getByRole('article', { name: `Service account ${name}` }).waitFor();
+    await shown.getByRole('button', { name: 'I have saved it' }).click();
+    expect(await page.content()).not.toContain(secret);
+
+    const other = await newPage();
+    await other.goto(`${origin}/console/resources/sandboxes`);
+    await other.getByLabel('service-account credentials').check();
+    await other.getByLabel('Client id').fill(clientId);
+    await other.getByLabel('Client secret').fill(secret);
+    await other.getByRole('button', { name: 'Sign in' }).click();
+    await other.getByRole('heading', { name: 'Resources' }).waitFor();
+    await expect(other.getByRole('combobox', { name: 'Workspace' }).inputValue()).resolves.toBe(p.tenant.workspace);
+    await other.close();
+    await page.close();
+  }, 60_000);
+});
+
 describe('other resources', () => {
   it('lists volumes with their workflow link, and connections without any of their secret values', async () => {
     const volume = unique('console-vol');
