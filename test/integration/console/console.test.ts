@@ -7,6 +7,7 @@ import { launchBrowser, requireBuiltConsole, signInWithKey, type TestBrowser } f
 import { unique } from '../../helpers/platform';
 import { startReferenceSdkPlatform, type ReferenceSdkPlatform } from '../../helpers/reference-sdk';
 import { eventually } from '../../helpers/workers';
+import { deployJobCode } from '../jobs/helpers';
 
 /**
  * The console in a real browser (Debian's chromium, headless) against the platform listening on
@@ -256,6 +257,35 @@ describe('other resources', () => {
     expect(html).not.toContain('API_KEY');
     await page.close();
   }, 60_000);
+});
+
+describe('jobs', () => {
+  it("shows a job's executions with their tasks' progress and workflow", async () => {
+    const job = unique('console-job');
+    const api = (method: 'GET' | 'POST', url: string, payload?: Record<string, unknown>) => p.t.call(p.tenant.admin.apiKey, { method, url, payload, workspace: p.tenant.workspace });
+    expect((await api('POST', '/v0/jobs', { metadata: { name: job }, spec: { runtime: { command: ['node', 'task.js'], memory: 256 } } })).statusCode).toBe(200);
+    const row = await p.t.app.pg.query<{ id: string }>(`SELECT id FROM resources WHERE workspace_id = $1 AND kind = 'jobs' AND name = $2`, [p.tenant.workspaceId, job]);
+    await deployJobCode(p.t.app.pg, p.t.config.dataDir, row.rows[0].id, { 'task.js': 'process.exit(process.env.TASK_INDEX === "2" ? 1 : 0)\n' });
+    expect((await api('POST', `/${p.tenant.workspace}/jobs/${job}/executions`, { tasks: [{}, {}, {}], id: 'run-1' })).statusCode).toBe(200);
+    const done = await eventually('run-1 to end', async () => {
+      const body = (await api('GET', `/${p.tenant.workspace}/jobs/${job}/executions/run-1`)).json();
+      return ['succeeded', 'failed'].includes(body.status) ? body : undefined;
+    }, 90_000);
+
+    const page = await newPage();
+    await signInWithKey(page, `${origin}/console/resources/jobs`, p.tenant.admin.apiKey);
+    const jobRow = page.locator(`tr[data-name="${job}"]`);
+    await jobRow.getByText('executions').click();
+    const execution = jobRow.locator('.executions li', { hasText: 'run-1' });
+    const { total, success, failure } = done.stats;
+    await expect(execution.innerText()).resolves.toContain(`run-1 ${done.status}`);
+    await expect(execution.innerText()).resolves.toContain(`${success + failure}/${total} tasks (${failure} failed, 0 running)`);
+    expect(await execution.getByRole('progressbar').getAttribute('value')).toBe(String(success + failure));
+    expect(await execution.getByRole('link', { name: 'workflow' }).getAttribute('href')).toBe(
+      `${TEMPORAL_UI}/namespaces/${p.t.config.temporalNamespace}/workflows/${encodeURIComponent(`job/${p.tenant.workspace}/${job}/run-1`)}`,
+    );
+    await page.close();
+  }, 120_000);
 });
 
 describe('the terminal relay', () => {
