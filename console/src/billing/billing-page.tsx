@@ -6,6 +6,7 @@ import { metricsCsv } from './csv';
 import { download } from './download';
 import { bucketTotals, fetchAllGroups, fetchMetricsPage, formatCost, formatUsage, groupLabel, groupValues, roundNano, type MetricsPage, type MetricsQuery } from './metrics';
 import { StackedChart } from './stacked-chart';
+import { colour } from './stack';
 
 /** The metrics API's pages of one query: the cursors that led to each, so the table can go back. */
 function usePagedMetrics(session: Session, query: MetricsQuery) {
@@ -52,10 +53,13 @@ function GroupsTable({ page, query }: { page: MetricsPage; query: MetricsQuery }
         </tr>
       </thead>
       <tbody>
-        {page.data.map((entry) => (
+        {page.data.map((entry, i) => (
           <tr data-group={groupLabel(entry, query.groupBy)} data-cost={entry.summary.cost}>
-            {groupValues(entry, query.groupBy).map((v) => (
-              <td>{v}</td>
+            {groupValues(entry, query.groupBy).map((v, column) => (
+              <td>
+                {column === 0 && <span class="swatch" style={{ background: colour(i) }} aria-hidden="true" />}
+                {v}
+              </td>
             ))}
             <td>{formatUsage(entry.summary.usage)}</td>
             <td class="number">{formatCost(entry.summary.cost)}</td>

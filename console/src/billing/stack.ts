@@ -16,3 +16,6 @@ export function stack(series: ChartSeries[]): number[][] {
   series.forEach((s, i) => sums.push(s.costs.map((cost, b) => roundNano(cost + (i ? sums[i - 1][b] : 0)))));
   return sums;
 }
+
+/** Distinct hues spread around the wheel, so neighbours in the stack stay apart; the table's swatches use the same. */
+export const colour = (i: number) => `hsl(${(i * 137.5) % 360} 62% 48%)`;

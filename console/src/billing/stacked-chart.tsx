@@ -2,15 +2,14 @@ import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import { formatCost } from './metrics';
-import { stack, type ChartSeries } from './stack';
-
-/** Distinct hues spread around the wheel, so neighbours in the stack stay apart. */
-const colour = (i: number) => `hsl(${(i * 137.5) % 360} 62% 48%)`;
+import { colour, stack, type ChartSeries } from './stack';
 
 function chartOptions(series: ChartSeries[], width: number, onDrawn: () => void): uPlot.Options {
   return {
     width,
     height: 320,
+    // Buckets start at 00:00 UTC (hour starts, Mondays, the 1st): shown in UTC, not the browser's zone.
+    tzDate: (seconds) => uPlot.tzDate(new Date(seconds * 1000), 'Etc/UTC'),
     legend: { show: series.length <= 20 },
     axes: [{}, { values: (_u, ticks) => ticks.map((t) => formatCost(t)), size: 90 }],
     series: [
