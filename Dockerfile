@@ -9,7 +9,8 @@ COPY package.json package-lock.json ./
 # refuses; npm install accepts the same lock.
 RUN npm ci --no-audit --no-fund || npm install --no-audit --no-fund
 COPY . .
-RUN npm run -s compile && npm prune --omit=dev
+# The web console (console/, Vite) compiles into dist/console, served by the API at /console.
+RUN npm run -s compile && npm run -s build:console && npm prune --omit=dev
 
 # A runtime node: bubblewrap (sandboxes), python3-seccomp (their seccomp filter), util-linux
 # (setpriv, nsenter, script for terminals), nftables and iproute2 (sandbox networks), skopeo and

@@ -31,6 +31,8 @@ export interface HangarConfig {
   clickhouseTcpPort: number;
   temporalPort: number;
   temporalUiPort: number;
+  /** The Temporal Web UI the console links workflows to (HANGAR_TEMPORAL_UI_URL; npm start sets it to the UI it runs). */
+  temporalUiUrl?: string;
   /** External services: when set, nothing is started locally for them. */
   databaseUrl?: string;
   clickhouseUrl?: string;
@@ -201,6 +203,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HangarConfig {
     clickhouseTcpPort: intFrom(env, 'HANGAR_CLICKHOUSE_TCP_PORT', 19000),
     temporalPort: intFrom(env, 'HANGAR_TEMPORAL_PORT', 7233),
     temporalUiPort: intFrom(env, 'HANGAR_TEMPORAL_UI_PORT', 8233),
+    temporalUiUrl: env.HANGAR_TEMPORAL_UI_URL || undefined,
     databaseUrl: env.DATABASE_URL || undefined,
     clickhouseUrl: env.CLICKHOUSE_URL || undefined,
     temporalAddress: env.TEMPORAL_ADDRESS || undefined,
