@@ -1,16 +1,10 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call, type Session } from '../api';
+import type { ApiKeyRecord } from '../../../store/service-accounts';
 import { ShownOnce } from './shown-once';
 
-interface ApiKey {
-  id: string;
-  name: string;
-  prefix: string;
-  createdAt: string;
-  expiresAt: string | null;
-  revokedAt: string | null;
-  lastUsedAt: string | null;
-}
+// The API's answer, as the server's own type says it (erased at build).
+type ApiKey = ApiKeyRecord;
 
 /** A service account's API keys: listed by prefix, created (the key shown once), revoked. */
 export function ApiKeys({ session, clientId }: { session: Session; clientId: string }) {

@@ -1,24 +1,8 @@
 import { call, type Session } from '../api';
 
-/** The metrics API's answer (README "Billing: usage metering and the metrics API"). */
-export type Usage = Partial<Record<'gbs' | 'count' | 'hours', number>>;
-export interface MetricsEntry {
-  workspace?: string;
-  resourceType?: string;
-  resourceName?: string;
-  resourceUuid?: string;
-  billingDimension?: string;
-  summary: { cost: number; usage?: Usage };
-  timeseries: { timestamp: string; cost: number; usage?: Usage }[];
-}
-export interface MetricsPage {
-  startTime: string;
-  endTime: string;
-  resolution: string;
-  summary: { totalCost: number; totalUsage?: Usage };
-  data: MetricsEntry[];
-  meta: { hasMore: boolean; nextCursor: string };
-}
+// The metrics API's answer, as the server's own types say it (erased at build: no server code ships).
+import type { MetricsEntry, MetricsResponse as MetricsPage, Usage } from '../../../domain/billing/metrics-response';
+export type { MetricsEntry, MetricsPage, Usage };
 
 export const GROUP_FIELDS = ['resource_type', 'billing_dimension', 'workspace', 'resource_name', 'resource_uuid'] as const;
 export type GroupField = (typeof GROUP_FIELDS)[number];
