@@ -10,7 +10,7 @@ import { cidrContains, parseCidr, type CidrBlock } from '../../domain/sandbox/ip
 import { repoRoot } from '../../scripts/stack/binaries';
 import { loadMasterKey } from '../../store/master-key';
 import { getNode } from '../../store/nodes';
-import { testRuntime } from './sandbox-runtime';
+import { BwrapRuntime } from '../../runtime/bwrap-runtime';
 import { eventually } from './workers';
 
 /**
@@ -151,7 +151,7 @@ export async function startSecondNode(config: HangarConfig, pg: Pool): Promise<S
         clearTimeout(timer);
       }
       // Sandboxes are not the worker's children: they outlive it, as on a real node.
-      const runtime = testRuntime(dataDir, { warmPool: 0 });
+      const runtime = new BwrapRuntime({ dataDir, warmPool: 0 });
       for (const sandbox of await runtime.list()) await runtime.remove(sandbox.id).catch(() => undefined);
       await runtime.close();
       for (const server of relays) await new Promise((resolve) => server.close(resolve));
