@@ -5,7 +5,7 @@ import { checkNodeRequest, NODE_CREDENTIAL_HEADER } from '../domain/nodes/node-c
 import { parseListenerPath, type ListenerTarget } from '../domain/nodes/listener-paths';
 import type { NodeListenAddress } from '../domain/nodes/listener-address';
 import { forwardableHeaders, HOP_BY_HOP_HEADERS, proxyRequest } from './http-proxy';
-import { workloadSocketsDir } from './layout';
+import { sandboxLayout, workloadSocketsDir } from './layout';
 import type { FreezeState } from './sandbox-runtime';
 import { refuseUpgrade, relayUpgrade } from './upgrade-relay';
 
@@ -118,7 +118,15 @@ export class NodeListener {
     if (req.method !== method) return answer(res, 405, { error: 'method_not_allowed', message: `${req.url} takes ${method}` });
     req.resume();
     if (target.kind === 'sandbox-frozen') return answer(res, 200, { frozen: await sandboxes.isFrozen(target.sandboxId) });
-    answer(res, 200, await sandboxes.thaw(target.sandboxId));
+    const thawed = await sandboxes.thaw(target.sandboxId);
+    // The sandbox closes the idle connections it held across the freeze: its pools (API, ports) go with them.
+    const root = `${sandboxLayout(this.options.dataDir, target.sandboxId).root}/`;
+    for (const [socketPath, agent] of this.agents) {
+      if (!socketPath.startsWith(root)) continue;
+      agent.destroy();
+      this.agents.delete(socketPath);
+    }
+    answer(res, 200, thawed);
   }
 
   private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {

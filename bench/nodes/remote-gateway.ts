@@ -133,7 +133,8 @@ async function createToExec(nodes: Nodes): Promise<string[][]> {
 }
 
 async function main() {
-  const platform = await startBenchPlatform(benchConfig('nodes-remote-gateway', 56960, { HANGAR_SANDBOX_WARM_POOL: '0' }), log);
+  // A short name: sandbox socket paths (<data folder>/sandboxes/<uuid>/api/agent.sock) must fit in 107 bytes.
+  const platform = await startBenchPlatform(benchConfig('remote-gw', 56960, { HANGAR_SANDBOX_WARM_POOL: '0' }), log);
   let second: SecondNode | undefined;
   let remoteApi: FastifyInstance | undefined;
   let gateway: FastifyInstance | undefined;

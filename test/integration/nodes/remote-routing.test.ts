@@ -6,7 +6,7 @@ import path from 'node:path';
 import { deployFolder } from '../../../cli/deploy';
 import { nodeCredentialKey, NODE_CREDENTIAL_HEADER, signNodeRequest } from '../../../domain/nodes/node-credential';
 import { renderSandboxUrl } from '../../../domain/sandbox/url-template';
-import type { BwrapRuntime } from '../../../runtime/bwrap-runtime';
+import { BwrapRuntime } from '../../../runtime/bwrap-runtime';
 import { NodeListenerAddresses } from '../../../runtime/network/node-listener-addresses';
 import type { SandboxNetwork } from '../../../runtime/network/sandbox-network';
 import { loadMasterKey } from '../../../store/master-key';
@@ -112,6 +112,20 @@ test('a public preview of a port of the remote sandbox answers through the previ
   const url = new URL(preview.json().spec.url);
   const answer = await platform.gateway.inject({ method: 'GET', url: `${url.pathname}/page`, headers: { host: url.host } });
   expect([answer.statusCode, answer.body]).toEqual([200, 'port /page']);
+});
+
+test('a sandbox of the second node in standby is thawed through its listener by the next request', async () => {
+  // The second node's runtime, as its standby check freezes a sandbox.
+  const runtime = new BwrapRuntime({ dataDir: second.dataDir, warmPool: 0 });
+  try {
+    await runtime.freeze(remoteId);
+    expect(await runtime.isFrozen(remoteId)).toBe(true);
+    const answer = await call('GET', '/filesystem/workspace/note.txt');
+    expect([answer.statusCode, answer.json().content]).toEqual([200, 'over the listener']);
+    expect(await runtime.isFrozen(remoteId)).toBe(false);
+  } finally {
+    await runtime.close();
+  }
 });
 
 test('a sandbox moved to another node is looked up again at once: the gateway follows the move', async () => {
