@@ -160,11 +160,15 @@ test("an agent on the second node answers through the run gateway, over the seco
   // although the instance's socket is on this machine's disk (so the 200 above came through the listener).
   await t.app.pg.query('UPDATE workload_revisions SET node_id = $2 WHERE resource_id = $1', [id, 'nowhere']);
   await announceRouteChanges(t.app.pg, id);
-  const lost = await ask();
-  expect([lost.status, ((await lost.json()) as { error: string }).error]).toEqual([502, 'node_unreachable']);
+  // The notice reaches the gateway a moment after the commit.
+  const lost = await eventually('the gateway routing to the node without a listener', async () => {
+    const answer = await ask();
+    return answer.status === 502 ? ((await answer.json()) as { error: string }) : undefined;
+  }, 10_000);
+  expect(lost.error).toBe('node_unreachable');
   await t.app.pg.query('UPDATE workload_revisions SET node_id = $2 WHERE resource_id = $1', [id, second.id]);
   await announceRouteChanges(t.app.pg, id);
-  expect((await ask()).status).toBe(200);
+  await eventually('the gateway routing to the second node again', async () => ((await ask()).status === 200 ? true : undefined), 10_000);
 });
 
 /** A request straight to the second node's listener. */
