@@ -4,6 +4,8 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { deployFolder } from '../../../cli/deploy';
+import { agentRequestWorkflowId } from '../../../domain/agents/async-requests';
+import { nodeTaskQueue } from '../../../domain/config';
 import { nodeCredentialKey, NODE_CREDENTIAL_HEADER, signNodeRequest } from '../../../domain/nodes/node-credential';
 import { renderSandboxUrl } from '../../../domain/sandbox/url-template';
 import { BwrapRuntime } from '../../../runtime/bwrap-runtime';
@@ -169,6 +171,19 @@ test("an agent on the second node answers through the run gateway, over the seco
   await t.app.pg.query('UPDATE workload_revisions SET node_id = $2 WHERE resource_id = $1', [id, second.id]);
   await announceRouteChanges(t.app.pg, id);
   await eventually('the gateway routing to the second node again', async () => ((await ask()).status === 200 ? true : undefined), 10_000);
+
+  // An asynchronous request is run by the node the revision runs on: its activity on that node's queue.
+  const accepted = await fetch(`${run.runUrl}/${tenant.workspace}/agents/far?async=true`, { method: 'POST', headers: { authorization: `Bearer ${tenant.admin.apiKey}`, 'content-type': 'application/json' }, body: '{}' });
+  expect(accepted.status).toBe(202);
+  const { id: requestId } = (await accepted.json()) as { id: string };
+  const done = await eventually('the asynchronous request', async () => {
+    const view = (await (await fetch(`${run.runUrl}/${tenant.workspace}/agents/far/requests/${requestId}`, { headers: { authorization: `Bearer ${tenant.admin.apiKey}` } })).json()) as { status: string; result: unknown };
+    return view.status === 'succeeded' || view.status === 'failed' ? view : undefined;
+  });
+  expect(done).toMatchObject({ status: 'succeeded', result: { statusCode: 200, body: '{"output":true}' } });
+  const history = await t.app.temporal.workflow.getHandle(agentRequestWorkflowId(tenant.workspace, 'far', requestId)).fetchHistory();
+  const queues = (history.events ?? []).map((event) => event.activityTaskScheduledEventAttributes?.taskQueue?.name).filter((name) => name?.includes('-node-'));
+  expect(new Set(queues)).toEqual(new Set([nodeTaskQueue({ taskQueue: t.config.taskQueue, nodeId: second.id })]));
 });
 
 /** A request straight to the second node's listener. */
