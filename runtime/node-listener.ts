@@ -2,7 +2,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import path from 'node:path';
 import type { Duplex } from 'node:stream';
 import { checkNodeRequest, NODE_CREDENTIAL_HEADER } from '../domain/nodes/node-credential';
-import { parseListenerPath, type ListenerTarget } from '../domain/nodes/listener-paths';
+import { NODE_THAWED_HEADER, parseListenerPath, type ListenerTarget } from '../domain/nodes/listener-paths';
 import type { NodeListenAddress } from '../domain/nodes/listener-address';
 import { forwardableHeaders, HOP_BY_HOP_HEADERS, proxyRequest } from './http-proxy';
 import { sandboxLayout, workloadSocketsDir } from './layout';
@@ -94,12 +94,13 @@ export class NodeListener {
     if ('status' in target) return answer(res, target.status, { error: target.error, message: target.message });
     try {
       if (target.kind === 'sandbox-frozen' || target.kind === 'sandbox-thaw') return await this.freezing(req, res, target);
+      const thawed = target.kind === 'workload' ? undefined : await this.thawIfFrozen(target.sandboxId);
       const socketPath = await this.socketOf(target);
       proxyRequest(req, res, {
         upstream: { socketPath },
         path: target.rest,
         requestHeaders: (headers) => forwardableHeaders(headers, undefined, DROPPED_HEADERS),
-        responseHeaders: (headers) => forwardableHeaders(headers, undefined, HOP_BY_HOP_HEADERS),
+        responseHeaders: (headers) => forwardableHeaders(headers, thawed && { [NODE_THAWED_HEADER]: `${thawed.generation},${thawed.thawedAt ?? Date.now()}` }, HOP_BY_HOP_HEADERS),
         headers: target.kind === 'sandbox-port' ? { host: `localhost:${target.port}` } : undefined,
         agent: this.agentFor(socketPath),
         onUnreachable: (err) => {
@@ -118,15 +119,24 @@ export class NodeListener {
     if (req.method !== method) return answer(res, 405, { error: 'method_not_allowed', message: `${req.url} takes ${method}` });
     req.resume();
     if (target.kind === 'sandbox-frozen') return answer(res, 200, { frozen: await sandboxes.isFrozen(target.sandboxId) });
-    const thawed = await sandboxes.thaw(target.sandboxId);
+    answer(res, 200, await this.thaw(target.sandboxId));
+  }
+
+  /** Thaws a sandbox in standby (its state, as after the thaw), or undefined when it runs. */
+  private async thawIfFrozen(sandboxId: string): Promise<FreezeState | undefined> {
+    return (await this.options.sandboxes.isFrozen(sandboxId)) ? this.thaw(sandboxId) : undefined;
+  }
+
+  private async thaw(sandboxId: string): Promise<FreezeState> {
+    const thawed = await this.options.sandboxes.thaw(sandboxId);
     // The sandbox closes the idle connections it held across the freeze: its pools (API, ports) go with them.
-    const root = `${sandboxLayout(this.options.dataDir, target.sandboxId).root}/`;
+    const root = `${sandboxLayout(this.options.dataDir, sandboxId).root}/`;
     for (const [socketPath, agent] of this.agents) {
       if (!socketPath.startsWith(root)) continue;
       agent.destroy();
       this.agents.delete(socketPath);
     }
-    answer(res, 200, thawed);
+    return thawed;
   }
 
   private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {

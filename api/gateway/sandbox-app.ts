@@ -10,7 +10,7 @@ import type { FreezeState } from '../../runtime/sandbox-runtime';
 import { forbidden, notFound } from '../../domain/errors';
 import type { AppOptions } from '../fastify';
 import { PrincipalCache } from './principal-cache';
-import { proxyRequest, proxyUpgrade } from '../../runtime/http-proxy';
+import { forwardableHeaders, proxyRequest, proxyUpgrade } from '../../runtime/http-proxy';
 import { RouteCache } from './route-cache';
 import { readySandbox } from './sandbox-readiness';
 import { buildGatewayBase, proxiedRouteLogLevel } from './gateway-base';
@@ -25,7 +25,7 @@ import { PreviewHost } from './preview-host';
 import type { SandboxAt, SandboxTarget } from './sandbox-target';
 import { RemoteNodes } from './remote-nodes';
 import { nodeCredentialKey } from '../../domain/nodes/node-credential';
-import type { ListenerTarget } from '../../domain/nodes/listener-paths';
+import { NODE_THAWED_HEADER, type ListenerTarget } from '../../domain/nodes/listener-paths';
 import type { PortTarget } from '../../domain/sandbox/port-path';
 import { loadMasterKey } from '../../store/master-key';
 
@@ -103,6 +103,22 @@ function remoteUpstream(gateway: SandboxGateway, sandbox: SandboxAt, target: Lis
       gateway.routes.forget(sandbox.resourceId);
       gateway.remote.reset(remote.nodeId);
       return { error: 'node_unreachable', message: `node '${remote.nodeId}' of the sandbox did not answer: ${err.message}` };
+    },
+  };
+}
+
+/** The upstream, with the thaw its node's listener reports (NODE_THAWED_HEADER) told to the sandbox's workflow, and the header dropped. */
+function reportingThaws(gateway: SandboxGateway, workflowId: string, upstream: SandboxUpstream): SandboxUpstream {
+  const own = upstream.responseHeaders;
+  return {
+    ...upstream,
+    responseHeaders: (headers) => {
+      const { [NODE_THAWED_HEADER]: thawed, ...rest } = headers;
+      if (typeof thawed === 'string') {
+        const [generation, at] = thawed.split(',').map(Number);
+        if (Number.isFinite(generation) && Number.isFinite(at)) gateway.touches.resumed(workflowId, at, generation);
+      }
+      return own ? own(rest) : forwardableHeaders(rest);
     },
   };
 }
@@ -188,6 +204,12 @@ function proxyToSandbox(
  */
 async function serveSandbox(gateway: SandboxGateway, request: FastifyRequest, reply: FastifyReply, target: SandboxTarget): Promise<void> {
   const { resourceId, workflowId } = target;
+  if (!gateway.remote.isLocal(target.node) && request.headers.upgrade === undefined) {
+    // The node's listener thaws a sandbox in standby itself and says so in its answer: no round
+    // trip to ask first. (An upgrade's answer is relayed unread, so an upgrade asks first.)
+    gateway.touches.touch(workflowId);
+    return proxyToSandbox(gateway, request, reply, target, reportingThaws(gateway, workflowId, await target.upstream()));
+  }
   if (await isFrozen(gateway, target)) {
     await resume(gateway, target, workflowId);
     // Idle connections kept across the freeze are closed by the sandbox as soon as it thaws.

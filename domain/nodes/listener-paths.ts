@@ -10,6 +10,13 @@ export type ListenerTarget =
   | { kind: 'sandbox-thaw'; sandboxId: string }
   | { kind: 'workload'; socketName: string; rest: string };
 
+/**
+ * The listener thaws a sandbox in standby before serving a request for it (as a gateway of its
+ * host does), and says so in this header of its answer, `<generation>,<thawedAt ms>`, for the
+ * gateway to tell the sandbox's workflow: one round trip, not a freeze check first.
+ */
+export const NODE_THAWED_HEADER = 'x-hangar-node-thawed';
+
 const SANDBOX_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/;
 /** A workload instance's pinned socket: `<sandbox id>-<port>.sock` in the node's workload sockets folder. */
 const WORKLOAD_SOCKET = /^[A-Za-z0-9][A-Za-z0-9_-]{0,62}-\d{1,5}\.sock$/;

@@ -7,6 +7,7 @@ import { deployFolder } from '../../../cli/deploy';
 import { agentRequestWorkflowId } from '../../../domain/agents/async-requests';
 import { nodeTaskQueue } from '../../../domain/config';
 import { nodeCredentialKey, NODE_CREDENTIAL_HEADER, signNodeRequest } from '../../../domain/nodes/node-credential';
+import { NODE_THAWED_HEADER } from '../../../domain/nodes/listener-paths';
 import { renderSandboxUrl } from '../../../domain/sandbox/url-template';
 import { BwrapRuntime } from '../../../runtime/bwrap-runtime';
 import { NodeListenerAddresses } from '../../../runtime/network/node-listener-addresses';
@@ -120,11 +121,14 @@ test('a sandbox of the second node in standby is thawed through its listener by 
   // The second node's runtime, as its standby check freezes a sandbox.
   const runtime = new BwrapRuntime({ dataDir: second.dataDir, warmPool: 0 });
   try {
+    expect((await call('PUT', '/filesystem/workspace/standby.txt', { content: 'before standby' })).statusCode).toBe(200);
     await runtime.freeze(remoteId);
     expect(await runtime.isFrozen(remoteId)).toBe(true);
-    const answer = await call('GET', '/filesystem/workspace/note.txt');
-    expect([answer.statusCode, answer.json().content]).toEqual([200, 'over the listener']);
+    const answer = await call('GET', '/filesystem/workspace/standby.txt');
+    expect([answer.statusCode, answer.json().content]).toEqual([200, 'before standby']);
     expect(await runtime.isFrozen(remoteId)).toBe(false);
+    // The listener's report of the thaw is for the gateway (which tells the workflow), not the caller.
+    expect(answer.headers[NODE_THAWED_HEADER]).toBeUndefined();
   } finally {
     await runtime.close();
   }
