@@ -7,10 +7,14 @@ import { loadConfig, nodeTaskQueue } from '../domain/config';
 import { PlatformServices } from '../runtime/platform-services/platform-services';
 import { BwrapRuntime } from '../runtime/bwrap-runtime';
 import { NodeHeartbeat } from '../runtime/node-heartbeat';
+import { NodeListener } from '../runtime/node-listener';
+import { nodeCredentialKey } from '../domain/nodes/node-credential';
+import { loadMasterKey } from '../store/master-key';
 import { removeMovedJobSandboxes } from '../runtime/moved-job-sandboxes';
 import { SandboxNetwork } from '../runtime/network/sandbox-network';
 import { refusalReporter } from '../runtime/network/refusal-events';
 import { TrafficRecorder } from '../runtime/network/traffic-recorder';
+import { NodeListenerAddresses } from '../runtime/network/node-listener-addresses';
 import { PortEventRelay } from '../runtime/port-event-relay';
 import { VolumeStore } from '../runtime/volume-store';
 import { connectToTemporal } from './connect';
@@ -27,6 +31,8 @@ async function main() {
   const connection = await connectToTemporal(temporalAddress(config));
   const temporal = new Client({ connection: await Connection.connect({ address: temporalAddress(config) }), namespace: config.temporalNamespace });
   const pg = createPool(config.databaseUrl);
+  const listeners = config.sandboxNetwork ? new NodeListenerAddresses(pg, (err) => console.error(`node listener addresses: ${err.message}`)) : undefined;
+  await listeners?.start();
   const traffic = config.sandboxNetwork ? new TrafficRecorder(pg) : undefined;
   const network = config.sandboxNetwork
     ? new SandboxNetwork({
@@ -35,6 +41,7 @@ async function main() {
         onRefused: refusalReporter(pg),
         onTraffic: traffic?.record,
         allowedPrivateRanges: config.sandboxAllowedPrivateRanges,
+        nodeListeners: () => listeners?.blocks() ?? [],
       })
     : undefined;
   await network?.start();
@@ -43,6 +50,11 @@ async function main() {
   const heartbeat = NodeHeartbeat.forNode(config, pg, () => runtime.list(), (line) => console.error(line));
   const removed = await removeMovedJobSandboxes(runtime, pg, config.nodeId);
   if (removed.length > 0) console.log(`removed the sandboxes of ${removed.length} job executions that ended or moved to another node meanwhile`);
+  // Listening before the heartbeat advertises it: a gateway that reads the URL finds it answering.
+  const listener = config.nodeListen
+    ? new NodeListener({ nodeId: config.nodeId, key: nodeCredentialKey(loadMasterKey(config)), dataDir: config.dataDir, sandboxes: runtime, listen: config.nodeListen })
+    : undefined;
+  await listener?.start();
   await heartbeat.start();
   const platform = await PlatformServices.forNode(config, pg);
   const worker = await Worker.create({
@@ -67,9 +79,11 @@ async function main() {
     await worker.run();
   } finally {
     await heartbeat.stop();
+    await listener?.close();
     await relay.close();
     await platform.closeAll();
     await network?.close();
+    listeners?.stop();
     await traffic?.close();
     await Promise.allSettled([runtime.close(), pg.end(), temporal.connection.close(), connection.close()]);
   }
