@@ -83,7 +83,9 @@ test('the commented second node is a valid service of its own: another id, anoth
   expect(node.build).toEqual({ context: '.', target: 'node' });
   expect(node.environment!.HANGAR_NODE_ID).toBe('node-2');
   expect(node.environment!.DATABASE_URL).toBe(compose.services['node-1'].environment!.DATABASE_URL);
-  expect(node.volumes).toEqual(['node-2-data:/data']);
+  expect(node.volumes).toEqual(['hangar-data:/data:ro', 'node-2-data:/node-data']);
+  expect(node.environment!.HANGAR_DATA_DIR).toBe('/node-data');
+  expect(node.environment!.HANGAR_NODE_LISTEN).toBe('0.0.0.0:8090');
   expect(node.privileged).toBe(true);
   expect(node.cgroup).toBe('host');
   expect(composeText).toMatch(/^ {2}# node-2-data:$/m);
