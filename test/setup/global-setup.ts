@@ -6,10 +6,14 @@ import { listTestFiles, onlyUnitTestsSelected, type JestSelection } from './sele
 import type { TestStack } from './stack';
 import { stackFilePath, testConfig, testWorkflowBundleFile } from './test-config';
 import { writeWorkflowBundle } from '../../workers/workflow-bundle';
+import { DebianBaseImage } from '../../runtime/base-image';
+import { OciImageStore } from '../../runtime/image-store';
 
 declare global {
   // Handed from the global set-up to the global teardown (jest runs both in its main process).
   var __HANGAR_TEST_STACK__: Stack | undefined;
+  // The build of base-image the set-up started, awaited by the teardown.
+  var __HANGAR_BASE_IMAGE_BUILD__: Promise<unknown> | undefined;
 }
 
 const log = (line: string) => process.stderr.write(`[test stack] ${line}\n`);
@@ -32,6 +36,7 @@ export default async function globalSetup(globalConfig: JestSelection): Promise<
   fs.mkdirSync(config.dataDir, { recursive: true });
   const bundling = writeWorkflowBundle(testWorkflowBundleFile(config));
   bundling.catch(() => undefined); // awaited below; a failed stack start must not leave it unhandled
+  globalThis.__HANGAR_BASE_IMAGE_BUILD__ = buildBaseImage(config.dataDir);
   const keepRunning = process.env.HANGAR_TEST_KEEP_STACK === '1';
   // Another test run on the same folder finishes first: its services are not ours to stop.
   const stack = await startStack(config, log, { keepRunning, fastWrites: true, lockWaitMs: 15 * 60_000, onServiceEvent: (event) => log(event.message) });
@@ -52,4 +57,22 @@ export default async function globalSetup(globalConfig: JestSelection): Promise<
   fs.writeFileSync(stackFile, JSON.stringify(recorded, null, 2) + '\n', { mode: 0o600 });
   globalThis.__HANGAR_TEST_STACK__ = stack;
   log(`ready in ${((Date.now() - began) / 1000).toFixed(1)}s${keepRunning ? ' (kept running after the tests)' : ''}`);
+}
+
+/**
+ * Builds base-image into the run's data folder, as a node builds it on first need, while the tests
+ * start: once per data folder (a later run finds it). Not awaited: a test that needs it first
+ * waits on the build's file lock, then finds it stored (runtime/base-image.ts).
+ */
+async function buildBaseImage(dataDir: string): Promise<void> {
+  const store = new OciImageStore({ root: path.join(dataDir, 'images', 'oci') });
+  const began = Date.now();
+  const image = new DebianBaseImage({ store, workDir: path.join(dataDir, 'images', 'base-image') });
+  try {
+    if (await image.find()) return;
+    const built = await image.ensure();
+    log(`base-image built in ${((Date.now() - began) / 1000).toFixed(1)}s (${built.digest})`);
+  } catch (err) {
+    log(`base-image could not be built: ${(err as Error).message}`);
+  }
 }
