@@ -29,29 +29,24 @@ export interface RestoreRequest {
   restoreId: string;
 }
 
-/**
- * The node side of a sandbox's life, run by the runtime worker of the node that hosts it. Every
- * activity is idempotent (start returns the running sandbox, remove of a missing one is a no-op),
- * so retries after a worker crash are safe.
- */
-export function createSandboxNodeActivities({
-  runtime,
-  volumes,
-  pg,
-  registryAccounts,
-  nodeId,
-}: {
+export interface SandboxNodeDeps {
   runtime: NodeRuntime;
   volumes?: VolumeStore;
   pg: Pool;
   registryAccounts?: RegistryAccounts;
   /** The node's id, under which it records the built-in images it builds (store/node-images.ts). */
   nodeId?: string;
-}) {
+}
+
+/**
+ * The node side of a sandbox's life, run by the runtime worker of the node that hosts it. Every
+ * activity is idempotent (start returns the running sandbox, remove of a missing one is a no-op),
+ * so retries after a worker crash are safe.
+ */
+export function createSandboxNodeActivities({ runtime, volumes, pg, registryAccounts, nodeId }: SandboxNodeDeps) {
   const store = new ResourceStore(pg);
   const history = new StateHistory(pg);
   const nodeImages = nodeId === undefined ? undefined : { store: new NodeImageStore(pg), nodeId };
-
   return {
     /** Starts the sandbox and marks it DEPLOYED; answers since when it runs (see startSandbox below). */
     startSandbox: (key: SandboxKey, spec: SandboxSpec, seedSnapshotId?: string) =>
@@ -59,8 +54,7 @@ export function createSandboxNodeActivities({
 
     /** Pulls the sandbox's image onto this node when it comes from a registry (see pullSandboxImage below). */
     pullSandboxImage: (key: SandboxKey, spec: SandboxSpec) => whileHeartbeating(() => pullSandboxImage({ runtime, store, registryAccounts }, key, spec)),
-
-    /** Builds base-image on this node unless it has it, the sandbox's status saying it waits for it (see prepareBaseImage below). */
+    /** Builds base-image unless the node has it, the sandbox saying it waits for it (prepareBaseImage below). */
     prepareBaseImage: (key: SandboxKey) => whileHeartbeating(() => prepareBaseImage({ runtime, store, nodeImages }, key)),
 
     /**
