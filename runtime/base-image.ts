@@ -98,9 +98,7 @@ export class DebianBaseImage {
   }
 
   private suite(): string {
-    if (this.options.suite) return this.options.suite;
-    const release = fs.readFileSync('/etc/os-release', 'utf8');
-    return /^VERSION_CODENAME=(\w+)$/m.exec(release)?.[1] ?? 'stable';
+    return this.options.suite ?? hostDebianSuite();
   }
 
   private runMmdebstrap(attempt: string, tarFile: string, progress: BaseImageProgress): Promise<void> {
@@ -154,6 +152,12 @@ export class DebianBaseImage {
     await fsp.writeFile(path.join(layoutDir, 'index.json'), JSON.stringify({ schemaVersion: 2, manifests: [entry] }));
     return layoutDir;
   }
+}
+
+/** The host's Debian codename (`bookworm`): base-image is built from the suite the node runs. */
+export function hostDebianSuite(): string {
+  const release = fs.readFileSync('/etc/os-release', 'utf8');
+  return /^VERSION_CODENAME=(\w+)$/m.exec(release)?.[1] ?? 'stable';
 }
 
 /** Stores a document as a blob named by its digest. */
