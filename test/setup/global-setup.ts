@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { startStack, type Stack } from '../../scripts/stack';
 import { applySchemas } from '../../scripts/stack/schema';
-import { listTestFiles, onlyUnitTestsSelected, type JestSelection } from './selection';
+import { listTestFiles, onlyUnitTestsSelected, selectedTestFiles, type JestSelection } from './selection';
 import type { TestStack } from './stack';
 import { stackFilePath, testConfig, testWorkflowBundleFile } from './test-config';
 import { writeWorkflowBundle } from '../../workers/workflow-bundle';
@@ -27,7 +27,8 @@ export default async function globalSetup(globalConfig: JestSelection): Promise<
   const config = testConfig();
   const stackFile = stackFilePath(config);
   fs.rmSync(stackFile, { force: true });
-  if (onlyUnitTestsSelected(globalConfig, listTestFiles(path.join(globalConfig.rootDir, 'test')))) {
+  const testFiles = listTestFiles(path.join(globalConfig.rootDir, 'test'));
+  if (onlyUnitTestsSelected(globalConfig, testFiles)) {
     log('only unit tests selected: the services are not started');
     return;
   }
@@ -36,13 +37,17 @@ export default async function globalSetup(globalConfig: JestSelection): Promise<
   fs.mkdirSync(config.dataDir, { recursive: true });
   const bundling = writeWorkflowBundle(testWorkflowBundleFile(config));
   bundling.catch(() => undefined); // awaited below; a failed stack start must not leave it unhandled
-  globalThis.__HANGAR_BASE_IMAGE_BUILD__ = buildBaseImage(config.dataDir);
+  const baseImage = buildBaseImage(config.dataDir);
+  globalThis.__HANGAR_BASE_IMAGE_BUILD__ = baseImage;
   const keepRunning = process.env.HANGAR_TEST_KEEP_STACK === '1';
   // Another test run on the same folder finishes first: its services are not ours to stop.
   const stack = await startStack(config, log, { keepRunning, fastWrites: true, lockWaitMs: 15 * 60_000, onServiceEvent: (event) => log(event.message) });
   try {
     await applySchemas(stack);
     await bundling;
+    // Tests that start sandboxes on base-image would otherwise wait for its first build
+    // within their own time limits; the others start at once and it builds behind them.
+    if (selectsBaseImageTests(globalConfig, testFiles)) await baseImage;
   } catch (err) {
     await stack.stop();
     throw err;
@@ -59,10 +64,16 @@ export default async function globalSetup(globalConfig: JestSelection): Promise<
   log(`ready in ${((Date.now() - began) / 1000).toFixed(1)}s${keepRunning ? ' (kept running after the tests)' : ''}`);
 }
 
+/** Whether a selected test file names base-image (all files, when the selection cannot be read). */
+function selectsBaseImageTests(selection: JestSelection, testFiles: string[]): boolean {
+  return (selectedTestFiles(selection, testFiles) ?? testFiles).some((file) => fs.readFileSync(file, 'utf8').includes('base-image'));
+}
+
 /**
  * Builds base-image into the run's data folder, as a node builds it on first need, while the tests
- * start: once per data folder (a later run finds it). Not awaited: a test that needs it first
- * waits on the build's file lock, then finds it stored (runtime/base-image.ts).
+ * start: once per data folder (a later run finds it). Awaited before the tests only when they
+ * name base-image (selectsBaseImageTests); a test that needs it first otherwise waits on the
+ * build's file lock, then finds it stored (runtime/base-image.ts).
  */
 async function buildBaseImage(dataDir: string): Promise<void> {
   const store = new OciImageStore({ root: path.join(dataDir, 'images', 'oci') });

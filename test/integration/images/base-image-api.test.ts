@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../../helpers/platform';
 import { tenantResources } from '../../helpers/resources';
@@ -23,7 +25,8 @@ const extraRuntimes: ReturnType<typeof testRuntime>[] = [];
 beforeAll(async () => {
   t = await startTestApp({ taskQueue: unique('base-image-api') });
   tenant = await createTenant(t.app.pg, 'baseimg');
-  scratch = path.join(t.config.dataDir, unique('base-image-api'));
+  // Short: the sandboxes' sockets live under it, and a socket's path has at most 107 bytes.
+  scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'hbi-'));
   standIn = standInMmdebstrap(path.join(scratch, 'tool'));
   runtimeOptions = { dataDir: path.join(scratch, 'node'), images: { mmdebstrapPath: standIn.path } };
   platform = await startSandboxPlatform(t, runtimeOptions);
