@@ -38,8 +38,8 @@ export type BaseImageProgress = (step: string) => void;
  * Builds of one node happen once: in a process, callers share one promise; across processes (a
  * worker restarted, the test set-up and a worker), a file lock lets one build while the others
  * wait, then find the image stored. An attempt cut short by its process's death leaves a folder
- * the next attempt deletes; mmdebstrap dies with its parent (pdeathsig) in a mount namespace of
- * its own, so neither it nor its mounts outlive the attempt.
+ * the next attempt deletes; mmdebstrap and all it started die with their parent (pdeathsig, a pid
+ * namespace) in a mount namespace of their own, so neither they nor their mounts outlive it.
  */
 export class DebianBaseImage {
   private building?: Promise<StoredImage>;
@@ -103,7 +103,10 @@ export class DebianBaseImage {
 
   private runMmdebstrap(attempt: string, tarFile: string, progress: BaseImageProgress): Promise<void> {
     const args = [
-      '--pdeathsig', 'KILL', 'unshare', '--mount', '--propagation', 'private',
+      // Dies with this process (pdeathsig), and so does everything it started: mmdebstrap is the
+      // first process of a pid namespace (killed with unshare, --kill-child), whose end ends apt
+      // and dpkg; its mounts are in a mount namespace of its own.
+      '--pdeathsig', 'KILL', 'unshare', '--mount', '--propagation', 'private', '--pid', '--fork', '--kill-child',
       this.options.mmdebstrapPath ?? 'mmdebstrap',
       '--mode=root', '--variant=minbase', '--format=tar', `--include=${BASE_IMAGE_PACKAGES.join(',')}`,
       // Nothing a sandbox needs: the package lists and downloaded packages.
