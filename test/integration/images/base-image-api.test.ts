@@ -42,10 +42,12 @@ const api: ReturnType<typeof tenantResources>['api'] = (...args) => resources().
 const messages = async (name: string): Promise<string[]> => ((await api('GET', `/v0/sandboxes/${name}`)).json().events ?? []).map((e: { message: string }) => e.message);
 
 test('the first sandbox on base-image waits for its build, across a node worker restart, then runs on it', async () => {
-  standIn.setDelay(5_000);
+  standIn.setDelay(8_000);
   expect((await api('POST', '/v0/sandboxes', { metadata: { name: 'first' }, spec: { runtime: { image: 'base-image', memory: 128 } } })).statusCode).toBe(200);
   await eventually('the sandbox to say it waits for its image', async () => ((await messages('first')).includes("waiting for its image: building 'base-image' on the node from Debian's packages") ? true : undefined), 60_000);
   expect((await api('GET', '/v0/sandboxes/first')).json().status).toBe('DEPLOYING');
+  // The event comes first, then the build: the restart below lands while it runs.
+  await eventually('the build to start', async () => (standIn.runs().started === 1 ? true : undefined), 60_000);
   expect(standIn.runs()).toEqual({ started: 1, finished: 0 });
 
   // The node's worker restarts mid-build: the new one takes the sandbox's start over.
