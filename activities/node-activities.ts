@@ -32,7 +32,7 @@ export interface NodeActivityDeps {
 /** Every activity a node's runtime worker runs: what touches this machine's sandboxes and volumes. */
 export function createNodeActivities({ config, runtime, volumes, pg, platform, temporal, jobMounts }: NodeActivityDeps) {
   return {
-    ...createSandboxNodeActivities({ runtime, volumes, pg, registryAccounts: registryAccountsFrom(pg, config) }),
+    ...createSandboxNodeActivities({ runtime, volumes, pg, registryAccounts: registryAccountsFrom(pg, config), nodeId: config.nodeId }),
     ...createSnapshotNodeActivities({ runtime, pg }),
     ...createImageBuildNodeActivities({ runtime, pg, dataDir: config.dataDir }),
     ...createVolumeNodeActivities({ volumes }),

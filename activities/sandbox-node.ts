@@ -2,7 +2,8 @@ import { ApplicationFailure } from '@temporalio/activity';
 import type { Pool } from 'pg';
 import { ResourceStore } from '../store/resources';
 import { StateHistory } from '../store/state-history';
-import { isRegistryImage, pullsEveryTime } from '../domain/images/builtin';
+import { NodeImageStore } from '../store/node-images';
+import { BUILT_BASE_IMAGE, isRegistryImage, pullsEveryTime } from '../domain/images/builtin';
 import { ImagePullError } from '../domain/images/pull-failure';
 import { DEFAULT_SANDBOX_IMAGE, DEFAULT_SANDBOX_MEMORY_MB, type SandboxKey, type SandboxSpec } from '../domain/sandbox/sandbox';
 import { SandboxNotFoundError, SandboxSpecError, type FreezeState, type RuntimeVolumeMount, type SandboxRemoval, type SandboxRuntime } from '../runtime/sandbox-runtime';
@@ -17,6 +18,8 @@ export type NodeRuntime = SandboxRuntime & {
   pullImage(reference: string, options?: { credentials?: RegistryAccount }): Promise<{ digest: string }>;
   findImage(reference: string): Promise<{ digest: string; authenticated: boolean } | undefined>;
   restoreFiles(id: string, snapshotId: string, restoreId: string): Promise<FreezeState>;
+  ensureBaseImage(progress?: (step: string) => void): Promise<{ digest: string; storedBytes: number }>;
+  findBaseImage(): Promise<{ digest: string; storedBytes: number } | undefined>;
 };
 
 /** A restore asked for through the API: the snapshot (one of the sandbox's own) and the request's id. */
@@ -26,15 +29,24 @@ export interface RestoreRequest {
   restoreId: string;
 }
 
+export interface SandboxNodeDeps {
+  runtime: NodeRuntime;
+  volumes?: VolumeStore;
+  pg: Pool;
+  registryAccounts?: RegistryAccounts;
+  /** The node's id, under which it records the built-in images it builds (store/node-images.ts). */
+  nodeId?: string;
+}
+
 /**
  * The node side of a sandbox's life, run by the runtime worker of the node that hosts it. Every
  * activity is idempotent (start returns the running sandbox, remove of a missing one is a no-op),
  * so retries after a worker crash are safe.
  */
-export function createSandboxNodeActivities({ runtime, volumes, pg, registryAccounts }: { runtime: NodeRuntime; volumes?: VolumeStore; pg: Pool; registryAccounts?: RegistryAccounts }) {
+export function createSandboxNodeActivities({ runtime, volumes, pg, registryAccounts, nodeId }: SandboxNodeDeps) {
   const store = new ResourceStore(pg);
   const history = new StateHistory(pg);
-
+  const nodeImages = nodeId === undefined ? undefined : { store: new NodeImageStore(pg), nodeId };
   return {
     /** Starts the sandbox and marks it DEPLOYED; answers since when it runs (see startSandbox below). */
     startSandbox: (key: SandboxKey, spec: SandboxSpec, seedSnapshotId?: string) =>
@@ -42,6 +54,8 @@ export function createSandboxNodeActivities({ runtime, volumes, pg, registryAcco
 
     /** Pulls the sandbox's image onto this node when it comes from a registry (see pullSandboxImage below). */
     pullSandboxImage: (key: SandboxKey, spec: SandboxSpec) => whileHeartbeating(() => pullSandboxImage({ runtime, store, registryAccounts }, key, spec)),
+    /** Builds base-image unless the node has it, the sandbox saying it waits for it (prepareBaseImage below). */
+    prepareBaseImage: (key: SandboxKey) => whileHeartbeating(() => prepareBaseImage({ runtime, store, nodeImages }, key)),
 
     /**
      * Freezes the sandbox unless it is serving a request, running a command someone waits on or
@@ -205,6 +219,36 @@ async function pullSandboxImage(
   } catch (err) {
     if (err instanceof ImagePullError && err.kind !== 'unreachable') throw ApplicationFailure.nonRetryable(err.message, 'ImagePullError');
     if (err instanceof SandboxSpecError) throw ApplicationFailure.nonRetryable(err.message, 'SandboxSpecError');
+    throw err;
+  }
+}
+
+/**
+ * base-image for a sandbox on it: found on the node, or built now (once for the node however many
+ * sandboxes wait, runtime/base-image.ts), the sandbox's events and status saying it waits for its
+ * image meanwhile. A build cut short by a worker's restart is made again by the activity's retry.
+ */
+async function prepareBaseImage(
+  { runtime, store, nodeImages }: { runtime: NodeRuntime; store: ResourceStore; nodeImages?: { store: NodeImageStore; nodeId: string } },
+  key: SandboxKey,
+): Promise<{ digest: string }> {
+  const reference = BUILT_BASE_IMAGE;
+  const record = (update: Parameters<NodeImageStore['record']>[2]) => nodeImages?.store.record(nodeImages.nodeId, reference, update);
+  const present = await runtime.findBaseImage();
+  if (present) {
+    await record({ state: 'READY', digest: present.digest, sizeBytes: present.storedBytes });
+    await store.note(key.id, { type: 'Normal', message: `image '${reference}' is on the node (${present.digest})` }, { image: { reference, digest: present.digest, pull: 'PRESENT' } });
+    return { digest: present.digest };
+  }
+  await store.note(key.id, { type: 'Normal', message: `waiting for its image: building '${reference}' on the node from Debian's packages` }, { image: { reference, pull: 'BUILDING' } });
+  await record({ state: 'BUILDING' });
+  try {
+    const built = await runtime.ensureBaseImage();
+    await record({ state: 'READY', digest: built.digest, sizeBytes: built.storedBytes });
+    await store.note(key.id, { type: 'Normal', message: `image '${reference}' built (${built.digest}, ${built.storedBytes} bytes)` }, { image: { reference, digest: built.digest, pull: 'BUILT' } });
+    return { digest: built.digest };
+  } catch (err) {
+    await record({ state: 'FAILED', reason: (err as Error).message });
     throw err;
   }
 }

@@ -50,8 +50,20 @@ export interface BwrapRuntimeOptions {
   nodeBinary?: string;
   /** The host's setpriv, run through the host's loader in sandboxes on pulled images. */
   setprivPath?: string;
-  /** Images pulled from registries (runtime/image-store.ts): the tools, and registries reached without TLS checks besides loopback ones. */
-  images?: { skopeoPath?: string; umociPath?: string; insecureRegistries?: string[]; buildahPath?: string; buildStorageDriver?: string };
+  /**
+   * Images pulled from registries (runtime/image-store.ts): the tools, and registries reached
+   * without TLS checks besides loopback ones; how base-image is built (runtime/base-image.ts).
+   */
+  images?: {
+    skopeoPath?: string;
+    umociPath?: string;
+    insecureRegistries?: string[];
+    buildahPath?: string;
+    buildStorageDriver?: string;
+    mmdebstrapPath?: string;
+    baseImageSuite?: string;
+    baseImageMirror?: string;
+  };
   /** Host uid and gid of the sandbox user (named `user` inside). */
   uid?: number;
   gid?: number;
@@ -225,6 +237,16 @@ export class BwrapRuntime implements SandboxRuntime {
   /** Forgets a workspace's image tag on this node. */
   removeWorkspaceImage(workspaceId: string, name: string, tag: string, owner: string): Promise<void> {
     return this.images.removeWorkspaceImage(workspaceId, name, tag, owner);
+  }
+
+  /** base-image, built first when this node has not yet, once however many ask (runtime/base-image.ts). */
+  ensureBaseImage(progress?: (step: string) => void): Promise<StoredImage> {
+    return this.images.ensureBaseImage(progress);
+  }
+
+  /** base-image if this node has built it. */
+  findBaseImage(): Promise<StoredImage | undefined> {
+    return this.images.baseImage.find();
   }
 
   /** The image a reference was last pulled as on this node, if it was. */

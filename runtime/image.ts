@@ -1,17 +1,18 @@
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { imageName } from '../domain/images/builtin';
+import { BUILTIN_IMAGE_NAMES, imageName, isBuiltinImage } from '../domain/images/builtin';
 import { SANDBOX_ETC_FILE_NAMES, imageEtcFiles } from './etc-files';
 import type { HostLoader } from './host-loader';
 import { SANDBOX_AGENT_CONFIG, SANDBOX_HOME } from './layout';
 import { SandboxSpecError } from './sandbox-runtime';
 
 /**
- * Images without Docker: an image names host folders that a sandbox sees read-only. The only
- * image today is `base`, the node's own system folders (a shell, Python 3 and Node with their
- * libraries). Everything writable comes from the sandbox's own layer, so an image is shared by
- * every sandbox and never changes under them.
+ * Images of host folders: an image names host folders that a sandbox sees read-only. The only
+ * one is `base`, the node's own system folders (a shell, Python 3 and Node with their libraries),
+ * the default of sandboxes naming no image. (The other built-in image, `base-image`, is a stored
+ * Debian tree: base-image.ts.) Everything writable comes from the sandbox's own layer, so an
+ * image is shared by every sandbox and never changes under them.
  */
 export interface ImageDefinition {
   name: string;
@@ -98,12 +99,18 @@ export { imageName };
 
 export const DEFAULT_IMAGE = BASE.name;
 
+/** Whether the reference names a built-in image: `base` (host folders) or `base-image` (built by the node). */
 export function imageExists(reference: string): boolean {
-  return IMAGES.has(imageName(reference));
+  return isBuiltinImage(reference);
 }
 
 export function availableImages(): string[] {
-  return [...IMAGES.keys()];
+  return [...BUILTIN_IMAGE_NAMES];
+}
+
+/** Whether the reference names an image of host folders (`base`), as opposed to a stored one. */
+export function isHostImage(reference: string): boolean {
+  return IMAGES.has(imageName(reference));
 }
 
 export function imageDefinition(reference: string): ImageDefinition {

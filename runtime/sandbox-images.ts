@@ -3,8 +3,10 @@ import path from 'node:path';
 import type { BaseImage } from '../domain/images/dockerfile';
 import { ImageReferenceError, parseImageReference } from '../domain/images/reference';
 import { parseWorkspaceImage, workspaceImageKey } from '../domain/images/workspace-image';
+import { isBuiltBaseImage } from '../domain/images/builtin';
+import { DebianBaseImage, type BaseImageProgress } from './base-image';
 import { prepareHostLoader, type HostLoader } from './host-loader';
-import { ImageCatalog, availableImages, imageExists, type ImageRunSettings, type ResolvedImage } from './image';
+import { ImageCatalog, availableImages, imageExists, isHostImage, type ImageRunSettings, type ResolvedImage } from './image';
 import { buildImageEtc } from './image-etc';
 import { ImageBuilder, type ImageBuild } from './image-builder';
 import { OciImageStore, type StoredImage } from './image-store';
@@ -24,20 +26,25 @@ export interface SandboxImagesOptions {
   buildahPath?: string;
   /** buildah's storage driver (overlay unless the data folder's file system cannot hold it). */
   buildStorageDriver?: string;
+  /** How base-image is built (base-image.ts): mmdebstrap, and the Debian suite and mirror. */
+  mmdebstrapPath?: string;
+  baseImageSuite?: string;
+  baseImageMirror?: string;
 }
 
 /** A build of a workspace's image: its key's parts, the context, progress; see ImageBuilder. */
 export type WorkspaceImageBuild = Omit<ImageBuild, 'key' | 'resolveBase'> & { workspaceId: string; name: string; tag: string };
 
 /**
- * The images a node runs sandboxes from: the built-in ones (the host's own folders, image.ts),
- * answering to their names as before, and any other reference, an OCI image pulled from its
- * registry into the node's store (image-store.ts). A reference is built-in when its name is one
- * (`base`, `base-image`, whatever registry, namespace or tag it is written with), so those names
- * cannot be pulled.
+ * The images a node runs sandboxes from: the built-in ones, `base` (the host's own folders,
+ * image.ts) and `base-image` (a Debian tree the node builds once into its store, base-image.ts),
+ * and any other reference, an OCI image pulled from its registry into the node's store
+ * (image-store.ts). A reference is built-in when its name is one (`base`, `base-image`, whatever
+ * registry, namespace or tag it is written with), so those names cannot be pulled.
  */
 export class SandboxImages {
   readonly store: OciImageStore;
+  readonly baseImage: DebianBaseImage;
   private readonly builder: ImageBuilder;
   private readonly builtins: ImageCatalog;
   private hostLoader?: HostLoader;
@@ -49,6 +56,13 @@ export class SandboxImages {
       ...(options.skopeoPath ? { skopeoPath: options.skopeoPath } : {}),
       ...(options.umociPath ? { umociPath: options.umociPath } : {}),
       insecureRegistries: options.insecureRegistries ?? [],
+    });
+    this.baseImage = new DebianBaseImage({
+      store: this.store,
+      workDir: path.join(options.dataDir, 'images', 'base-image'),
+      ...(options.mmdebstrapPath ? { mmdebstrapPath: options.mmdebstrapPath } : {}),
+      ...(options.baseImageSuite ? { suite: options.baseImageSuite } : {}),
+      ...(options.baseImageMirror ? { mirror: options.baseImageMirror } : {}),
     });
     this.builder = new ImageBuilder({
       imagesDir: path.join(options.dataDir, 'images'),
@@ -94,10 +108,18 @@ export class SandboxImages {
     });
   }
 
-  /** Throws a SandboxSpecError naming the problem when the reference cannot run here now: malformed, or not pulled. */
+  /**
+   * Throws a SandboxSpecError naming the problem when the reference cannot run here now:
+   * malformed, or not pulled. base-image is built first when the node has not yet.
+   */
   async check(reference: string, workspaceId: string): Promise<void> {
-    if (this.isBuiltin(reference)) this.builtins.resolve(reference);
+    if (isHostImage(reference)) this.builtins.resolve(reference);
     else await this.stored(reference, workspaceId);
+  }
+
+  /** base-image, built first when this node has not yet (BaseImage.ensure). */
+  ensureBaseImage(progress?: BaseImageProgress): Promise<StoredImage> {
+    return this.baseImage.ensure(progress);
   }
 
   /**
@@ -105,10 +127,10 @@ export class SandboxImages {
    * folders and volumes (`owned`) take their places in the image's tree.
    */
   async resolve(reference: string, workspaceId: string, owned: string[]): Promise<ResolvedImage> {
-    if (this.isBuiltin(reference)) return this.builtins.resolve(reference);
+    if (isHostImage(reference)) return this.builtins.resolve(reference);
     const image = await this.stored(reference, workspaceId);
     return {
-      name: image.reference,
+      name: isBuiltBaseImage(reference) ? 'base-image' : image.reference,
       mounts: rootfsMounts(image.rootfs, owned),
       etcDir: buildImageEtc(image.dir, image.rootfs, this.options.identity),
       hostLoader: this.loader(),
@@ -116,19 +138,23 @@ export class SandboxImages {
     };
   }
 
-  /** What the image asks of its processes; undefined for a built-in image. */
+  /** What the image asks of its processes; undefined for the host's folders. */
   async runSettings(reference: string, workspaceId: string): Promise<ImageRunSettings | undefined> {
-    return this.isBuiltin(reference) ? undefined : runSettings(await this.stored(reference, workspaceId));
+    return isHostImage(reference) ? undefined : runSettings(await this.stored(reference, workspaceId));
   }
 
-  /** Bytes the platform stores for the image (nothing for a built-in one; see ImageDefinition.storedBytes). */
+  /** Bytes the platform stores for the image (nothing for the host's folders; see ImageDefinition.storedBytes). */
   async storedBytes(reference: string, workspaceId: string | undefined): Promise<number> {
-    if (this.isBuiltin(reference)) return this.builtins.storedBytes(reference);
+    if (isHostImage(reference)) return this.builtins.storedBytes(reference);
     return (await this.find(reference, workspaceId).catch(() => undefined))?.storedBytes ?? 0;
   }
 
-  /** The stored image a reference names: a workspace's own `name[:tag]` when the workspace has built it here, else a pulled one. */
+  /**
+   * The stored image a reference names: base-image as this node built it, a workspace's own
+   * `name[:tag]` when the workspace has built it here, else a pulled one.
+   */
   private async find(reference: string, workspaceId: string | undefined): Promise<StoredImage | undefined> {
+    if (isBuiltBaseImage(reference)) return this.baseImage.find();
     const own = parseWorkspaceImage(reference);
     if (own && workspaceId !== undefined) {
       const image = await this.store.findKey(workspaceImageKey(workspaceId, own));
@@ -138,6 +164,7 @@ export class SandboxImages {
   }
 
   private async stored(reference: string, workspaceId: string): Promise<StoredImage> {
+    if (isBuiltBaseImage(reference)) return this.baseImage.ensure();
     let image: StoredImage | undefined;
     try {
       image = await this.find(reference, workspaceId);

@@ -6,6 +6,7 @@
 #   PostgreSQL 15, ClickHouse, bubblewrap, ripgrep, python3-seccomp, nftables, iproute2   apt (we run our own clusters; no system service is used)
 #   skopeo, umoci       apt: pull OCI images and unpack them (sandboxes on images from a registry)
 #   buildah             apt: builds images of workspaces from Dockerfiles (PUT /v0/images/{name}/build)
+#   mmdebstrap          apt: builds the built-in base-image from Debian's packages, once per node
 #   docker-registry, busybox-static   apt: the tests' own registry and the rootfs of their test images
 #   zookeeper           apt: the ClickHouse cluster test's coordinator (ON CLUSTER DDL, replication)
 #   chromium            apt: the browser the console tests drive headless
@@ -68,6 +69,10 @@ command -v skopeo >/dev/null || missing+=(skopeo)
 command -v umoci >/dev/null || missing+=(umoci)
 # Builds from Dockerfiles: buildah, daemonless, its step cache in the node's data folder.
 command -v buildah >/dev/null || missing+=(buildah)
+# The built-in base-image: a Debian tree mmdebstrap makes from Debian's mirror (the apt sources),
+# under a lock flock holds (runtime/base-image.ts).
+command -v mmdebstrap >/dev/null || missing+=(mmdebstrap)
+command -v flock >/dev/null || missing+=(util-linux)
 # Only for the tests: a registry on loopback, and a static shell to build test images from.
 command -v docker-registry >/dev/null || missing+=(docker-registry)
 [ -x /bin/busybox ] || missing+=(busybox-static)
@@ -101,7 +106,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   remove_policy
   trap - EXIT
 else
-  say "PostgreSQL 15, ClickHouse, bubblewrap, skopeo, umoci, buildah, nftables, ZooKeeper present"
+  say "PostgreSQL 15, ClickHouse, bubblewrap, skopeo, umoci, buildah, mmdebstrap, nftables, ZooKeeper present"
 fi
 
 # --- temporal CLI ---------------------------------------------------------------------------

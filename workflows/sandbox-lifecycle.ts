@@ -14,7 +14,7 @@ import {
 import type { SandboxControlActivities } from '../activities/sandbox-control';
 import type { RestoreRequest, SandboxNodeActivities } from '../activities/sandbox-node';
 import { failureReason } from '../domain/failure-reason';
-import { isRegistryImage } from '../domain/images/builtin';
+import { isBuiltBaseImage, isRegistryImage } from '../domain/images/builtin';
 import { nextExpiry } from '../domain/sandbox/expiry';
 import { knownGeneration, lastChangeAt, noteObserved, noteThaw, sandboxState, usagePeriods, type StandbyLedger } from '../domain/sandbox/lifecycle';
 import { idlePeriodOver, nextSandboxStep } from '../domain/sandbox/next-step';
@@ -60,6 +60,8 @@ export const stateQuery = defineQuery<{ state: SandboxState; lastUsedAt: number 
 const MAX_HISTORY_EVENTS = 5_000;
 /** Sandboxes on images from a registry pull them before their start (runs started before did not). */
 const IMAGE_PULL_PATCH = 'sandbox-image-pull';
+/** Sandboxes on base-image wait for the node to build it, saying so, before their start (runs started before did not). */
+const BASE_IMAGE_PATCH = 'sandbox-base-image-build';
 /** A network policy is pushed until the node takes it, with events while it has not (runs started before gave up after the retries). */
 const NETWORK_UNTIL_APPLIED_PATCH = 'sandbox-network-until-applied';
 /** Restores to a snapshot run as a step of the lifecycle (runs started before had no such step). */
@@ -188,6 +190,7 @@ class SandboxRun {
     try {
       const image = this.spec.runtime?.image;
       if (image !== undefined && isRegistryImage(image) && patched(IMAGE_PULL_PATCH)) await this.pulls.pullSandboxImage(this.key, this.spec);
+      if (image !== undefined && isBuiltBaseImage(image) && patched(BASE_IMAGE_PATCH)) await this.pulls.prepareBaseImage(this.key);
       started = await this.node.startSandbox(this.key, this.spec, this.input.seedSnapshotId);
     } catch (err) {
       // The node's own reason (its image, files or a spec it cannot use), not Temporal's wrapper around it.

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
+import { BASE_IMAGE_PACKAGES, hostDebianSuite } from '../../runtime/base-image';
 import { BwrapRuntime } from '../../runtime/bwrap-runtime';
 import type { RuntimeSandboxSpec } from '../../runtime/sandbox-runtime';
 import { buildTestImage, pushTestImage, startRegistry } from '../../test/helpers/oci-registry';
@@ -14,9 +15,13 @@ import { repoRoot } from '../../scripts/stack/binaries';
  * serves an image built from static busybox plus BENCH_IMAGE_MB (200) of random bytes. Prints:
  *   - create -> first POST /process ok from the pulled image (already on the node) vs from `base`,
  *     both without a warm pool, alternating (target: at most 1.2x);
+ *   - create -> first POST /process ok from the built-in base-image vs from the pulled image (a
+ *     cached custom image), alternating (target: at most 1.2x);
+ *   - the first build of base-image on a node (mmdebstrap, gzip, unpack, record) vs mmdebstrap
+ *     alone writing the same tree to a tar, in the same run;
  *   - a pull into an empty store (skopeo copy, umoci unpack, the size measured) vs `skopeo copy`
  *     of the same image alone into an empty layout (target: at most 1.5x).
- * Options: BENCH_RUNS (20 starts of each), BENCH_PULLS (3), BENCH_IMAGE_MB (200).
+ * Options: BENCH_RUNS (20 starts of each), BENCH_PULLS (3; 0 skips the pulls), BENCH_IMAGE_MB (200).
  */
 const env = process.env;
 const RUNS = Number(env.BENCH_RUNS ?? 20);
@@ -58,6 +63,19 @@ const row = (what: string, samples: number[], floorName: string, floor: number[]
   log(`${what.padEnd(46)} p50 ${p50.toFixed(1).padStart(8)} ms  p95 ${percentile(samples, 95).toFixed(1).padStart(8)} ms | ${floorName.padEnd(34)} p50 ${f50.toFixed(1).padStart(8)} ms | ${(p50 / f50).toFixed(2)}x (target ${target})`);
 };
 
+/** The node's first build of base-image, and mmdebstrap alone making the same tree into a tar (its floor). */
+async function firstBaseImageBuild(runtime: BwrapRuntime): Promise<{ ms: number; floorMs: number; storedBytes: number }> {
+  let start = process.hrtime.bigint();
+  const built = await runtime.ensureBaseImage();
+  const ms = since(start);
+  const tar = path.join(root, 'mmdebstrap-alone.tar');
+  start = process.hrtime.bigint();
+  await run('mmdebstrap', ['--quiet', '--mode=root', '--variant=minbase', '--format=tar', `--include=${BASE_IMAGE_PACKAGES.join(',')}`, hostDebianSuite(), tar]);
+  const floorMs = since(start);
+  fs.rmSync(tar, { force: true });
+  return { ms, floorMs, storedBytes: built.storedBytes };
+}
+
 async function main(): Promise<void> {
   fs.mkdirSync(root, { recursive: true });
   const registry = await startRegistry(path.join(root, 'registry'));
@@ -84,18 +102,22 @@ async function main(): Promise<void> {
 
     const runtime = new BwrapRuntime({ dataDir: path.join(root, 'node') });
     await runtime.pullImage(image);
+    const build = await firstBaseImageBuild(runtime);
     // One of each first: the host loader folder and the image's /etc are built once per node.
-    await createToFirstProcess(runtime, image);
-    await createToFirstProcess(runtime, 'base');
+    for (const name of [image, 'base', 'base-image']) await createToFirstProcess(runtime, name);
     const onImage: number[] = [];
     const onBase: number[] = [];
+    const onBaseImage: number[] = [];
     for (let i = 0; i < RUNS; i++) {
       onImage.push(await createToFirstProcess(runtime, image));
       onBase.push(await createToFirstProcess(runtime, 'base'));
+      onBaseImage.push(await createToFirstProcess(runtime, 'base-image'));
     }
     log(`image: busybox + ${IMAGE_MB} MB of random bytes; ${RUNS} starts of each, ${PULLS} pulls`);
     row('create -> first process, pulled image', onImage, 'the same from base', onBase, '<= 1.2x');
-    row(`pull of the image (${IMAGE_MB} MB) into an empty store`, pulls, 'skopeo copy of it alone', copies, '<= 1.5x');
+    row('create -> first process, base-image', onBaseImage, 'the same from the pulled image', onImage, '<= 1.2x');
+    log(`first build of base-image (${(build.storedBytes / 1e6).toFixed(0)} MB stored): ${(build.ms / 1000).toFixed(1)} s | mmdebstrap alone to a tar ${(build.floorMs / 1000).toFixed(1)} s | ${(build.ms / build.floorMs).toFixed(2)}x`);
+    if (PULLS > 0) row(`pull of the image (${IMAGE_MB} MB) into an empty store`, pulls, 'skopeo copy of it alone', copies, '<= 1.5x');
   } finally {
     await registry.close();
     fs.rmSync(root, { recursive: true, force: true });

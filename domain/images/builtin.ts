@@ -1,19 +1,28 @@
 import { parseImageReference } from './reference';
 
-/** The platform's built-in images (runtime/image.ts defines them), and the other names they answer to. */
-export const BUILTIN_IMAGE_NAMES = ['base'] as const;
-/** The reference service (and its SDK's default) calls the default image `base-image`. */
-const ALIASES = new Map<string, string>([['base-image', 'base']]);
+/**
+ * The platform's built-in images: `base`, the host's own system folders (runtime/image.ts), and
+ * `base-image`, a Debian tree each node builds once from Debian's packages (runtime/base-image.ts).
+ * The reference service (and its SDK's default) calls its default image `base-image`.
+ */
+export const BUILTIN_IMAGE_NAMES = ['base', 'base-image'] as const;
+
+/** The built-in image a node builds and stores itself, before the first sandbox on it starts. */
+export const BUILT_BASE_IMAGE = 'base-image';
 
 /**
  * The image name in a reference written with container habits, `[namespace/]name[:tag]`
- * (`blaxel/base-image:latest`, `hangar/base`): the built-in images are built from the host, one
- * version each and shared by every workspace, so namespace, tag and digest name nothing more.
+ * (`blaxel/base-image:latest`, `hangar/base`): the built-in images are one version each per node,
+ * shared by every workspace, so namespace, tag and digest name nothing more.
  */
 export function imageName(reference: string): string {
   const lastPart = reference.slice(reference.lastIndexOf('/') + 1);
-  const name = lastPart.split(/[:@]/, 1)[0];
-  return ALIASES.get(name) ?? name;
+  return lastPart.split(/[:@]/, 1)[0];
+}
+
+/** Whether a reference names `base-image`, which the node builds before a sandbox can start on it. */
+export function isBuiltBaseImage(reference: string): boolean {
+  return imageName(reference) === BUILT_BASE_IMAGE;
 }
 
 /** Whether a reference names a built-in image, whatever registry, namespace or tag it is written with. */

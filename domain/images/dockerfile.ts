@@ -105,7 +105,7 @@ function baseImage(line: number, args: string, stages: Set<string>): { base: Bas
 function externalBase(line: number, reference: string): BaseImage {
   if (reference === 'scratch') return { kind: 'scratch', line, reference };
   if (isBuiltinImage(reference)) {
-    throw new DockerfileError(line, `FROM '${reference}': the built-in image is the node's own folders, not a stored image a build can start from; use an image of the workspace or of a registry`);
+    throw new DockerfileError(line, `FROM '${reference}': a built-in image is not one a build can start from (base is the node's own folders, base-image is built by each node); use an image of the workspace or of a registry`);
   }
   try {
     parseImageReference(reference);

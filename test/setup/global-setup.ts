@@ -2,14 +2,18 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { startStack, type Stack } from '../../scripts/stack';
 import { applySchemas } from '../../scripts/stack/schema';
-import { listTestFiles, onlyUnitTestsSelected, type JestSelection } from './selection';
+import { listTestFiles, onlyUnitTestsSelected, selectedTestFiles, type JestSelection } from './selection';
 import type { TestStack } from './stack';
 import { stackFilePath, testConfig, testWorkflowBundleFile } from './test-config';
 import { writeWorkflowBundle } from '../../workers/workflow-bundle';
+import { DebianBaseImage } from '../../runtime/base-image';
+import { OciImageStore } from '../../runtime/image-store';
 
 declare global {
   // Handed from the global set-up to the global teardown (jest runs both in its main process).
   var __HANGAR_TEST_STACK__: Stack | undefined;
+  // The build of base-image the set-up started, awaited by the teardown.
+  var __HANGAR_BASE_IMAGE_BUILD__: Promise<unknown> | undefined;
 }
 
 const log = (line: string) => process.stderr.write(`[test stack] ${line}\n`);
@@ -23,7 +27,8 @@ export default async function globalSetup(globalConfig: JestSelection): Promise<
   const config = testConfig();
   const stackFile = stackFilePath(config);
   fs.rmSync(stackFile, { force: true });
-  if (onlyUnitTestsSelected(globalConfig, listTestFiles(path.join(globalConfig.rootDir, 'test')))) {
+  const testFiles = listTestFiles(path.join(globalConfig.rootDir, 'test'));
+  if (onlyUnitTestsSelected(globalConfig, testFiles)) {
     log('only unit tests selected: the services are not started');
     return;
   }
@@ -32,12 +37,17 @@ export default async function globalSetup(globalConfig: JestSelection): Promise<
   fs.mkdirSync(config.dataDir, { recursive: true });
   const bundling = writeWorkflowBundle(testWorkflowBundleFile(config));
   bundling.catch(() => undefined); // awaited below; a failed stack start must not leave it unhandled
+  const baseImage = buildBaseImage(config.dataDir);
+  globalThis.__HANGAR_BASE_IMAGE_BUILD__ = baseImage;
   const keepRunning = process.env.HANGAR_TEST_KEEP_STACK === '1';
   // Another test run on the same folder finishes first: its services are not ours to stop.
   const stack = await startStack(config, log, { keepRunning, fastWrites: true, lockWaitMs: 15 * 60_000, onServiceEvent: (event) => log(event.message) });
   try {
     await applySchemas(stack);
     await bundling;
+    // Tests that start sandboxes on base-image would otherwise wait for its first build
+    // within their own time limits; the others start at once and it builds behind them.
+    if (selectsBaseImageTests(globalConfig, testFiles)) await baseImage;
   } catch (err) {
     await stack.stop();
     throw err;
@@ -52,4 +62,28 @@ export default async function globalSetup(globalConfig: JestSelection): Promise<
   fs.writeFileSync(stackFile, JSON.stringify(recorded, null, 2) + '\n', { mode: 0o600 });
   globalThis.__HANGAR_TEST_STACK__ = stack;
   log(`ready in ${((Date.now() - began) / 1000).toFixed(1)}s${keepRunning ? ' (kept running after the tests)' : ''}`);
+}
+
+/** Whether a selected test file names base-image (all files, when the selection cannot be read). */
+function selectsBaseImageTests(selection: JestSelection, testFiles: string[]): boolean {
+  return (selectedTestFiles(selection, testFiles) ?? testFiles).some((file) => fs.readFileSync(file, 'utf8').includes('base-image'));
+}
+
+/**
+ * Builds base-image into the run's data folder, as a node builds it on first need, while the tests
+ * start: once per data folder (a later run finds it). Awaited before the tests only when they
+ * name base-image (selectsBaseImageTests); a test that needs it first otherwise waits on the
+ * build's file lock, then finds it stored (runtime/base-image.ts).
+ */
+async function buildBaseImage(dataDir: string): Promise<void> {
+  const store = new OciImageStore({ root: path.join(dataDir, 'images', 'oci') });
+  const began = Date.now();
+  const image = new DebianBaseImage({ store, workDir: path.join(dataDir, 'images', 'base-image') });
+  try {
+    if (await image.find()) return;
+    const built = await image.ensure();
+    log(`base-image built in ${((Date.now() - began) / 1000).toFixed(1)}s (${built.digest})`);
+  } catch (err) {
+    log(`base-image could not be built: ${(err as Error).message}`);
+  }
 }

@@ -25,11 +25,16 @@ export function listTestFiles(dir: string): string[] {
  * selection we cannot read exactly (related or changed files, watch mode) counts as "maybe not".
  */
 export function onlyUnitTestsSelected(selection: JestSelection, testFiles: string[]): boolean {
-  if (selection.findRelatedTests || selection.onlyChanged || selection.changedSince || selection.watch || selection.watchAll) return false;
-  const patterns = selection.testPathPatterns;
-  if (!patterns || !patterns.isSet()) return false;
-  const executor = patterns.toExecutor({ rootDir: selection.rootDir });
-  const selected = testFiles.filter((file) => executor.isMatch(file));
+  const selected = selectedTestFiles(selection, testFiles);
   const unitDir = path.join(selection.rootDir, 'test', 'unit') + path.sep;
-  return selected.length > 0 && selected.every((file) => file.startsWith(unitDir));
+  return selected !== undefined && selected.length > 0 && selected.every((file) => file.startsWith(unitDir));
+}
+
+/** The test files the run selects by path patterns; undefined when that cannot be read exactly (all may run). */
+export function selectedTestFiles(selection: JestSelection, testFiles: string[]): string[] | undefined {
+  if (selection.findRelatedTests || selection.onlyChanged || selection.changedSince || selection.watch || selection.watchAll) return undefined;
+  const patterns = selection.testPathPatterns;
+  if (!patterns || !patterns.isSet()) return undefined;
+  const executor = patterns.toExecutor({ rootDir: selection.rootDir });
+  return testFiles.filter((file) => executor.isMatch(file));
 }

@@ -5,6 +5,8 @@ import { conflict } from '../../../domain/errors';
 import { DEFAULT_BUILD_CONTEXT_LIMIT_BYTES } from '../../../domain/images/build-context';
 import { availableImages } from '../../../runtime/image';
 import { WorkspaceImageStore, type WorkspaceImageRow } from '../../../store/workspace-images';
+import { NodeImageStore } from '../../../store/node-images';
+import { BUILT_BASE_IMAGE } from '../../../domain/images/builtin';
 import { commonErrors } from '../common-schemas';
 import { requestWorkspace } from '../workspace-context';
 import { storeBuildContext } from './context-upload';
@@ -34,9 +36,19 @@ function tagView(row: WorkspaceImageRow) {
   };
 }
 
-/** A built-in image: one tag, always READY, nothing stored for the workspace. */
-function builtinView(workspace: string, name: string) {
-  const tag = { name: 'latest', reference: name, state: 'READY' as const, reason: null, digest: null, sizeBytes: 0, progress: null, events: [], createdAt: null, updatedAt: null };
+/**
+ * A built-in image: one tag, nothing stored for the workspace. `base` (the host's folders) is
+ * always READY and stores nothing; `base-image` shows what the nodes built (store/node-images.ts):
+ * its digest and size once a node stores it, BUILDING while the first build runs, READY with no
+ * size before any node needed it (the first sandbox on it has it built).
+ */
+async function builtinView(nodeImages: NodeImageStore, workspace: string, name: string) {
+  const stored = name === BUILT_BASE_IMAGE ? await nodeImages.list(name) : [];
+  const ready = stored.find((row) => row.state === 'READY');
+  const state = !ready && stored.some((row) => row.state === 'BUILDING') ? ('BUILDING' as const) : ('READY' as const);
+  const sizeBytes = name === BUILT_BASE_IMAGE ? (ready?.size_bytes === undefined || ready.size_bytes === null ? null : Number(ready.size_bytes)) : 0;
+  const updatedAt = stored[0]?.updated_at.toISOString() ?? null;
+  const tag = { name: 'latest', reference: name, state, reason: null, digest: ready?.digest ?? null, sizeBytes, progress: null, events: [], createdAt: null, updatedAt };
   return { metadata: { name, workspace, builtIn: true }, spec: { tags: [tag] } };
 }
 
@@ -53,6 +65,7 @@ function imageView(workspace: string, name: string, rows: WorkspaceImageRow[]) {
 export default async function imageRoutes(fastify: FastifyInstance, options: { contextLimitBytes?: number } = {}) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const services: ImageServices = { images: new WorkspaceImageStore(app.pg), temporal: app.temporal, config: app.config };
+  const nodeImages = new NodeImageStore(app.pg);
   const limit = options.contextLimitBytes ?? contextLimitBytes();
   // The body is the raw archive: parsed by nobody, streamed to disk by the handler.
   app.addContentTypeParser(CONTEXT_TYPES, { bodyLimit: Number.MAX_SAFE_INTEGER }, (_request, _payload, done) => done(null));
@@ -62,21 +75,22 @@ export default async function imageRoutes(fastify: FastifyInstance, options: { c
     const workspace = requestWorkspace(request);
     const byName = new Map<string, WorkspaceImageRow[]>();
     for (const row of await services.images.list(workspace.id)) byName.set(row.name, [...(byName.get(row.name) ?? []), row]);
-    return [...availableImages().map((name) => builtinView(workspace.name, name)), ...[...byName].map(([name, rows]) => imageView(workspace.name, name, rows))];
+    const builtins = await Promise.all(availableImages().map((name) => builtinView(nodeImages, workspace.name, name)));
+    return [...builtins, ...[...byName].map(([name, rows]) => imageView(workspace.name, name, rows))];
   });
   app.get('/v0/images/:name', { schema: { tags, summary: 'An image and its tags', params: ImageParams, response: one } }, async (request) => {
     const workspace = requestWorkspace(request);
-    if (isBuiltinName(request.params.name)) return builtinView(workspace.name, request.params.name);
+    if (isBuiltinName(request.params.name)) return builtinView(nodeImages, workspace.name, request.params.name);
     return imageView(workspace.name, request.params.name, await findImageTags(services, workspace, request.params.name));
   });
   app.get('/v0/images/:name/tags', { schema: { tags, summary: "An image's tags", params: ImageParams, response: { 200: Type.Array(ImageTag), ...commonErrors } } }, async (request) => {
     const workspace = requestWorkspace(request);
-    if (isBuiltinName(request.params.name)) return builtinView(workspace.name, request.params.name).spec.tags;
+    if (isBuiltinName(request.params.name)) return (await builtinView(nodeImages, workspace.name, request.params.name)).spec.tags;
     return (await findImageTags(services, workspace, request.params.name)).map(tagView);
   });
   app.get('/v0/images/:name/tags/:tag', { schema: { tags, summary: 'One tag: its state, digest, size, progress and events', params: ImageTagParams, response: { 200: ImageTag, ...commonErrors } } }, async (request) => {
     const workspace = requestWorkspace(request);
-    if (isBuiltinName(request.params.name)) return builtinView(workspace.name, request.params.name).spec.tags[0];
+    if (isBuiltinName(request.params.name)) return (await builtinView(nodeImages, workspace.name, request.params.name)).spec.tags[0];
     return tagView(await findImageTag(services, workspace, checkImageName(request.params.name, request.params.tag)));
   });
   app.delete('/v0/images/:name', { schema: { tags, summary: 'Delete an image, every tag (409 while one is used)', params: ImageParams, response: one } }, async (request) => {

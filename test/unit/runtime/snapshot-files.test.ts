@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import fc from 'fast-check';
 import { captureTree, removeTree, seedTree } from '../../../runtime/snapshot-files';
 
 // The node's copies of a sandbox's files, on a real file system (cp and du are real).
@@ -59,3 +60,26 @@ test('missing sources are errors that say so; removal of nothing is fine', async
   await removeTree(snapshot);
   expect(fs.existsSync(path.dirname(snapshot))).toBe(false);
 });
+
+test("a seed racing the snapshot's deletion gives the whole tree or refuses as gone, never part of it", async () => {
+  // Many files, so that a deletion can land while cp is between them.
+  for (let i = 0; i < 400; i++) fs.writeFileSync(path.join(fsRoot, 'home', `f${i}.txt`), String(i));
+  let round = 0;
+  await fc.assert(
+    fc.asyncProperty(fc.integer({ min: 0, max: 15 }), async (deleteAfterMs) => {
+      const own = path.join(root, `snapshots-${round}`, 'id', 'fs');
+      const fork = path.join(root, `fork-${round++}`, 'fs');
+      await captureTree(fsRoot, own);
+      const deletion = new Promise((resolve) => setTimeout(resolve, deleteAfterMs)).then(() => removeTree(own));
+      const seeded = await seedTree(own, fork).then(
+        () => 'copied',
+        (err: Error) => err.message,
+      );
+      await deletion;
+      if (seeded === 'copied') expect(fs.readdirSync(path.join(fork, 'home')).length).toBe(403);
+      else expect(seeded).toMatch(/the snapshot's files are not on this node/);
+      expect(fs.existsSync(fork) || seeded !== 'copied').toBe(true);
+    }),
+    { numRuns: 15 },
+  );
+}, 60_000);

@@ -36,7 +36,8 @@ test('unsupported instructions and unreachable sources are refused naming the li
   expect(refusal('FROM app:1\nADD https://example.com/x /x\n')).toBe('Dockerfile line 2: ADD takes files of the build context only; URLs are not fetched (a build has no internet)');
   expect(refusal('FROM app:1\nCOPY --from=other:1 /a /a\n')).toMatch(/^Dockerfile line 2: COPY --from=other:1: copies come from the context or an earlier stage/);
   expect(refusal('RUN true\nFROM app\n')).toMatch(/^Dockerfile line 1: RUN before any FROM/);
-  expect(refusal('FROM base\n')).toMatch(/^Dockerfile line 1: FROM 'base': the built-in image is the node's own folders/);
+  expect(refusal('FROM base\n')).toMatch(/^Dockerfile line 1: FROM 'base': a built-in image is not one a build can start from/);
+  expect(refusal('FROM base-image\n')).toMatch(/^Dockerfile line 1: FROM 'base-image': a built-in image/);
   expect(refusal('FROM Team/App\n')).toMatch(/^Dockerfile line 1: FROM: image reference 'Team\/App' is malformed/);
   expect(refusal('ARG B=app\nFROM $B\n')).toBe("Dockerfile line 2: FROM '$B': variables are not supported in FROM");
   expect(refusal('# nothing\n')).toMatch(/no FROM/);
