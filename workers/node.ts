@@ -7,6 +7,7 @@ import { loadConfig, nodeTaskQueue } from '../domain/config';
 import { PlatformServices } from '../runtime/platform-services/platform-services';
 import { BwrapRuntime } from '../runtime/bwrap-runtime';
 import { NodeHeartbeat } from '../runtime/node-heartbeat';
+import { removeAbandonedSandboxes } from '../runtime/abandoned-sandboxes';
 import { removeMovedJobSandboxes } from '../runtime/moved-job-sandboxes';
 import { SandboxNetwork } from '../runtime/network/sandbox-network';
 import { refusalReporter } from '../runtime/network/refusal-events';
@@ -43,6 +44,9 @@ async function main() {
   const heartbeat = NodeHeartbeat.forNode(config, pg, () => runtime.list(), (line) => console.error(line));
   const removed = await removeMovedJobSandboxes(runtime, pg, config.nodeId);
   if (removed.length > 0) console.log(`removed the sandboxes of ${removed.length} job executions that ended or moved to another node meanwhile`);
+  // Sandboxes written off while this node was LOST: never run again.
+  const abandoned = await removeAbandonedSandboxes(runtime, pg, config.nodeId);
+  if (abandoned.length > 0) console.log(`removed ${abandoned.length} sandboxes written off while this node was lost`);
   await heartbeat.start();
   const platform = await PlatformServices.forNode(config, pg);
   const worker = await Worker.create({
