@@ -118,6 +118,8 @@ class SandboxRun {
   /** The last heartbeat of its node, once the node is LOST; the scope its steps run in, cancelled then. */
   private nodeLostAt?: number;
   private nodeSteps?: CancellationScope;
+  /** Set while a placed sandbox has no node yet: its placement was refused, nothing of it is on any node. */
+  private unplaced = false;
   private readonly key: SandboxKey;
   private spec: SandboxSpec;
   private ledger: StandbyLedger;
@@ -215,7 +217,11 @@ class SandboxRun {
   async start(): Promise<boolean> {
     let started: { startedAt: number };
     try {
-      if (patched(SANDBOX_PLACEMENT_PATCH)) await this.place();
+      if (patched(SANDBOX_PLACEMENT_PATCH)) {
+        this.unplaced = true;
+        await this.place();
+        this.unplaced = false;
+      }
       const image = this.spec.runtime?.image;
       if (image !== undefined && isRegistryImage(image) && patched(IMAGE_PULL_PATCH)) await this.pulls.pullSandboxImage(this.key, this.spec);
       started = await this.node.startSandbox(this.key, this.spec, this.input.seedSnapshotId);
@@ -429,6 +435,10 @@ class SandboxRun {
   async cleanUp(why: string): Promise<void> {
     const { key, control } = this;
     if (this.nodeLostAt !== undefined) return this.cleanUpLost(this.nodeLostAt);
+    if (this.unplaced) {
+      await control.markSandboxDeleting(key, why);
+      return control.deleteSandboxRecord(key);
+    }
     await control.markSandboxDeleting(key, why);
     // What it holds is measured while it still exists; usage ends where the node removed it.
     const measured = this.metering ? await this.node.measureSandbox(key, this.spec.runtime?.image ?? DEFAULT_SANDBOX_IMAGE) : undefined;
