@@ -91,14 +91,17 @@ export async function sandboxLifecycle(input: SandboxLifecycleInput): Promise<vo
   const { key } = input;
   upsertSearchAttributes({ HangarWorkspace: [key.workspace], HangarResourceKind: ['sandbox'], HangarResourceName: [key.name] });
   // A failed sandbox stays visible (with its reason) until deleted.
-  const why = await run.untilNodeLost(async () => {
+  const why = await run.unlessNodeLost(async () => {
     if (input.phase === 'create' && !(await run.start())) return 'deleted by request';
     return run.watchUntilGone();
   });
-  return run.cleanUp(why);
+  return run.cleanUp(why === NODE_LOST ? 'its node was lost' : why);
 }
 
 type Measured = Awaited<ReturnType<SandboxNodeActivities['measureSandbox']>>;
+
+/** What steps cut short by the loss of their node answer. */
+const NODE_LOST = Symbol('node lost');
 
 /**
  * One run of the sandbox lifecycle workflow: what it knows (carried over by continue-as-new) and
@@ -249,19 +252,20 @@ class SandboxRun {
   }
 
   /**
-   * Runs the sandbox's life until it ends, or until its node is LOST: then its steps waiting on
-   * that node are cancelled (a dead node's queue would hold them for ever) and the sandbox goes
-   * on to its cleanup. Runs that never hear of a loss issue the commands they always did.
+   * Runs `steps` (the sandbox's life, or its removal) unless its node is LOST: then those waiting
+   * on that node are cancelled (a dead node's queue would hold them for ever) and NODE_LOST is
+   * the answer. Runs that never hear of a loss issue the commands they always did.
    */
-  async untilNodeLost(life: () => Promise<string>): Promise<string> {
+  async unlessNodeLost<T>(steps: () => Promise<T>): Promise<T | typeof NODE_LOST> {
+    if (this.nodeLostAt !== undefined) return NODE_LOST;
     try {
       return await CancellationScope.cancellable(async () => {
         this.nodeSteps = CancellationScope.current();
-        return life();
+        return steps();
       });
     } catch (err) {
       if (this.nodeLostAt === undefined || !isCancellation(err)) throw err;
-      return 'its node was lost';
+      return NODE_LOST;
     } finally {
       this.nodeSteps = undefined;
     }
@@ -273,10 +277,13 @@ class SandboxRun {
    * that stretch are not: the node cannot be asked), it stays visible until deleted, and its
    * record goes then without the node: the node removes the sandbox itself if it comes back.
    */
-  private async cleanUpLost(lostAt: number): Promise<void> {
-    if (this.metering) await this.meter(lostAt, { memoryBytes: 0, imageBytes: 0 });
-    await condition(() => this.deleting);
-    await this.control.markSandboxDeleting(this.key, 'deleted by request (its node was lost)');
+  private async cleanUpLost(lostAt: number, removing: boolean): Promise<void> {
+    if (this.metering && lostAt > this.meteredUntil) await this.meter(lostAt, { memoryBytes: 0, imageBytes: 0 });
+    // One lost while it was being removed goes on going; one lost while it ran waits for its delete.
+    if (!removing) {
+      await condition(() => this.deleting);
+      await this.control.markSandboxDeleting(this.key, 'deleted by request (its node was lost)');
+    }
     await this.control.deleteSandboxRecord(this.key, lostAt);
   }
 
@@ -432,14 +439,17 @@ class SandboxRun {
     return seen.observedAt;
   }
 
+  /** The sandbox goes: from its node, or without it when the node is (or gets) LOST or it was never placed. */
   async cleanUp(why: string): Promise<void> {
     const { key, control } = this;
-    if (this.nodeLostAt !== undefined) return this.cleanUpLost(this.nodeLostAt);
-    if (this.unplaced) {
-      await control.markSandboxDeleting(key, why);
-      return control.deleteSandboxRecord(key);
-    }
+    if (this.nodeLostAt !== undefined) return this.cleanUpLost(this.nodeLostAt, false);
     await control.markSandboxDeleting(key, why);
+    if (this.unplaced) return control.deleteSandboxRecord(key);
+    if ((await this.unlessNodeLost(() => this.removeFromNode())) === NODE_LOST) return this.cleanUpLost(this.nodeLostAt!, true);
+  }
+
+  private async removeFromNode(): Promise<void> {
+    const { key, control } = this;
     // What it holds is measured while it still exists; usage ends where the node removed it.
     const measured = this.metering ? await this.node.measureSandbox(key, this.spec.runtime?.image ?? DEFAULT_SANDBOX_IMAGE) : undefined;
     const stopped = await this.node.stopSandbox(key);

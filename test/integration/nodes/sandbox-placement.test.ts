@@ -166,9 +166,10 @@ test("a node LOST: its sandboxes FAILED with a Warning, billed to its last heart
   await weighDown(nodes.a);
   const kept = await created('sandboxes', unique('kept'), { runtime: { memory: 128 } });
   const dropped = await created('sandboxes', unique('dropped'), { runtime: { memory: 128 } });
+  const going = await created('sandboxes', unique('going'), { runtime: { memory: 128 } });
   const volume = (await api('GET', `/v0/volumes`)).json().find((v: { node: string }) => v.node === 'b');
-  expect([kept.node, dropped.node, volume?.node]).toEqual(['b', 'b', 'b']);
-  const ids = [await idOf(kept.metadata.name), await idOf(dropped.metadata.name)];
+  expect([kept.node, dropped.node, going.node, volume?.node]).toEqual(['b', 'b', 'b', 'b']);
+  const ids = [await idOf(kept.metadata.name), await idOf(dropped.metadata.name), await idOf(going.metadata.name)];
   await liftAll();
 
   // Node b dies: its worker and heartbeat stop (its sandboxes' processes are left running, as
@@ -176,6 +177,8 @@ test("a node LOST: its sandboxes FAILED with a Warning, billed to its last heart
   const stopping = nodes.b.worker!.stop();
   nodes.b.worker = undefined;
   await stopping;
+  // Deleted while its node is silent: its removal waits on the node, then goes on without it once the node is LOST.
+  expect((await api('DELETE', `/v0/sandboxes/${going.metadata.name}`)).statusCode).toBe(200);
 
   const lost = await eventually('the sandbox to be written off', async () => {
     const body = (await api('GET', `/v0/sandboxes/${kept.metadata.name}`)).json();
@@ -190,6 +193,7 @@ test("a node LOST: its sandboxes FAILED with a Warning, billed to its last heart
   const { rows: intervals } = await t.app.pg.query<{ ended_at: Date | null }>('SELECT ended_at FROM resource_state_intervals WHERE resource_uuid = $1 ORDER BY started_at DESC LIMIT 1', [ids[0]]);
   expect(intervals[0].ended_at?.getTime()).toBe(heard[0].heartbeat_at.getTime());
 
+  await eventually('the sandbox being deleted to go without its node', async () => ((await api('GET', `/v0/sandboxes/${going.metadata.name}`)).statusCode === 404 ? true : undefined));
   // Deleted while its node is away: the record goes without the node.
   expect((await api('DELETE', `/v0/sandboxes/${dropped.metadata.name}`)).statusCode).toBe(200);
   await eventually('the lost sandbox to be deleted', async () => ((await api('GET', `/v0/sandboxes/${dropped.metadata.name}`)).statusCode === 404 ? true : undefined));
@@ -206,7 +210,7 @@ test("a node LOST: its sandboxes FAILED with a Warning, billed to its last heart
   const meanwhile = await created('sandboxes', unique('meanwhile'), { runtime: { memory: 128 } });
   expect(meanwhile.node).toBe('a');
 
-  // Back, node b removes both before it takes work, and never starts them again.
+  // Back, node b removes all three before it takes work, and never starts them again.
   expect(await onRuntime(nodes.b)).toEqual(expect.arrayContaining(ids));
   await startNode(nodes.b);
   const after = await onRuntime(nodes.b);
