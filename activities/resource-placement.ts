@@ -34,10 +34,16 @@ export function createResourcePlacementActivities({ pg, config }: { pg: Pool; co
   const placement = (nodeId: string): Placement => ({ nodeId, nodeQueue: nodeTaskQueue({ taskQueue: config.taskQueue, nodeId }) });
   const candidates = async () => (await platformNodes(pg, config.taskQueue)).map((row) => placementCandidate(row, config.nodeLostSeconds));
 
-  /** Places `resourceId` on the best node of `region` unless it is placed already. */
+  /**
+   * Places `resourceId` on the best node of `region` unless it is placed already. A region no
+   * node of the platform has (registered at all, whatever its state) names only the sandbox's
+   * URL, as on a platform of one machine: the reference SDK sends one whatever the installation.
+   */
   async function placeByMemory(resourceId: string, region: string | undefined, what: string): Promise<Placement> {
-    const chosen = chooseNode(await candidates(), { region });
-    if (!chosen) throw ApplicationFailure.retryable(`no node${region ? ` of region '${region}'` : ''} is READY and undrained: the ${what} waits for one`, 'NoNodeAvailable');
+    const nodes = await candidates();
+    const regional = region !== undefined && nodes.some((node) => node.region === region);
+    const chosen = chooseNode(nodes, regional ? { region } : {});
+    if (!chosen) throw ApplicationFailure.retryable(`no node${regional ? ` of region '${region}'` : ''} is READY and undrained: the ${what} waits for one`, 'NoNodeAvailable');
     return placement(await placeResourceNode(pg, resourceId, chosen.id));
   }
 
@@ -58,7 +64,8 @@ export function createResourcePlacementActivities({ pg, config }: { pg: Pool; co
       if (node?.state !== 'READY') {
         throw ApplicationFailure.nonRetryable(`${pin.because} is on node '${pin.nodeId}', which is ${node?.state ?? 'not registered'}`, 'NodeNotReady');
       }
-      if (request.region !== undefined && node.region !== request.region) {
+      const regional = request.region !== undefined && nodes.some((candidate) => candidate.region === request.region);
+      if (regional && node.region !== request.region) {
         throw ApplicationFailure.nonRetryable(`${pin.because} is on node '${pin.nodeId}' of region '${node.region}', not of region '${request.region}'`, 'RegionMismatch');
       }
       return placement(await placeResourceNode(pg, request.resourceId, pin.nodeId));

@@ -33,12 +33,12 @@ afterAll(async () => {
   await t?.close();
 });
 
-/** Node `id` reports `committedGiB` of its 16 GiB taken. */
-async function beat(id: string, committedGiB: number): Promise<void> {
+/** Node `id` (of `region`) reports `committedGiB` of its 16 GiB taken. */
+async function beat(id: string, committedGiB: number, region = 'test'): Promise<void> {
   const report: NodeReport = {
     id,
     taskQueue: nodeTaskQueue({ taskQueue: t.config.taskQueue, nodeId: id }),
-    region: 'test',
+    region,
     labels: {},
     capacity: { memoryBytes: 16 * GiB, cpus: 2, diskBytes: 100 * GiB },
     load: { sandboxes: committedGiB, memoryCommittedBytes: committedGiB * GiB, diskFreeBytes: 50 * GiB },
@@ -107,4 +107,14 @@ test('a sandbox goes where its volume is; volumes on two nodes, or on a node not
   const stranded = placement.placeSandbox({ resourceId: await newResource('sandboxes'), volumes: [{ name: 'b', volumeId: volumeB }], legacyQueue: 'none' });
   await expect(stranded).rejects.toMatchObject({ type: 'NodeNotReady', message: "volume 'b' is on node 'gone', which is not registered" });
   for (const node of NODES) await beat(node, 0);
+});
+
+test("a sandbox of a region goes to that region's nodes, however full; a region no node has only names its URL", async () => {
+  await beat('eu1', 14, 'eu');
+  const placeIn = async (region: string) => (await placement.placeSandbox({ resourceId: await newResource('sandboxes'), region, volumes: [], legacyQueue: 'none' })).nodeId;
+  expect(await placeIn('eu')).toBe('eu1');
+  expect(NODES).toContain(await placeIn('us-pdx-1'));
+  // Drained, the region's only node takes nothing: the sandbox waits (the activity retries).
+  await t.app.pg.query(`UPDATE nodes SET drained_at = now() WHERE id = 'eu1'`);
+  await expect(placeIn('eu')).rejects.toMatchObject({ type: 'NoNodeAvailable', nonRetryable: false, message: expect.stringContaining("of region 'eu'") });
 });
