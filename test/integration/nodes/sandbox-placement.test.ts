@@ -2,6 +2,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
+import { temporal as proto } from '@temporalio/proto';
+import { sandboxWorkflowId } from '../../../domain/sandbox/sandbox';
+import { volumeWorkflowId } from '../../../domain/volume/volume';
+import { repoRoot } from '../../../scripts/stack/binaries';
 import type { HangarConfig } from '../../../domain/config';
 import { sandboxLoad } from '../../../runtime/node-heartbeat';
 import { setNodeDrained } from '../../../store/nodes';
@@ -224,4 +228,19 @@ test("a node LOST: its sandboxes FAILED with a Warning, billed to its last heart
   // The volume is back with its node: deleted there.
   expect((await api('DELETE', `/v0/volumes/${volume.metadata.name}`)).statusCode).toBe(200);
   await eventually('the volume to be deleted', async () => ((await api('GET', `/v0/volumes/${volume.metadata.name}`)).statusCode === 404 ? true : undefined), 60_000);
+
+  // HANGAR_RECORD_HISTORIES=1: these runs become replay fixtures (test/unit/workflows/replay.test.ts).
+  if (process.env.HANGAR_RECORD_HISTORIES) {
+    await record('sandbox-placed-node-lost', sandboxWorkflowId(tenant.workspace, kept.metadata.name));
+    await record('sandbox-placed-deleted-while-node-lost', sandboxWorkflowId(tenant.workspace, going.metadata.name));
+    await record('volume-placed', volumeWorkflowId(tenant.workspace, volume.metadata.name));
+  }
 });
+
+/** Writes the history of the ended workflow `workflowId` as a replay fixture named `name`. */
+async function record(name: string, workflowId: string): Promise<void> {
+  const handle = temporal.workflow.getHandle(workflowId);
+  await handle.result();
+  const history = proto.api.history.v1.History.toObject((await handle.fetchHistory()) as proto.api.history.v1.History, { longs: String, enums: String, bytes: String });
+  fs.writeFileSync(path.join(repoRoot(), 'test', 'fixtures', 'workflow-histories', `${name}.json`), JSON.stringify(history));
+}
