@@ -38,7 +38,7 @@ export default tseslint.config(
   {
     // Product code: small functions a reader takes in at once (route handlers parse, call one
     // service function and shape the answer; workflows keep their decisions in pure modules).
-    files: ['{domain,store,runtime,sandbox-agent,control-plane,integrations,activities,workflows,api,workers,cli,scripts,bench}/**/*.ts'],
+    files: ['{domain,store,runtime,sandbox-agent,control-plane,integrations,activities,workflows,api,workers,cli,scripts,bench}/**/*.ts', 'console/**/*.{ts,tsx}'],
     rules: { 'max-lines-per-function': ['error', { max: 80 }] },
   },
 );

@@ -26,7 +26,7 @@ import { workloadNetwork } from '../domain/workloads/network';
 import { PLATFORM_SOCKET_ENV, PLATFORM_TOKEN_ENV } from '../domain/workloads/platform-credential';
 import type { PlatformServices } from '../runtime/platform-services/platform-services';
 import { NO_PLATFORM_EGRESS, type PlatformEgress } from '../runtime/platform-services/egress';
-import { SANDBOX_PLATFORM_SOCKET, sandboxLayout } from '../runtime/layout';
+import { SANDBOX_PLATFORM_SOCKET, sandboxLayout, workloadSocketsDir } from '../runtime/layout';
 import { DEFAULT_PORT_WAIT_SECONDS } from '../sandbox-agent/contract/limits';
 import type { ProcessRecord, ProcessRequest } from '../sandbox-agent/contract/process';
 import { SandboxSpecError } from '../runtime/sandbox-runtime';
@@ -261,7 +261,7 @@ export function createDeploymentNodeActivities({
   pg: Pool;
   platform: PlatformServices;
 }) {
-  const node: DeploymentNode = { runtime, dataDir, builtins, platform, socketsDir: path.join(dataDir, 'workload-sockets') };
+  const node: DeploymentNode = { runtime, dataDir, builtins, platform, socketsDir: workloadSocketsDir(dataDir) };
   const resources = new ResourceStore(pg);
 
   return {

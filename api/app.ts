@@ -2,6 +2,7 @@ import formbody from '@fastify/formbody';
 import type { FastifyInstance } from 'fastify';
 import type { HangarConfig } from '../domain/config';
 import billingRoutes from './billing';
+import consoleRoutes from './console';
 import { createFastify, type AppOptions } from './fastify';
 import { healthRoutes } from './health';
 import jobExecutionRoutes from './jobs/routes';
@@ -31,6 +32,7 @@ export async function buildApp(config: HangarConfig, options: AppOptions = {}): 
   await app.register(formbody, { bodyLimit: config.bodyLimitBytes });
   await app.register(openapi);
   await app.register(healthRoutes);
+  await app.register(consoleRoutes);
   await app.register(async function versionedApi(api) {
     await api.register(versioning);
     await api.register(auth);

@@ -6,6 +6,7 @@ import type { CommandContext } from './hangar/context';
 import { CommandError, UsageError } from './hangar/errors';
 import { login } from './hangar/login';
 import { logs } from './hangar/logs';
+import { node } from './hangar/node';
 import { getOrList, remove } from './hangar/resources';
 import { sandbox } from './hangar/sandbox';
 
@@ -20,10 +21,13 @@ const USAGE = `usage: hangar <command>
   get <kind> [name] [--output table|json]
   delete <kind> <name>
   apply -f <file.yaml> [--output table|json]
-  deploy <folder with hangar.json> [--name <name>]
+  deploy <folder with hangar.json> [--name <name>] [--output table|json] [--timeout <seconds>]
   sandbox exec <name> -- <command...>
+  sandbox shell <name>
+  sandbox cp <src> <dst>   (one of them <sandbox>:/path; files and directories)
   logs sandboxes <name> <process>
   billing [--since 7d] [--group-by resource_name,billing_dimension] [--output table|json|csv]
+  node list | drain <node id> | undrain <node id>   (account admins)
 kinds: sandboxes, agents, functions, models, jobs, volumes, images, snapshots, customdomains, connections, nodes (list only)`;
 
 type Command = (ctx: CommandContext) => Promise<number>;
@@ -38,6 +42,7 @@ const COMMANDS: Record<string, Command> = {
   sandbox,
   logs,
   billing,
+  node,
 };
 
 export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
@@ -50,7 +55,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
   const command = COMMANDS[name];
   try {
     if (!command) throw new UsageError(`unknown command '${name}'\n${USAGE}`);
-    return await command({ argv: rest, env, out: (text) => process.stdout.write(text), err });
+    return await command({ argv: rest, env, out: (text) => process.stdout.write(text), err, errIsTty: process.stderr.isTTY, columns: process.stderr.columns });
   } catch (error) {
     if (error instanceof UsageError || error instanceof CommandError) {
       err(`hangar: ${error.message}\n`);

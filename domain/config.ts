@@ -4,6 +4,7 @@ import { parseAllowedPrivateRanges } from './sandbox/ip-address';
 import { parseNetworkSpec } from './sandbox/network-defaults';
 import type { SandboxNetworkSpec } from './sandbox/network-policy';
 import { parseNodeLabels, UNREACHABLE_AFTER_SECONDS } from './nodes/node';
+import { isUnspecifiedHost, nodeListenerUrl, parseNodeListen, type NodeListenAddress } from './nodes/listener-address';
 
 /**
  * Every setting Hangar reads from its environment, in one place. Defaults give a working
@@ -31,6 +32,8 @@ export interface HangarConfig {
   clickhouseTcpPort: number;
   temporalPort: number;
   temporalUiPort: number;
+  /** The Temporal Web UI the console links workflows to (HANGAR_TEMPORAL_UI_URL; npm start sets it to the UI it runs). */
+  temporalUiUrl?: string;
   /** External services: when set, nothing is started locally for them. */
   databaseUrl?: string;
   clickhouseUrl?: string;
@@ -50,6 +53,13 @@ export interface HangarConfig {
   nodeId: string;
   /** This node's labels (HANGAR_NODE_LABELS=key=value,...), reported with its capacity; the region is one more. */
   nodeLabels: Record<string, string>;
+  /**
+   * Where this node's listener serves its sandboxes and workloads to other hosts' gateways
+   * (HANGAR_NODE_LISTEN=ip:port); unset, the node is reached only by the gateways of its own host.
+   */
+  nodeListen?: NodeListenAddress;
+  /** The URL the listener is advertised at (HANGAR_NODE_LISTENER_URL; by default from HANGAR_NODE_LISTEN). */
+  nodeListenerUrl?: string;
   /** Seconds of silence after which a node is LOST rather than UNREACHABLE (HANGAR_NODE_LOST_SECONDS, more than 10). */
   nodeLostSeconds: number;
   /** Seconds without requests or foreground commands before a sandbox goes to standby. */
@@ -140,6 +150,19 @@ function lostAfterFrom(env: NodeJS.ProcessEnv, name: string): number {
   return value;
 }
 
+function nodeListenFrom(env: NodeJS.ProcessEnv): Pick<HangarConfig, 'nodeListen' | 'nodeListenerUrl'> {
+  if (!env.HANGAR_NODE_LISTEN) {
+    if (env.HANGAR_NODE_LISTENER_URL) throw new Error('HANGAR_NODE_LISTENER_URL is set without HANGAR_NODE_LISTEN');
+    return {};
+  }
+  const listen = parseNodeListen(env.HANGAR_NODE_LISTEN);
+  if ('problem' in listen) throw new Error(`HANGAR_NODE_LISTEN ${listen.problem}`);
+  const advertised = env.HANGAR_NODE_LISTENER_URL;
+  if (!advertised && isUnspecifiedHost(listen.host)) throw new Error('HANGAR_NODE_LISTEN binds every address: set HANGAR_NODE_LISTENER_URL to the address other hosts reach it at');
+  if (advertised && !/^http:\/\/[^/]+:\d+\/?$/.test(advertised)) throw new Error(`HANGAR_NODE_LISTENER_URL must be http://<host>:<port>, got '${advertised}'`);
+  return { nodeListen: listen, nodeListenerUrl: advertised?.replace(/\/$/, '') ?? nodeListenerUrl(listen) };
+}
+
 /** A cluster name is spliced into DDL (ON CLUSTER, Distributed(...)): a plain identifier only. */
 function clusterFrom(env: NodeJS.ProcessEnv, name: string): string | undefined {
   const raw = env[name] ?? '';
@@ -201,6 +224,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HangarConfig {
     clickhouseTcpPort: intFrom(env, 'HANGAR_CLICKHOUSE_TCP_PORT', 19000),
     temporalPort: intFrom(env, 'HANGAR_TEMPORAL_PORT', 7233),
     temporalUiPort: intFrom(env, 'HANGAR_TEMPORAL_UI_PORT', 8233),
+    temporalUiUrl: env.HANGAR_TEMPORAL_UI_URL || undefined,
     databaseUrl: env.DATABASE_URL || undefined,
     clickhouseUrl: env.CLICKHOUSE_URL || undefined,
     temporalAddress: env.TEMPORAL_ADDRESS || undefined,
@@ -212,6 +236,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HangarConfig {
     nodeId: env.HANGAR_NODE_ID || 'local',
     nodeLabels: labelsFrom(env, 'HANGAR_NODE_LABELS'),
     nodeLostSeconds: lostAfterFrom(env, 'HANGAR_NODE_LOST_SECONDS'),
+    ...nodeListenFrom(env),
     sandboxIdleSeconds: intFrom(env, 'HANGAR_SANDBOX_IDLE_SECONDS', 15),
     sandboxWarmPool: intFrom(env, 'HANGAR_SANDBOX_WARM_POOL', 2),
     sandboxNetwork: switchFrom(env, 'HANGAR_SANDBOX_NETWORK', true),

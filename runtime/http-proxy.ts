@@ -101,19 +101,19 @@ export function proxyRequest(req: IncomingMessage, res: ServerResponse, options:
 }
 
 /**
- * Relays an HTTP upgrade (WebSocket) to a Unix socket: the client's headers as `proxyRequest`
+ * Relays an HTTP upgrade (WebSocket) to a Unix socket (or a node listener's TCP address): the client's headers as `proxyRequest`
  * sends them (no credentials), with the upgrade's own kept, then bytes both ways.
  */
 export function proxyUpgrade(
   req: IncomingMessage,
   client: Duplex,
   head: Buffer,
-  options: Pick<ProxyOptions, 'path' | 'headers' | 'requestHeaders' | 'onUnreachable'> & { socketPath: string },
+  options: Pick<ProxyOptions, 'path' | 'headers' | 'requestHeaders' | 'onUnreachable'> & { target: { path: string } | { host: string; port: number } },
 ): void {
   const forwarded = options.requestHeaders ? options.requestHeaders(req.headers) : forwardableHeaders(req.headers);
   // Node's HTTP servers refuse a request without Host; the upstream is local.
   const headers = { ...forwarded, host: 'localhost', ...options.headers, connection: 'Upgrade', upgrade: req.headers.upgrade };
-  relayUpgrade(client, { path: options.socketPath }, { method: req.method ?? 'GET', path: options.path, headers }, head, options.onUnreachable);
+  relayUpgrade(client, options.target, { method: req.method ?? 'GET', path: options.path, headers }, head, options.onUnreachable);
 }
 
 /** A stream's first `limit` bytes; the rest is read and dropped, and `truncated` says so. */

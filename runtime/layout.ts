@@ -108,6 +108,11 @@ export function sandboxLayout(dataDir: string, id: string): SandboxLayout {
   };
 }
 
+/** Where the node pins the sockets of its workload instances (`<sandbox id>-<port>.sock`), which its listener serves. */
+export function workloadSocketsDir(dataDir: string): string {
+  return path.join(dataDir, 'workload-sockets');
+}
+
 const SNAPSHOT_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** Where a snapshot's copy of a sandbox's writable layer lives on the node. */

@@ -19,6 +19,8 @@ export interface NodeHeartbeatOptions {
   /** The node's sandboxes (warm ones excluded), as the runtime lists them. */
   sandboxes: () => Promise<SandboxStatus[]>;
   intervalMs?: number;
+  /** Where other hosts' gateways reach the node's listener (HANGAR_NODE_LISTEN); none without. */
+  listenerUrl?: string;
   /** Where an outage of the reports and their return are told (the worker's log). */
   log?: (line: string) => void;
 }
@@ -40,8 +42,8 @@ export class NodeHeartbeat {
 
   /** The heartbeat of the node `config` describes (its id, task queue, region, labels and data folder). */
   static forNode(config: HangarConfig, pg: Pool, sandboxes: NodeHeartbeatOptions['sandboxes'], log?: NodeHeartbeatOptions['log']): NodeHeartbeat {
-    const { nodeId: id, region, nodeLabels: labels, dataDir } = config;
-    return new NodeHeartbeat({ pg, id, taskQueue: nodeTaskQueue(config), region, labels, dataDir, sandboxes, log });
+    const { nodeId: id, region, nodeLabels: labels, dataDir, nodeListenerUrl: listenerUrl } = config;
+    return new NodeHeartbeat({ pg, id, taskQueue: nodeTaskQueue(config), region, labels, dataDir, sandboxes, log, listenerUrl });
   }
 
   /** Registers the node (the first report is awaited: a failure here stops the worker's start) and keeps reporting. */
@@ -77,7 +79,7 @@ export class NodeHeartbeat {
   }
 
   private async report(): Promise<NodeReport> {
-    const { id, taskQueue, region, labels, dataDir } = this.options;
+    const { id, taskQueue, region, labels, dataDir, listenerUrl } = this.options;
     const disk = await fsp.statfs(dataDir);
     const load: NodeLoad = { ...sandboxLoad(await this.options.sandboxes()), diskFreeBytes: disk.bavail * disk.bsize };
     return {
@@ -88,6 +90,7 @@ export class NodeHeartbeat {
       capacity: { memoryBytes: os.totalmem(), cpus: os.availableParallelism(), diskBytes: disk.blocks * disk.bsize },
       load,
       startedAt: this.startedAt,
+      listenerUrl,
     };
   }
 }

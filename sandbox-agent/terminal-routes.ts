@@ -55,7 +55,7 @@ function serveTerminal(socket: WebSocket, options: TerminalOptions): void {
     }
   };
   try {
-    session = new TerminalSession(options, (data) => send({ type: 'output', data }), () => socket.close(1000, 'the shell exited'));
+    session = new TerminalSession(options, (data) => send({ type: 'output', data }), (code) => socket.close(1000, code === null ? 'the shell exited' : `the shell exited with code ${code}`));
   } catch (err) {
     send({ type: 'error', data: (err as Error).message });
     socket.close(1011, 'no terminal');
@@ -80,8 +80,13 @@ export function terminalRoutes(defaults: TerminalDefaults) {
   let server: WebSocketServer | undefined;
   // The WebSocket library loads on the first terminal, as the MCP SDK on the first /mcp request:
   // an idle sandbox's memory is the agent's at start, and most sandboxes never open a terminal.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const loadServer = () => new (require('ws') as typeof import('ws')).WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES });
+  // The class is taken out first: `new (require('ws') as ...).WebSocketServer(...)` is emitted by
+  // the TypeScript 7 compiler without its parentheses, which calls the class without `new`.
+  const loadServer = () => {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { WebSocketServer: Server } = require('ws') as typeof import('ws');
+    return new Server({ noServer: true, maxPayload: MAX_MESSAGE_BYTES });
+  };
   const upgrade: UpgradeHandler = (req, socket, head, { query }) => {
     const options = terminalOptions(query, defaults);
     (server ??= loadServer()).handleUpgrade(req, socket, head, (client) => serveTerminal(client, options));

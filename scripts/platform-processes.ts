@@ -19,6 +19,8 @@ export function platformEnv(config: HangarConfig, stack: Stack, base: NodeJS.Pro
     CLICKHOUSE_DATABASE: stack.clickhouseDatabase,
     TEMPORAL_ADDRESS: stack.temporalAddress,
     TEMPORAL_NAMESPACE: config.temporalNamespace,
+    // The UI of the Temporal it started, for the console's workflow links; with an external Temporal, whatever the caller set.
+    ...(stack.temporalUiUrl ? { HANGAR_TEMPORAL_UI_URL: stack.temporalUiUrl } : {}),
   };
 }
 

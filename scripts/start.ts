@@ -27,6 +27,7 @@ function printSummary(config: HangarConfig, stack: Stack, credentials: Bootstrap
   const relative = (file: string) => path.relative(process.cwd(), file) || file;
   const rows: [string, string][] = [
     ['base_url', `${config.baseUrl} (${config.apiProcesses} process${config.apiProcesses === 1 ? '' : 'es'}, HANGAR_API_PROCESSES)`],
+    ['console', `${config.baseUrl}/console/`],
     ['run_url', config.runUrl],
     ['sandbox_url', config.sandboxUrlTemplate],
     ['sandbox_network', config.sandboxNetwork ? `subnet ${config.sandboxSubnet} (HANGAR_SANDBOX_SUBNET), egress by spec.network` : 'off (HANGAR_SANDBOX_NETWORK): loopback only'],

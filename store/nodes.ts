@@ -16,6 +16,7 @@ export interface NodeRow {
   started_at: Date;
   heartbeat_at: Date;
   drained_at: Date | null;
+  listener_url: string | null;
   silent_seconds: number;
 }
 
@@ -31,12 +32,13 @@ export function nodeFigures(row: NodeRow): { capacity: NodeCapacity; load: NodeL
 export async function recordHeartbeat(pg: Pool, report: NodeReport): Promise<void> {
   const { capacity, load } = report;
   await pg.query(
-    `INSERT INTO nodes (id, task_queue, region, labels, memory_bytes, cpus, disk_bytes, disk_free_bytes, memory_committed_bytes, sandboxes, started_at, heartbeat_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, now())
+    `INSERT INTO nodes (id, task_queue, region, labels, memory_bytes, cpus, disk_bytes, disk_free_bytes, memory_committed_bytes, sandboxes, started_at, listener_url, heartbeat_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, now())
      ON CONFLICT (id) DO UPDATE SET task_queue = EXCLUDED.task_queue, region = EXCLUDED.region, labels = EXCLUDED.labels,
        memory_bytes = EXCLUDED.memory_bytes, cpus = EXCLUDED.cpus, disk_bytes = EXCLUDED.disk_bytes, disk_free_bytes = EXCLUDED.disk_free_bytes,
-       memory_committed_bytes = EXCLUDED.memory_committed_bytes, sandboxes = EXCLUDED.sandboxes, started_at = EXCLUDED.started_at, heartbeat_at = now()`,
-    [report.id, report.taskQueue, report.region, JSON.stringify(report.labels), capacity.memoryBytes, capacity.cpus, capacity.diskBytes, load.diskFreeBytes, load.memoryCommittedBytes, load.sandboxes, report.startedAt],
+       memory_committed_bytes = EXCLUDED.memory_committed_bytes, sandboxes = EXCLUDED.sandboxes, started_at = EXCLUDED.started_at,
+       listener_url = EXCLUDED.listener_url, heartbeat_at = now()`,
+    [report.id, report.taskQueue, report.region, JSON.stringify(report.labels), capacity.memoryBytes, capacity.cpus, capacity.diskBytes, load.diskFreeBytes, load.memoryCommittedBytes, load.sandboxes, report.startedAt, report.listenerUrl ?? null],
   );
 }
 

@@ -1,4 +1,5 @@
 import type { Pool } from 'pg';
+import { announceRouteChanges } from './route-notices';
 
 // The node each sandbox, volume and workload revision is placed on (migration 023). A choice is
 // written with a compare-and-set, so a retried placement answers the choice already made instead
@@ -20,7 +21,9 @@ export async function placeResourceNode(pg: Pool, resourceId: string, nodeId: st
 
 /** Moves a resource from `fromNodeId` to `toNodeId`, unless it already moved elsewhere; answers where it is. */
 export async function moveResourceNode(pg: Pool, resourceId: string, fromNodeId: string, toNodeId: string): Promise<string> {
-  await pg.query('UPDATE resources SET node_id = $3 WHERE id = $1 AND node_id = $2', [resourceId, fromNodeId, toNodeId]);
+  const moved = await pg.query('UPDATE resources SET node_id = $3 WHERE id = $1 AND node_id = $2', [resourceId, fromNodeId, toNodeId]);
+  // Gateways cached the route to the old node: they drop it at once.
+  if (moved.rowCount) await announceRouteChanges(pg, resourceId);
   const placed = await resourceNode(pg, resourceId);
   if (!placed) throw new Error(`resource ${resourceId} has no row`);
   return placed;

@@ -8,10 +8,14 @@ import { PlatformServices } from '../runtime/platform-services/platform-services
 import { BwrapRuntime } from '../runtime/bwrap-runtime';
 import { NodeHeartbeat } from '../runtime/node-heartbeat';
 import { removeAbandonedSandboxes } from '../runtime/abandoned-sandboxes';
+import { NodeListener } from '../runtime/node-listener';
+import { nodeCredentialKey } from '../domain/nodes/node-credential';
+import { loadMasterKey } from '../store/master-key';
 import { removeMovedJobSandboxes } from '../runtime/moved-job-sandboxes';
 import { SandboxNetwork } from '../runtime/network/sandbox-network';
 import { refusalReporter } from '../runtime/network/refusal-events';
 import { TrafficRecorder } from '../runtime/network/traffic-recorder';
+import { NodeListenerAddresses } from '../runtime/network/node-listener-addresses';
 import { PortEventRelay } from '../runtime/port-event-relay';
 import { VolumeStore } from '../runtime/volume-store';
 import { connectToTemporal } from './connect';
@@ -28,6 +32,8 @@ async function main() {
   const connection = await connectToTemporal(temporalAddress(config));
   const temporal = new Client({ connection: await Connection.connect({ address: temporalAddress(config) }), namespace: config.temporalNamespace });
   const pg = createPool(config.databaseUrl);
+  const listeners = config.sandboxNetwork ? new NodeListenerAddresses(pg, (err) => console.error(`node listener addresses: ${err.message}`)) : undefined;
+  await listeners?.start();
   const traffic = config.sandboxNetwork ? new TrafficRecorder(pg) : undefined;
   const network = config.sandboxNetwork
     ? new SandboxNetwork({
@@ -36,6 +42,7 @@ async function main() {
         onRefused: refusalReporter(pg),
         onTraffic: traffic?.record,
         allowedPrivateRanges: config.sandboxAllowedPrivateRanges,
+        nodeListeners: () => listeners?.blocks() ?? [],
       })
     : undefined;
   await network?.start();
@@ -47,6 +54,11 @@ async function main() {
   // Sandboxes written off while this node was LOST: never run again.
   const abandoned = await removeAbandonedSandboxes(runtime, pg, config.nodeId);
   if (abandoned.length > 0) console.log(`removed ${abandoned.length} sandboxes written off while this node was lost`);
+  // Listening before the heartbeat advertises it: a gateway that reads the URL finds it answering.
+  const listener = config.nodeListen
+    ? new NodeListener({ nodeId: config.nodeId, key: nodeCredentialKey(loadMasterKey(config)), dataDir: config.dataDir, sandboxes: runtime, listen: config.nodeListen })
+    : undefined;
+  await listener?.start();
   await heartbeat.start();
   const platform = await PlatformServices.forNode(config, pg);
   const worker = await Worker.create({
@@ -71,9 +83,11 @@ async function main() {
     await worker.run();
   } finally {
     await heartbeat.stop();
+    await listener?.close();
     await relay.close();
     await platform.closeAll();
     await network?.close();
+    listeners?.stop();
     await traffic?.close();
     await Promise.allSettled([runtime.close(), pg.end(), temporal.connection.close(), connection.close()]);
   }

@@ -119,7 +119,8 @@ export function asyncAgentRequests(app: FastifyInstance, callerOf: (request: Fas
     });
     const input: AgentRequestInput = {
       key,
-      nodeQueue: nodeTaskQueue(config),
+      // The node the serving revision runs on (its socket is there), this one for rows from before placement.
+      nodeQueue: nodeTaskQueue({ taskQueue: config.taskQueue, nodeId: target.route.node.nodeId ?? config.nodeId }),
       acceptedAt: row.created_at.getTime(),
       hasCallback: callbackUrl !== undefined,
       delivery: { giveUpAfterMs: config.callbackGiveUpSeconds * 1000 },

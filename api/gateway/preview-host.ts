@@ -20,7 +20,7 @@ import { PreviewRouteCache } from './preview-routes';
 import type { RouteCache } from './route-cache';
 import { readySandbox } from './sandbox-readiness';
 import type { SandboxUpstream } from './sandbox-ports';
-import type { SandboxTarget } from './sandbox-target';
+import type { SandboxAt, SandboxTarget } from './sandbox-target';
 
 /** A request's preview, as its address names it: the URL label and the rest of the path. */
 export interface PreviewAddress {
@@ -36,9 +36,9 @@ export interface PreviewHostDeps {
   template: string;
   startWaitSeconds: number;
   /** The upstream of a port of a running sandbox (its forwarder), as `{sandbox_url}/port/{port}` has it. */
-  portUpstream(resourceId: string, target: PortTarget): Promise<SandboxUpstream>;
+  portUpstream(sandbox: SandboxAt, target: PortTarget): Promise<SandboxUpstream>;
   /** The upstream of the sandbox's own API. */
-  apiUpstream(resourceId: string, path: string): SandboxUpstream;
+  apiUpstream(sandbox: SandboxAt, path: string): SandboxUpstream;
   /** Serves a request (or relays an upgrade) for a sandbox, thawed if it stands by, touched otherwise. */
   serve(request: FastifyRequest, reply: FastifyReply, target: SandboxTarget): Promise<void>;
 }
@@ -136,15 +136,15 @@ export class PreviewHost {
     if (!route.spec.public) await this.admit(route, address.label, tokenOf(request.headers, query), Date.now());
     const port = route.spec.port;
     if (port === SANDBOX_API_PORT && reachesInternalRoute(address.rest)) throw notFound(`no such endpoint: ${request.method} ${address.rest}`);
-    const resourceId = await this.runningSandbox(route);
+    const sandbox = await this.runningSandbox(route);
     const forwarded = forwardedQuery(query);
     const path = address.rest + (forwarded ? `?${forwarded}` : '');
     const rules = headerRules(route.spec);
     return {
-      resourceId,
+      ...sandbox,
       workflowId: sandboxWorkflowId(route.workspace, route.sandboxName),
       upstream: async () => ({
-        ...(port === SANDBOX_API_PORT ? this.deps.apiUpstream(resourceId, path) : await this.deps.portUpstream(resourceId, { port, path })),
+        ...(port === SANDBOX_API_PORT ? this.deps.apiUpstream(sandbox, path) : await this.deps.portUpstream(sandbox, { port, path })),
         ...rules,
       }),
     };
@@ -163,11 +163,11 @@ export class PreviewHost {
   }
 
   /** The preview's sandbox once it runs or stands by: held while it starts, as any gateway request. */
-  private async runningSandbox(route: PreviewRoute): Promise<string> {
+  private async runningSandbox(route: PreviewRoute): Promise<SandboxAt> {
     const { routes, startWaitSeconds } = this.deps;
     const sandbox = await routes.sandbox(route.workspaceId, route.sandboxName);
     if (sandbox?.resourceId !== route.sandboxId) throw notFound(`sandbox '${route.sandboxName}' of this preview no longer exists`);
     const ready = await readySandbox(routes, { workspaceId: route.workspaceId, name: route.sandboxName, route: sandbox }, startWaitSeconds);
-    return ready.resourceId;
+    return { resourceId: ready.resourceId, node: ready.node };
   }
 }

@@ -5,6 +5,7 @@ import type { ResourceStatus } from '../../domain/resource';
 import type { SecretBox } from '../../domain/secret-box';
 import { PROVIDER_API_KEY_SECRET, PROVIDER_INTEGRATION, type ProviderTarget } from '../../domain/workloads/provider-model';
 import { workloadRouteKey, type WorkloadKind, type WorkloadScaleState } from '../../domain/workloads/workload';
+import type { RouteNode } from './remote-nodes';
 
 /** A provider model's upstream, with the API key of its connection. */
 export interface ProviderRoute extends ProviderTarget {
@@ -24,6 +25,8 @@ export interface WorkloadRoute {
   provider?: ProviderRoute;
   /** Set for a revision that may scale to zero: whether it runs now or must be woken first. */
   scale?: WorkloadScaleState;
+  /** The node the serving revision runs on (its socket is that node's). */
+  node: RouteNode;
 }
 
 /** The authenticated caller of a gateway request and its grant on the workspace in the path. */
@@ -57,6 +60,8 @@ export interface DomainRoute {
 export interface SandboxRoute {
   resourceId: string;
   status: ResourceStatus;
+  /** The node it runs on; a move to another node announces the resource, which drops the route. */
+  node: RouteNode;
   /** The message of its latest event: why it FAILED, for one that did. */
   reason?: string;
 }
@@ -75,6 +80,8 @@ interface RouteRow {
   connection_id: string | null;
   sealed_secret: string | null;
   scale: WorkloadScaleState | null;
+  node_id: string | null;
+  listener_url: string | null;
 }
 
 /**
@@ -168,10 +175,12 @@ export class RouteCache {
       // A provider model's connection comes along: one query either way.
       const { rows } = await this.pg.query<RouteRow>(
         `SELECT r.id, r.status, r.state #>> '{serving,socketPath}' AS socket_path, r.state #> '{serving,provider}' AS provider,
-                r.state ->> 'scale' AS scale, c.id AS connection_id, c.sealed_secret
+                r.state ->> 'scale' AS scale, c.id AS connection_id, c.sealed_secret, wr.node_id, n.listener_url
            FROM resources r
            LEFT JOIN integration_connections c
              ON c.workspace_id = r.workspace_id AND c.name = r.state #>> '{serving,provider,connection}' AND c.integration = $4
+           LEFT JOIN workload_revisions wr ON wr.resource_id = r.id AND wr.revision = (r.state #>> '{serving,revision}')::int
+           LEFT JOIN nodes n ON n.id = wr.node_id
           WHERE r.workspace_id = $1 AND r.kind = $2 AND r.name = $3`,
         [workspaceId, kind, name, PROVIDER_INTEGRATION],
       );
@@ -183,6 +192,7 @@ export class RouteCache {
           socketPath: row.socket_path ?? undefined,
           provider: row.provider ? this.providerRoute(row.provider, row) : undefined,
           scale: row.scale ?? undefined,
+          node: routeNode(row),
         }
       );
     });
@@ -212,12 +222,15 @@ export class RouteCache {
     return this.cached(
       `sandboxes:${workspaceId}:${name}`,
       async () => {
-        const { rows } = await this.pg.query<{ id: string; status: ResourceStatus; reason: string | null }>({
-          name: 'sandbox-route',
-          text: "SELECT id, status, events -> -1 ->> 'message' AS reason FROM resources WHERE workspace_id = $1 AND kind = 'sandboxes' AND name = $2",
+        const { rows } = await this.pg.query<{ id: string; status: ResourceStatus; reason: string | null; node_id: string | null; listener_url: string | null }>({
+          name: 'sandbox-route-node',
+          text: `SELECT r.id, r.status, r.events -> -1 ->> 'message' AS reason, r.node_id, n.listener_url
+                   FROM resources r LEFT JOIN nodes n ON n.id = r.node_id
+                  WHERE r.workspace_id = $1 AND r.kind = 'sandboxes' AND r.name = $2`,
           values: [workspaceId, name],
         });
-        return rows[0] && { resourceId: rows[0].id, status: rows[0].status, reason: rows[0].reason ?? undefined };
+        const row = rows[0];
+        return row && { resourceId: row.id, status: row.status, reason: row.reason ?? undefined, node: routeNode(row) };
       },
       (route) => route?.status === 'DEPLOYED',
     );
@@ -285,4 +298,8 @@ export class RouteCache {
     }
     return { ...target, connectionId: row.connection_id, apiKey };
   }
+}
+
+function routeNode(row: { node_id: string | null; listener_url: string | null }): RouteNode {
+  return { nodeId: row.node_id ?? undefined, listenerUrl: row.listener_url ?? undefined };
 }

@@ -13,6 +13,9 @@ import { WorkflowTouches, touchIntervalMs } from '../../store/workflow-touches';
 import { WorkloadForwarder, type ForwardingServices } from './workload-forwarder';
 import { WorkloadWakes } from './workload-wakes';
 import { runOpenApiDocument } from './run-openapi';
+import { RemoteNodes } from './remote-nodes';
+import { nodeCredentialKey } from '../../domain/nodes/node-credential';
+import { loadMasterKey } from '../../store/master-key';
 
 const ALL_METHODS: ('GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS')[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
 const CLOSE_GRACE_MS = 2_000;
@@ -31,6 +34,7 @@ async function forwardingServices(app: FastifyInstance, config: HangarConfig): P
     providers: new ProviderProxy(config.bodyLimitBytes),
     touches,
     wakes: new WorkloadWakes({ temporal: app.temporal, routes, touches, timeoutSeconds: config.workloadWakeTimeoutSeconds }),
+    remote: new RemoteNodes(config.nodeId, nodeCredentialKey(loadMasterKey(config))),
   };
   await routes.listen();
   return services;
@@ -48,6 +52,7 @@ function closeWithApp(app: FastifyInstance, services: ForwardingServices, forwar
   app.addHook('onClose', async () => {
     forwarder.close();
     services.providers.close();
+    services.remote.close();
     services.touches.close();
   });
 }

@@ -10,7 +10,7 @@ import type { FreezeState } from '../../runtime/sandbox-runtime';
 import { forbidden, notFound } from '../../domain/errors';
 import type { AppOptions } from '../fastify';
 import { PrincipalCache } from './principal-cache';
-import { proxyRequest, proxyUpgrade } from '../../runtime/http-proxy';
+import { forwardableHeaders, proxyRequest, proxyUpgrade } from '../../runtime/http-proxy';
 import { RouteCache } from './route-cache';
 import { readySandbox } from './sandbox-readiness';
 import { buildGatewayBase, proxiedRouteLogLevel } from './gateway-base';
@@ -22,7 +22,12 @@ import { portTarget } from '../../domain/sandbox/port-path';
 import { previewUrlTemplate } from '../../domain/sandbox/preview';
 import { SandboxPreviewStore } from '../../store/sandbox-previews';
 import { PreviewHost } from './preview-host';
-import type { SandboxTarget } from './sandbox-target';
+import type { SandboxAt, SandboxTarget } from './sandbox-target';
+import { RemoteNodes } from './remote-nodes';
+import { nodeCredentialKey } from '../../domain/nodes/node-credential';
+import { NODE_THAWED_HEADER, type ListenerTarget } from '../../domain/nodes/listener-paths';
+import type { PortTarget } from '../../domain/sandbox/port-path';
+import { loadMasterKey } from '../../store/master-key';
 
 /** What the gateway needs from the sandboxes of its node. */
 export interface SandboxNodeAccess {
@@ -39,6 +44,8 @@ const FREEZE_RECHECK_MS = 100;
 /** What serving one proxied request needs: the node, the caches, and the workflows' touches. */
 interface SandboxGateway {
   node: SandboxNodeAccess;
+  /** Sandboxes on other nodes, through their listeners. */
+  remote: RemoteNodes;
   routes: RouteCache;
   matcher: SandboxAddressMatcher;
   agents: SandboxAgents;
@@ -65,7 +72,12 @@ async function addressedSandbox(gateway: SandboxGateway, request: FastifyRequest
   const route = await gateway.routes.sandbox(grant.id, name);
   if (!route) throw notFound(`sandbox '${name}' not found in workspace '${workspace}'`);
   const ready = await readySandbox(gateway.routes, { workspaceId: grant.id, name, route }, gateway.startWaitSeconds);
-  return { resourceId: ready.resourceId, workflowId: sandboxWorkflowId(workspace, name), rest: address.rest };
+  return { resourceId: ready.resourceId, node: ready.node, workflowId: sandboxWorkflowId(workspace, name), rest: address.rest };
+}
+
+/** Its freezing, on its node: this host's runtime, or the node's listener. */
+function isFrozen(gateway: SandboxGateway, sandbox: SandboxAt): Promise<boolean> {
+  return gateway.remote.isLocal(sandbox.node) ? gateway.node.isFrozen(sandbox.resourceId) : gateway.remote.isFrozen(sandbox.node, sandbox.resourceId);
 }
 
 /**
@@ -73,15 +85,56 @@ async function addressedSandbox(gateway: SandboxGateway, request: FastifyRequest
  * workflow compares it with the freeze it made, so a resume heard before the freeze's answer
  * still ends that freeze.
  */
-async function resume(gateway: SandboxGateway, resourceId: string, workflowId: string): Promise<void> {
-  const thawed = await gateway.node.thaw(resourceId);
+async function resume(gateway: SandboxGateway, sandbox: SandboxAt, workflowId: string): Promise<void> {
+  const { remote, node } = gateway;
+  const thawed = remote.isLocal(sandbox.node) ? await node.thaw(sandbox.resourceId) : await remote.thaw(sandbox.node, sandbox.resourceId);
   gateway.touches.resumed(workflowId, thawed.thawedAt ?? Date.now(), thawed.generation);
 }
 
-/** The sandbox's own API, over its socket. */
-function apiUpstream(gateway: SandboxGateway, resourceId: string, path: string): SandboxUpstream {
+/** A sandbox on another node: its listener, for `target`; a listener that does not answer drops the route and the node's connections. */
+function remoteUpstream(gateway: SandboxGateway, sandbox: SandboxAt, target: ListenerTarget & { rest: string }, extra: Partial<SandboxUpstream> = {}): SandboxUpstream {
+  const remote = gateway.remote.request(sandbox.node, target);
   return {
-    socketPath: gateway.node.socketPath(resourceId),
+    ...extra,
+    via: { remote },
+    path: target.rest,
+    poolKey: sandbox.resourceId,
+    unreachable: (err) => {
+      gateway.routes.forget(sandbox.resourceId);
+      gateway.remote.reset(remote.nodeId);
+      return { error: 'node_unreachable', message: `node '${remote.nodeId}' of the sandbox did not answer: ${err.message}` };
+    },
+  };
+}
+
+/** The upstream, with the thaw its node's listener reports (NODE_THAWED_HEADER) told to the sandbox's workflow, and the header dropped. */
+function reportingThaws(gateway: SandboxGateway, workflowId: string, upstream: SandboxUpstream): SandboxUpstream {
+  const own = upstream.responseHeaders;
+  return {
+    ...upstream,
+    responseHeaders: (headers) => {
+      const { [NODE_THAWED_HEADER]: thawed, ...rest } = headers;
+      if (typeof thawed === 'string') {
+        const [generation, at] = thawed.split(',').map(Number);
+        if (Number.isFinite(generation) && Number.isFinite(at)) gateway.touches.resumed(workflowId, at, generation);
+      }
+      return own ? own(rest) : forwardableHeaders(rest);
+    },
+  };
+}
+
+/** A port inside the sandbox: its forwarder's socket here, or through its node's listener. */
+function portUpstream(gateway: SandboxGateway, sandbox: SandboxAt, port: PortTarget): Promise<SandboxUpstream> | SandboxUpstream {
+  if (gateway.remote.isLocal(sandbox.node)) return gateway.ports.upstream(sandbox.resourceId, port);
+  return remoteUpstream(gateway, sandbox, { kind: 'sandbox-port', sandboxId: sandbox.resourceId, port: port.port, rest: port.path }, { bypassesApi: true });
+}
+
+/** The sandbox's own API, over its socket (or its node's listener). */
+function apiUpstream(gateway: SandboxGateway, sandbox: SandboxAt, path: string): SandboxUpstream {
+  const { resourceId } = sandbox;
+  if (!gateway.remote.isLocal(sandbox.node)) return remoteUpstream(gateway, sandbox, { kind: 'sandbox-api', sandboxId: resourceId, rest: path });
+  return {
+    via: { socketPath: gateway.node.socketPath(resourceId) },
     path,
     poolKey: resourceId,
     unreachable: (err) => {
@@ -97,10 +150,13 @@ function proxyToSandbox(
   gateway: SandboxGateway,
   request: FastifyRequest,
   reply: FastifyReply,
-  sandbox: { resourceId: string; workflowId: string },
+  sandbox: SandboxAt & { workflowId: string },
   upstream: SandboxUpstream,
 ): void {
-  const { node, agents } = gateway;
+  const { agents } = gateway;
+  const remote = 'remote' in upstream.via ? upstream.via.remote : undefined;
+  const path = remote?.path ?? upstream.path;
+  const headers = remote ? { ...upstream.headers, ...remote.credential(request.method) } : upstream.headers;
   reply.hijack();
   const upgrade = upgradeOf(request.raw, reply.raw);
   // Traffic the sandbox's API does not count as use (a port's, an upgraded connection's): the
@@ -109,9 +165,9 @@ function proxyToSandbox(
   if (upgrade) {
     // A WebSocket (to a port, or to any route of the API that takes one): relayed, its frames untouched.
     return proxyUpgrade(request.raw, upgrade.socket, upgrade.head, {
-      socketPath: upstream.socketPath,
-      path: upstream.path,
-      headers: upstream.headers,
+      target: remote ? remote.endpoint : { path: (upstream.via as { socketPath: string }).socketPath },
+      path,
+      headers,
       requestHeaders: upstream.requestHeaders,
       onUnreachable: (err) => refuseUpgrade(upgrade.socket, 502, upstream.unreachable(err)),
     });
@@ -121,21 +177,20 @@ function proxyToSandbox(
   // finds it frozen and thaws it.
   const recheck = setTimeout(() => {
     if (reply.raw.headersSent) return;
-    node
-      .isFrozen(sandbox.resourceId)
+    isFrozen(gateway, sandbox)
       .then(async (frozen) => {
-        if (frozen) await resume(gateway, sandbox.resourceId, sandbox.workflowId);
+        if (frozen) await resume(gateway, sandbox, sandbox.workflowId);
       })
       .catch(() => undefined);
   }, FREEZE_RECHECK_MS);
   reply.raw.once('close', () => clearTimeout(recheck));
   proxyRequest(request.raw, reply.raw, {
-    upstream: { socketPath: upstream.socketPath },
-    path: upstream.path,
-    headers: upstream.headers,
+    upstream: remote ? remote.endpoint : (upstream.via as { socketPath: string }),
+    path,
+    headers,
     requestHeaders: upstream.requestHeaders,
     responseHeaders: upstream.responseHeaders,
-    agent: agents.for(upstream.poolKey),
+    agent: remote?.agent ?? agents.for(upstream.poolKey),
     onUnreachable: (err) => {
       reply.raw.writeHead(502, { 'content-type': 'application/json' });
       reply.raw.end(JSON.stringify(upstream.unreachable(err)));
@@ -149,8 +204,14 @@ function proxyToSandbox(
  */
 async function serveSandbox(gateway: SandboxGateway, request: FastifyRequest, reply: FastifyReply, target: SandboxTarget): Promise<void> {
   const { resourceId, workflowId } = target;
-  if (await gateway.node.isFrozen(resourceId)) {
-    await resume(gateway, resourceId, workflowId);
+  if (!gateway.remote.isLocal(target.node) && request.headers.upgrade === undefined) {
+    // The node's listener thaws a sandbox in standby itself and says so in its answer: no round
+    // trip to ask first. (An upgrade's answer is relayed unread, so an upgrade asks first.)
+    gateway.touches.touch(workflowId);
+    return proxyToSandbox(gateway, request, reply, target, reportingThaws(gateway, workflowId, await target.upstream()));
+  }
+  if (await isFrozen(gateway, target)) {
+    await resume(gateway, target, workflowId);
     // Idle connections kept across the freeze are closed by the sandbox as soon as it thaws.
     gateway.agents.reset(resourceId);
   } else {
@@ -167,12 +228,13 @@ async function handleSandboxRequest(gateway: SandboxGateway, request: FastifyReq
   const [pathOnly, query] = splitQuery(request.url);
   const preview = gateway.previews.match(request.headers.host ?? '', pathOnly);
   if (preview) return gateway.previews.serve(request, reply, preview, query);
-  const { resourceId, workflowId, rest } = await addressedSandbox(gateway, request, pathOnly);
+  const { resourceId, node, workflowId, rest } = await addressedSandbox(gateway, request, pathOnly);
   const port = portTarget(rest, query);
+  const sandbox = { resourceId, node };
   await serveSandbox(gateway, request, reply, {
-    resourceId,
+    ...sandbox,
     workflowId,
-    upstream: async () => (port ? gateway.ports.upstream(resourceId, port) : apiUpstream(gateway, resourceId, rest + (query ? `?${query}` : ''))),
+    upstream: async () => (port ? portUpstream(gateway, sandbox, port) : apiUpstream(gateway, sandbox, rest + (query ? `?${query}` : ''))),
   });
 }
 
@@ -197,6 +259,7 @@ export async function buildSandboxGatewayApp(
   app.addHook('preClose', () => routes.close());
   const gateway: SandboxGateway = {
     node,
+    remote: new RemoteNodes(config.nodeId, nodeCredentialKey(loadMasterKey(config))),
     routes,
     matcher: sandboxAddressMatcher(config.sandboxUrlTemplate),
     startWaitSeconds: config.sandboxStartWaitSeconds,
@@ -208,8 +271,8 @@ export async function buildSandboxGatewayApp(
       routes,
       template: previewUrlTemplate(config),
       startWaitSeconds: config.sandboxStartWaitSeconds,
-      portUpstream: (resourceId, target) => gateway.ports.upstream(resourceId, target),
-      apiUpstream: (resourceId, path) => apiUpstream(gateway, resourceId, path),
+      portUpstream: async (sandbox, target) => portUpstream(gateway, sandbox, target),
+      apiUpstream: (sandbox, path) => apiUpstream(gateway, sandbox, path),
       serve: (request, reply, target) => serveSandbox(gateway, request, reply, target),
     }),
     touches: new WorkflowTouches(
@@ -237,6 +300,7 @@ export async function buildSandboxGatewayApp(
   });
   app.addHook('onClose', async () => {
     gateway.agents.close();
+    gateway.remote.close();
     gateway.touches.close();
   });
   return app;

@@ -1,10 +1,15 @@
 import { ApiError } from '../../domain/errors';
 import type { ProxyOptions } from '../../runtime/http-proxy';
 import type { PortTarget } from '../../domain/sandbox/port-path';
+import type { RemoteRequest } from './remote-nodes';
 
-/** Where the gateway sends a request for a sandbox: a socket, the path there, and what to say when it does not answer. */
+/**
+ * Where the gateway sends a request for a sandbox: a socket of this host, or the listener of the
+ * sandbox's node (remote-nodes.ts); the path there, and what to say when it does not answer.
+ */
 export interface SandboxUpstream {
-  socketPath: string;
+  via: { socketPath: string } | { remote: RemoteRequest };
+  /** The sandbox's own path (with query); a remote request carries it inside its listener path. */
   path: string;
   /** Keep-alive pool: the sandbox's id for its API, `<id>:<port>` for a port (reset with the sandbox). */
   poolKey: string;
@@ -38,7 +43,7 @@ export class SandboxPortSockets {
       throw new ApiError(502, 'sandbox_unreachable', `the sandbox could not forward port ${port}: ${err.message}`);
     });
     return {
-      socketPath,
+      via: { socketPath },
       path,
       poolKey: `${sandboxId}:${port}`,
       // A local request to the program there, which development servers accept by default.

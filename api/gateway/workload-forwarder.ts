@@ -9,6 +9,8 @@ import type { PrincipalCache } from './principal-cache';
 import type { ProviderProxy } from './provider-proxy';
 import type { DomainRoute, GatewayCaller, RouteCache, WorkloadTarget } from './route-cache';
 import type { WorkloadWakes } from './workload-wakes';
+import type { RemoteNodes } from './remote-nodes';
+import { basename } from 'node:path';
 
 const SINGULAR: Record<WorkloadKind, string> = { agents: 'agent', models: 'model', functions: 'function', jobs: 'job' };
 
@@ -19,6 +21,8 @@ export interface ForwardingServices {
   providers: ProviderProxy;
   touches: WorkflowTouches;
   wakes: WorkloadWakes;
+  /** Revisions on other nodes, through their listeners. */
+  remote: RemoteNodes;
 }
 
 /**
@@ -79,15 +83,20 @@ export class WorkloadForwarder {
       release = touches.hold(workflowId);
     }
     const query = request.url.indexOf('?');
+    const path = upstreamPath + (query < 0 ? '' : request.url.slice(query));
+    // An instance on another node: through that node's listener, its socket named by its file name there.
+    const remote = this.services.remote.isLocal(route.node) ? undefined : this.services.remote.request(route.node, { kind: 'workload', socketName: basename(socketPath), rest: path });
     reply.hijack();
     if (release) reply.raw.once('close', release);
     proxyRequest(request.raw, reply.raw, {
-      upstream: { socketPath },
-      path: upstreamPath + (query < 0 ? '' : request.url.slice(query)),
-      agent: this.agentFor(socketPath),
+      upstream: remote ? remote.endpoint : { socketPath },
+      path: remote?.path ?? path,
+      headers: remote?.credential(request.method),
+      agent: remote?.agent ?? this.agentFor(socketPath),
       onUnreachable: (err) => {
-        // The revision may have been replaced (or scaled to zero) since the route was cached: look again next time.
+        // The revision may have been replaced (or scaled to zero, or moved) since the route was cached: look again next time.
         routes.forget(route.resourceId);
+        if (remote) this.services.remote.reset(remote.nodeId);
         this.agents.get(socketPath)?.destroy();
         this.agents.delete(socketPath);
         reply.raw.writeHead(502, { 'content-type': 'application/json' });
@@ -105,9 +114,9 @@ export class WorkloadForwarder {
     const route = await this.services.routes.lookup(caller.grant.id, kind, name);
     if (!route) throw notFound(`${SINGULAR[kind]} '${name}' not found in workspace '${caller.grant.name}'`);
     if (route.status !== 'DELETING') {
-      const { resourceId, status, provider, socketPath, scale } = route;
-      if (provider) return { ...caller, name, route: { resourceId, status, provider } };
-      if (socketPath) return { ...caller, name, route: { resourceId, status, socketPath, scale } };
+      const { resourceId, status, provider, socketPath, scale, node } = route;
+      if (provider) return { ...caller, name, route: { resourceId, status, provider, node } };
+      if (socketPath) return { ...caller, name, route: { resourceId, status, socketPath, scale, node } };
     }
     throw new ApiError(503, 'workload_unavailable', `${SINGULAR[kind]} '${name}' is ${route.status}; it serves once a revision is DEPLOYED`);
   }

@@ -1,10 +1,10 @@
 import fs from 'node:fs';
 import { parseAllDocuments } from 'yaml';
 import { choice, parseArgs } from './args';
-import { apiMessage, request } from './client';
 import type { CommandContext } from './context';
-import { loadCredentials, type Credentials } from './credentials';
-import { CommandError, UsageError } from './errors';
+import { createOrUpdate } from './create-or-update';
+import { loadCredentials } from './credentials';
+import { UsageError } from './errors';
 import { findManifestKind, type CliKind } from './kinds';
 
 const USAGE = 'usage: hangar apply -f <file.yaml> [--output table|json]';
@@ -37,17 +37,6 @@ export function readManifests(file: string, text: string): Manifest[] {
   return manifests;
 }
 
-/** Creates the resource, or replaces its spec with PUT when the name is taken (409). */
-async function applyOne(credentials: Credentials, manifest: Manifest): Promise<{ action: 'created' | 'updated'; resource: unknown }> {
-  const path = `/v0/${manifest.kind.path}`;
-  const created = await request(credentials, 'POST', path, manifest.body);
-  if (created.status >= 200 && created.status < 300) return { action: 'created', resource: created.json };
-  if (created.status !== 409) throw new CommandError(`${manifest.kind.name}/${manifest.name}: ${created.status} ${apiMessage(created)}`);
-  const updated = await request(credentials, 'PUT', `${path}/${encodeURIComponent(manifest.name)}`, manifest.body);
-  if (updated.status < 200 || updated.status > 299) throw new CommandError(`${manifest.kind.name}/${manifest.name}: ${updated.status} ${apiMessage(updated)}`);
-  return { action: 'updated', resource: updated.json };
-}
-
 /** `hangar apply -f <file>`: every document in order; stops at the first the API refuses. */
 export async function apply(ctx: CommandContext): Promise<number> {
   const args = parseArgs(ctx.argv, ['file', 'output']);
@@ -64,7 +53,7 @@ export async function apply(ctx: CommandContext): Promise<number> {
   const credentials = loadCredentials(ctx.env);
   const results: unknown[] = [];
   for (const manifest of manifests) {
-    const { action, resource } = await applyOne(credentials, manifest);
+    const { action, resource } = await createOrUpdate(credentials, manifest.kind.path, manifest.kind.name, { ...manifest.body, metadata: { ...manifest.body.metadata, name: manifest.name } });
     results.push(resource);
     if (output === 'table') ctx.out(`${manifest.kind.name}/${manifest.name} ${action}\n`);
   }

@@ -4,4 +4,7 @@ export interface CommandContext {
   env: NodeJS.ProcessEnv;
   out: (text: string) => void;
   err: (text: string) => void;
+  /** Whether stderr is a terminal (progress is then drawn as a bar), and its width. */
+  errIsTty?: boolean;
+  columns?: number;
 }

@@ -4,7 +4,7 @@ import type { CommandContext } from './context';
 import { loadCredentials } from './credentials';
 import { UsageError } from './errors';
 import { findKind } from './kinds';
-import { sandboxUrl } from './sandbox';
+import { sandboxUrl } from './sandbox-address';
 
 const USAGE = 'usage: hangar logs sandboxes <name> <process> (the API serves logs only for the processes of a sandbox)';
 

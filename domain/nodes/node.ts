@@ -33,6 +33,8 @@ export interface NodeReport {
   capacity: NodeCapacity;
   load: NodeLoad;
   startedAt: Date;
+  /** Where other hosts' gateways reach its sandboxes and workloads (its listener); undefined when it has none. */
+  listenerUrl?: string;
 }
 
 /** The state of a node silent for `silentSeconds` (by the database's clock), LOST after `lostAfterSeconds`. */

@@ -29,6 +29,8 @@ export interface SandboxNetworkOptions {
   onTraffic?: (sandboxId: string, bytesOut: number, bytesIn: number) => void;
   /** Blocks of private ranges sandboxes may reach (HANGAR_SANDBOX_ALLOWED_PRIVATE_RANGES); the rest stay refused. */
   allowedPrivateRanges?: string[];
+  /** Addresses of the platform's node listeners (NodeListenerAddresses): refused like the node's own, whatever is opened. */
+  nodeListeners?: () => readonly CidrBlock[];
 }
 
 /** What a networked sandbox is given: its namespace to run in, and the node's services as it sees them. */
@@ -172,14 +174,14 @@ export class SandboxNetwork {
     });
   }
 
-  /** The node's own addresses and the sandbox subnet: never a destination. */
+  /** The node's own addresses, the sandbox subnet and every node's listener: never a destination. */
   private nodeBlocked(): CidrBlock[] {
     const own = Object.values(os.networkInterfaces())
       .flat()
       .map((entry) => entry && parseIp(entry.address))
       .filter((address) => address !== undefined && address !== null)
       .map((address) => ({ family: address.family, base: address.value, prefix: address.family === 4 ? 32 : 128 }));
-    return [this.plan.block, ...own];
+    return [this.plan.block, ...own, ...(this.options.nodeListeners?.() ?? [])];
   }
 
   /** Answers A queries for names the policy allows with their allowed addresses; refused names NXDOMAIN. */

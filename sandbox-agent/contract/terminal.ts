@@ -5,7 +5,8 @@ import { schemaOf } from './schema';
  * the reference frames them. In: `{"type":"input","data":"ls\r"}` (keys typed) and
  * `{"type":"resize","cols":120,"rows":40}`. Out: `{"type":"output","data":"..."}` (what the
  * terminal shows, its echo included) and `{"type":"error","data":"..."}` (a message that could not
- * be served, or a terminal that could not start). The socket closes (1000) when the shell exits.
+ * be served, or a terminal that could not start). The socket closes (1000) when the shell exits,
+ * its reason saying the exit status (`the shell exited with code 3`).
  */
 export type TerminalMessageType = 'input' | 'resize' | 'output' | 'error';
 

@@ -3,14 +3,14 @@ import { Type } from 'typebox';
 import { forbidden, notFound } from '../../../domain/errors';
 import { freeMemoryBytes, nodeState } from '../../../domain/nodes/node';
 import type { Principal } from '../../../domain/principal';
-import { getNode, listNodes, nodeFigures, type NodeRow } from '../../../store/nodes';
+import { getNode, listNodes, nodeFigures, setNodeDrained, type NodeRow } from '../../../store/nodes';
 import { commonErrors } from '../common-schemas';
-import { Node } from './schemas';
+import { Node, NodeParams } from './schemas';
 
 /**
  * The platform's runtime nodes, for account admins: the machines are shared by every account, so
- * this shows what they have and carry, never whose work it is. Draining is the operator's
- * (`npm run -s nodes -- drain <id>`, with the database), not an API call of any one account.
+ * this shows what they have and carry, never whose work it is. An account admin is the operator
+ * here: draining a node (`hangar node drain <id>`) stops placements on it for every account.
  */
 export default async function nodeRoutes(app: FastifyInstance) {
   const lostAfter = app.config.nodeLostSeconds;
@@ -31,7 +31,22 @@ export default async function nodeRoutes(app: FastifyInstance) {
     };
   };
   const adminOnly = (principal: Principal) => {
-    if (!principal.accountAdmin) throw forbidden('listing the nodes needs the account admin role');
+    if (!principal.accountAdmin) throw forbidden('the nodes are for account admins: use an API key of an account admin');
+  };
+  const drainRoute = (drained: boolean) => ({
+    schema: {
+      tags: ['nodes'],
+      summary: drained ? 'Drain a node: nothing new is placed on it; what it runs stays' : "Lift a node's drain: it takes new work again",
+      params: NodeParams,
+      response: { 200: Node, ...commonErrors },
+    },
+  });
+  const setDrained = (drained: boolean) => async (request: { principal: Principal; params: unknown }) => {
+    adminOnly(request.principal);
+    const { nodeId } = request.params as { nodeId: string };
+    const row = await setNodeDrained(app.pg, nodeId, drained);
+    if (!row) throw notFound(`node '${nodeId}' not found: see GET /v0/nodes`);
+    return toNode(row);
   };
 
   app.get(
@@ -45,7 +60,7 @@ export default async function nodeRoutes(app: FastifyInstance) {
 
   app.get(
     '/v0/nodes/:nodeId',
-    { schema: { tags: ['nodes'], params: Type.Object({ nodeId: Type.String({ maxLength: 200 }) }), response: { 200: Node, ...commonErrors } } },
+    { schema: { tags: ['nodes'], params: NodeParams, response: { 200: Node, ...commonErrors } } },
     async (request) => {
       adminOnly(request.principal);
       const { nodeId } = request.params as { nodeId: string };
@@ -54,4 +69,8 @@ export default async function nodeRoutes(app: FastifyInstance) {
       return toNode(row);
     },
   );
+
+  // Both are idempotent: draining a drained node keeps its first drainedAt.
+  app.post('/v0/nodes/:nodeId/drain', drainRoute(true), setDrained(true));
+  app.post('/v0/nodes/:nodeId/undrain', drainRoute(false), setDrained(false));
 }

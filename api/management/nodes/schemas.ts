@@ -20,3 +20,5 @@ export const Node = Type.Object({
   lastHeartbeatAt: Type.String({ format: 'date-time' }),
   drainedAt: Type.Optional(Type.String({ format: 'date-time' })),
 });
+
+export const NodeParams = Type.Object({ nodeId: Type.String({ maxLength: 200, description: "The node's id (HANGAR_NODE_ID of its worker)." }) });

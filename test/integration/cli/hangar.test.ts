@@ -1,10 +1,10 @@
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { flushUsageOutbox } from '../../../activities/usage-flush';
 import { usageTables } from '../../../domain/billing/storage';
 import { repoRoot } from '../../../scripts/stack/binaries';
+import { runCliScript, runHangar } from '../../helpers/hangar-cli';
 import { unique } from '../../helpers/platform';
 import { startReferenceSdkPlatform, type ReferenceSdkPlatform } from '../../helpers/reference-sdk';
 
@@ -17,26 +17,7 @@ let p: ReferenceSdkPlatform;
 let apiUrl: string;
 let home: string;
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function hangar(args: string[], env: Record<string, string> = {}, stdin = ''): Promise<Run> {
-  const child = spawn(process.execPath, [path.join(repoRoot(), 'dist/cli/hangar.js'), ...args], {
-    env: { PATH: process.env.PATH ?? '', HOME: home, HANGAR_CONFIG_DIR: path.join(home, 'config'), ...env },
-  });
-  child.stdin.end(stdin);
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  return new Promise((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const hangar = (args: string[], env: Record<string, string> = {}, stdin = '') => runHangar(home, args, env, stdin);
 
 const credentialsPath = () => path.join(home, 'config', 'credentials.json');
 
@@ -161,13 +142,35 @@ describe('hangar apply, get, list, delete', () => {
 });
 
 describe('hangar deploy', () => {
-  it('deploys a folder (cli/deploy.ts) with the stored credentials, exit 0 once DEPLOYED', async () => {
+  it('deploys a folder with the stored credentials, progress as plain lines on stderr, exit 0 once DEPLOYED', async () => {
     const name = unique('cli-echo');
     const run = await hangar(['deploy', path.join(repoRoot(), 'examples', 'agent'), '--name', name]);
-    expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
-    expect(run.stdout).toContain(`created agents/${name}`);
-    expect(run.stdout).toMatch(/^DEPLOYED: http/m);
+    expect(run.stdout).toMatch(/^DEPLOYED: http\S+\n$/);
+    expect(run.stderr).toContain(`deploy: created agents/${name}\n`);
+    // The bytes sent so far are for a bar: without a terminal, only the end of the upload is told.
+    expect(run.stderr).not.toMatch(/^upload: [0-9.]+ KiB of /m);
+    expect(run.stderr).toMatch(/^upload: [0-9.]+ KiB sent as revision 1$/m);
+    expect(run.stderr).toMatch(/^deploy: DEPLOYED: revision 1/m);
+    // Not a terminal: no bar, no carriage returns or escape sequences.
+    expect(run.stderr.includes('\r') || run.stderr.includes('\u001b')).toBe(false);
+    expect((await hangar(['delete', 'agents', name])).code).toBe(0);
+  }, 120_000);
+});
+
+describe('node dist/cli/deploy.js', () => {
+  it("is hangar deploy with the local stack's key (HANGAR_DATA_DIR/credentials.json), no login needed", async () => {
+    const name = unique('cli-script');
+    const dataDir = fs.mkdtempSync(path.join(home, 'data-'));
+    fs.writeFileSync(path.join(dataDir, 'credentials.json'), JSON.stringify({ apiKey: p.tenant.admin.apiKey }));
+    const run = await runCliScript(path.join(repoRoot(), 'dist/cli/deploy.js'), path.join(home, 'nobody'), [path.join(repoRoot(), 'examples', 'agent'), '--name', name], {
+      HANGAR_URL: apiUrl,
+      HANGAR_WORKSPACE: p.tenant.workspace,
+      HANGAR_DATA_DIR: dataDir,
+    });
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^DEPLOYED: http/);
+    expect(run.stdout + run.stderr).not.toContain(p.tenant.admin.apiKey);
     expect((await hangar(['delete', 'agents', name])).code).toBe(0);
   }, 120_000);
 });
@@ -261,6 +264,13 @@ describe('usage errors exit 2', () => {
     [['delete', 'agents'], /usage: hangar delete <kind> <name>/],
     [['apply'], /usage: hangar apply -f/],
     [['deploy', '/nonexistent'], /has no hangar.json: usage: hangar deploy/],
+    [['deploy', '.', '--timeout', 'soon'], /--timeout must be a whole number of seconds/],
+    [['node'], /usage: hangar node list \| drain <node id>/],
+    [['node', 'drain'], /usage: hangar node list/],
+    [['sandbox', 'cp', 'a', 'b'], /one side must be local and the other <sandbox>:\/path/],
+    [['sandbox', 'cp', 'box:relative', '.'], /the sandbox path must be absolute/],
+    [['sandbox', 'shell'], /usage: hangar sandbox shell <name>/],
+    [['sandbox', 'frobnicate'], /usage: hangar sandbox exec\|shell\|cp/],
     [['apply', '-f', '/nonexistent/file.yaml'], /cannot read \/nonexistent\/file.yaml: ENOENT/],
     [['sandbox', 'exec', 'box'], /usage: hangar sandbox exec <name> -- <command/],
     [['logs', 'agents', 'echo'], /the API serves no logs for agents: usage: hangar logs sandboxes/],

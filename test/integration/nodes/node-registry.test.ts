@@ -1,7 +1,6 @@
 import net from 'node:net';
 import os from 'node:os';
 import type { Pool } from 'pg';
-import { main as nodesCli } from '../../../cli/nodes';
 import { nodeTaskQueue } from '../../../domain/config';
 import { NodeHeartbeat, type NodeHeartbeatOptions } from '../../../runtime/node-heartbeat';
 import { createPool } from '../../../store/postgres-pool';
@@ -12,7 +11,8 @@ import { runtimeDataDir, sandboxSpec, testRuntime, until } from '../../helpers/s
  * Nodes as the platform knows them: a node worker's heartbeat (the real one, reporting a real
  * runtime's sandboxes to the real database) registers it with its capacity and load; silent, it
  * turns UNREACHABLE after 10 s, then LOST; a database outage only delays its reports; the
- * operator drains it with the CLI, and the drain outlives the worker's restart.
+ * operator drains it through the API (as `hangar node drain` does, tested in test/integration/cli),
+ * and the drain outlives the worker's restart.
  */
 jest.setTimeout(120_000);
 
@@ -115,28 +115,33 @@ test('while the database is unreachable the reports fail (said once), and they r
   expect(lines).toContain('node heartbeat: reporting again');
 });
 
-test('the operator drains a node with the CLI; the drain outlives its restart and can be lifted', async () => {
+test("the operator drains a node through the API; the drain outlives its restart and can be lifted", async () => {
   const id = unique('node');
   await startHeartbeat(id, t.app.pg).start();
-  const env = { DATABASE_URL: t.config.databaseUrl, CLICKHOUSE_URL: t.config.clickhouseUrl, HANGAR_NODE_LOST_SECONDS: String(LOST_AFTER_SECONDS) };
-  const run = async (...argv: string[]) => {
-    let output = '';
-    const status = await nodesCli(argv, env, (text) => (output += text));
-    return { status, output };
-  };
+  const post = (verb: string, nodeId = id, apiKey = tenant.admin.apiKey) => t.call(apiKey, { method: 'POST', url: `/v0/nodes/${nodeId}/${verb}` });
 
-  expect(await run('drain', id)).toEqual({ status: 0, output: `node '${id}' drained: nothing new is placed on it; what it runs stays\n` });
-  expect(await nodeNamed(id)).toMatchObject({ drained: true, state: 'READY', drainedAt: expect.any(String) });
+  const drained = await post('drain');
+  expect(drained.statusCode).toBe(200);
+  expect(drained.json()).toMatchObject({ id, drained: true, state: 'READY', drainedAt: expect.any(String) });
+  // Draining again keeps the first drain's time.
+  expect((await post('drain')).json().drainedAt).toBe(drained.json().drainedAt);
   await startHeartbeat(id, t.app.pg).start();
-  expect((await nodeNamed(id)).drained).toBe(true);
-  const listed = await run('list');
-  expect(listed.status).toBe(0);
-  expect(listed.output).toMatch(new RegExp(`${id} +READY \\(drained\\) +eu-test`));
+  expect(await nodeNamed(id)).toMatchObject({ drained: true, drainedAt: drained.json().drainedAt });
 
-  expect((await run('undrain', id)).status).toBe(0);
+  const lifted = await post('undrain');
+  expect(lifted.statusCode).toBe(200);
+  expect(lifted.json().drained).toBe(false);
+  expect(lifted.json().drainedAt).toBeUndefined();
   expect((await nodeNamed(id)).drained).toBe(false);
-  expect(await run('drain', 'no-such-node')).toEqual({ status: 1, output: "no node 'no-such-node': see npm run -s nodes -- list\n" });
-  for (const argv of [[], ['drain'], ['list', 'x'], ['drain', 'a', 'b'], ['remove', id]]) expect((await run(...argv)).status).toBe(2);
+
+  const unknown = await post('drain', 'no-such-node');
+  expect(unknown.statusCode).toBe(404);
+  expect(unknown.json().message).toContain("node 'no-such-node' not found");
+  const member = await addIdentity(t.app.pg, { accountId: tenant.accountId, workspaceId: tenant.workspaceId, role: 'admin', name: 'drain-member' });
+  const refused = await post('drain', id, member.apiKey);
+  expect(refused.statusCode).toBe(403);
+  expect(refused.json().message).toContain('account admin');
+  expect((await nodeNamed(id)).drained).toBe(false);
 });
 
 /** A TCP relay to the database that can be cut (every connection closed, new ones refused) and restored on the same port. */

@@ -50,7 +50,7 @@ test('one opening per sandbox and port at a time; a failed opening or a dead for
           const { sandbox, port } = KEYS[next.key];
           const answer = ports.upstream(sandbox, { port, path: '/' }).then(
             (upstream) => {
-              expect(upstream.socketPath).toBe(`/pinned/${sandbox}/${port}`);
+              expect(upstream.via).toEqual({ socketPath: `/pinned/${sandbox}/${port}` });
               upstreams[next.key] = upstream;
             },
             (err: unknown) => expect(err).toMatchObject({ statusCode: 502, code: 'sandbox_unreachable' }),
