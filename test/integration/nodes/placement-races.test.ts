@@ -15,7 +15,10 @@ import { createTenant, startTestApp, unique, type TestApp, type TestTenant } fro
 jest.setTimeout(120_000);
 
 const GiB = 1024 ** 3;
-const NODES = ['n1', 'n2', 'n3'];
+// Node ids are the platform's (a drain outlives the test run): each run has its own.
+const NODES = ['n1', 'n2', 'n3'].map((id) => unique(id));
+const [N1] = NODES;
+const EU1 = unique('eu1');
 let t: TestApp;
 let tenant: TestTenant;
 let store: ResourceStore;
@@ -86,12 +89,12 @@ test('racing attempts of a placement answer one node, the one recorded, whatever
 });
 
 test('a sandbox goes where its volume is; volumes on two nodes, or on a node not READY, are refused for good, saying why', async () => {
-  await beat('n1', 15);
+  await beat(N1, 15);
   const volumeA = await newResource('volumes');
-  expect((await placement.placeVolume(volumeA)).nodeId).not.toBe('n1');
+  expect((await placement.placeVolume(volumeA)).nodeId).not.toBe(N1);
   const volumeNode = (await placement.placeVolume(volumeA)).nodeId;
   await beat(volumeNode, 15);
-  await beat('n1', 0);
+  await beat(N1, 0);
   const sandbox = await newResource('sandboxes');
   const placed = await placement.placeSandbox({ resourceId: sandbox, volumes: [{ name: 'a', volumeId: volumeA }], legacyQueue: 'none' });
   expect(placed.nodeId).toBe(volumeNode);
@@ -110,11 +113,11 @@ test('a sandbox goes where its volume is; volumes on two nodes, or on a node not
 });
 
 test("a sandbox of a region goes to that region's nodes, however full; a region no node has only names its URL", async () => {
-  await beat('eu1', 14, 'eu');
+  await beat(EU1, 14, 'eu');
   const placeIn = async (region: string) => (await placement.placeSandbox({ resourceId: await newResource('sandboxes'), region, volumes: [], legacyQueue: 'none' })).nodeId;
-  expect(await placeIn('eu')).toBe('eu1');
+  expect(await placeIn('eu')).toBe(EU1);
   expect(NODES).toContain(await placeIn('us-pdx-1'));
   // Drained, the region's only node takes nothing: the sandbox waits (the activity retries).
-  await t.app.pg.query(`UPDATE nodes SET drained_at = now() WHERE id = 'eu1'`);
+  await t.app.pg.query('UPDATE nodes SET drained_at = now() WHERE id = $1', [EU1]);
   await expect(placeIn('eu')).rejects.toMatchObject({ type: 'NoNodeAvailable', nonRetryable: false, message: expect.stringContaining("of region 'eu'") });
 });

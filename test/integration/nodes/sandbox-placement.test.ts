@@ -40,6 +40,9 @@ let control: RunningWorker;
 let temporal: Client;
 const watchId = unique('node-loss-watch');
 const nodes: Record<'a' | 'b', TestNode> = {} as Record<'a' | 'b', TestNode>;
+// Node ids are the platform's, shared by the test files running at once: this file's own.
+const A = unique('pa');
+const B = unique('pb');
 /** Sandboxes started on a node's runtime directly, whose memory limits make the other node the roomier. */
 const ballast: { node: TestNode; id: string }[] = [];
 
@@ -56,7 +59,8 @@ beforeAll(async () => {
   for (const id of ['a', 'b'] as const) {
     // Short: a sandbox's socket path (<dataDir>/sandboxes/<uuid>/api/agent.sock) must fit in 107 bytes.
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `hr${id}-`));
-    nodes[id] = { id, config: { ...t.config, nodeId: id, dataDir }, runtime: testRuntime(dataDir) };
+    const nodeId = id === 'a' ? A : B;
+    nodes[id] = { id: nodeId, config: { ...t.config, nodeId, dataDir }, runtime: testRuntime(dataDir) };
     await startNode(nodes[id]);
   }
 }, 120_000);
@@ -131,18 +135,18 @@ test('a sandbox goes to the node with more free memory, never to a drained one, 
   await weighDown(nodes.a);
   const first = await created('sandboxes', unique('roomy'), { runtime: { memory: 128 } });
   expect(first.status).toBe('DEPLOYED');
-  expect(first.node).toBe('b');
+  expect(first.node).toBe(B);
   expect(await onRuntime(nodes.b)).toContain(await idOf(first.metadata.name));
 
-  await setNodeDrained(t.app.pg, 'b', true);
+  await setNodeDrained(t.app.pg, B, true);
   let second;
   try {
     second = await created('sandboxes', unique('drained'), { runtime: { memory: 128 } });
     expect(second.status).toBe('DEPLOYED');
-    expect(second.node).toBe('a');
+    expect(second.node).toBe(A);
     expect(await onRuntime(nodes.a)).toContain(await idOf(second.metadata.name));
   } finally {
-    await setNodeDrained(t.app.pg, 'b', false);
+    await setNodeDrained(t.app.pg, B, false);
   }
   for (const name of [first.metadata.name, second.metadata.name]) expect((await api('DELETE', `/v0/sandboxes/${name}`)).statusCode).toBe(200);
   await liftAll();
@@ -152,16 +156,16 @@ test("a sandbox mounting a volume goes to the volume's node, even when the other
   await weighDown(nodes.a);
   const volume = await created('volumes', unique('vol'), { size: 8 });
   expect(volume.status).toBe('DEPLOYED');
-  expect(volume.node).toBe('b');
+  expect(volume.node).toBe(B);
   await liftAll();
   await weighDown(nodes.b);
   await weighDown(nodes.b);
   const mounting = await created('sandboxes', unique('mounts'), { runtime: { memory: 128 }, volumes: [{ name: volume.metadata.name, mountPath: '/data' }] });
   expect(mounting.status).toBe('DEPLOYED');
-  expect(mounting.node).toBe('b');
+  expect(mounting.node).toBe(B);
   // The same free memory elsewhere takes a sandbox without a volume.
   const free = await created('sandboxes', unique('free'), { runtime: { memory: 128 } });
-  expect(free.node).toBe('a');
+  expect(free.node).toBe(A);
   for (const name of [free.metadata.name, mounting.metadata.name]) expect((await api('DELETE', `/v0/sandboxes/${name}`)).statusCode).toBe(200);
   await liftAll();
 });
@@ -171,8 +175,8 @@ test("a node LOST: its sandboxes FAILED with a Warning, billed to its last heart
   const kept = await created('sandboxes', unique('kept'), { runtime: { memory: 128 } });
   const dropped = await created('sandboxes', unique('dropped'), { runtime: { memory: 128 } });
   const going = await created('sandboxes', unique('going'), { runtime: { memory: 128 } });
-  const volume = (await api('GET', `/v0/volumes`)).json().find((v: { node: string }) => v.node === 'b');
-  expect([kept.node, dropped.node, going.node, volume?.node]).toEqual(['b', 'b', 'b', 'b']);
+  const volume = (await api('GET', `/v0/volumes`)).json().find((v: { node: string }) => v.node === B);
+  expect([kept.node, dropped.node, going.node, volume?.node]).toEqual([B, B, B, B]);
   const ids = [await idOf(kept.metadata.name), await idOf(dropped.metadata.name), await idOf(going.metadata.name)];
   await liftAll();
 
@@ -188,12 +192,12 @@ test("a node LOST: its sandboxes FAILED with a Warning, billed to its last heart
     const body = (await api('GET', `/v0/sandboxes/${kept.metadata.name}`)).json();
     return body.status === 'FAILED' ? body : undefined;
   }, 60_000);
-  expect(lost.node).toBe('b');
+  expect(lost.node).toBe(B);
   const warning = lost.events.at(-1);
   expect(warning).toMatchObject({ type: 'Warning', status: 'FAILED' });
-  expect(warning.message).toMatch(/node 'b' is LOST/);
+  expect(warning.message).toContain(`node '${B}' is LOST`);
   // Billing stops at the node's last heartbeat: the sandbox's state history ends there.
-  const { rows: heard } = await t.app.pg.query<{ heartbeat_at: Date }>(`SELECT heartbeat_at FROM nodes WHERE id = 'b'`);
+  const { rows: heard } = await t.app.pg.query<{ heartbeat_at: Date }>('SELECT heartbeat_at FROM nodes WHERE id = $1', [B]);
   const { rows: intervals } = await t.app.pg.query<{ ended_at: Date | null }>('SELECT ended_at FROM resource_state_intervals WHERE resource_uuid = $1 ORDER BY started_at DESC LIMIT 1', [ids[0]]);
   expect(intervals[0].ended_at?.getTime()).toBe(heard[0].heartbeat_at.getTime());
 
@@ -205,24 +209,24 @@ test("a node LOST: its sandboxes FAILED with a Warning, billed to its last heart
   // Its volume's node is not READY: a sandbox mounting it is refused, saying why.
   const refused = await created('sandboxes', unique('orphan'), { runtime: { memory: 128 }, volumes: [{ name: volume.metadata.name, mountPath: '/data' }] });
   expect(refused.status).toBe('FAILED');
-  expect(refused.events.at(-1).message).toMatch(new RegExp(`volume '${volume.metadata.name}' is on node 'b', which is LOST`));
+  expect(refused.events.at(-1).message).toMatch(new RegExp(`volume '${volume.metadata.name}' is on node '${B}', which is LOST`));
   // Refused before it was placed, it is deleted without any node.
   expect(refused.node).toBeNull();
   expect((await api('DELETE', `/v0/sandboxes/${refused.metadata.name}`)).statusCode).toBe(200);
   await eventually('the refused sandbox to be deleted', async () => ((await api('GET', `/v0/sandboxes/${refused.metadata.name}`)).statusCode === 404 ? true : undefined));
   // Meanwhile new sandboxes go to node a.
   const meanwhile = await created('sandboxes', unique('meanwhile'), { runtime: { memory: 128 } });
-  expect(meanwhile.node).toBe('a');
+  expect(meanwhile.node).toBe(A);
 
   // Back, node b removes all three before it takes work, and never starts them again.
   expect(await onRuntime(nodes.b)).toEqual(expect.arrayContaining(ids));
   await startNode(nodes.b);
   const after = await onRuntime(nodes.b);
   for (const id of ids) expect(after).not.toContain(id);
-  const { rows: left } = await t.app.pg.query(`SELECT 1 FROM abandoned_sandboxes WHERE node_id = 'b'`);
+  const { rows: left } = await t.app.pg.query('SELECT 1 FROM abandoned_sandboxes WHERE node_id = $1', [B]);
   expect(left).toHaveLength(0);
   // Written off for good: it stays FAILED, on the node it was lost with.
-  expect((await api('GET', `/v0/sandboxes/${kept.metadata.name}`)).json()).toMatchObject({ status: 'FAILED', node: 'b' });
+  expect((await api('GET', `/v0/sandboxes/${kept.metadata.name}`)).json()).toMatchObject({ status: 'FAILED', node: B });
   expect((await api('DELETE', `/v0/sandboxes/${kept.metadata.name}`)).statusCode).toBe(200);
   await eventually('the lost sandbox to be deleted', async () => ((await api('GET', `/v0/sandboxes/${kept.metadata.name}`)).statusCode === 404 ? true : undefined));
   // The volume is back with its node: deleted there.
