@@ -3,7 +3,9 @@ import { createCustomDomainControlActivities } from './custom-domain-control';
 import { createDeploymentControlActivities } from './deployment-control';
 import type { ActivityDeps } from './support/activity-deps';
 import { createJobControlActivities } from './job-control';
+import { createNodeLossActivities } from './node-loss';
 import { createNodePlacementActivities } from './node-placement';
+import { createResourcePlacementActivities } from './resource-placement';
 import { createProvisioningActivities } from './provisioning';
 import { createSandboxControlActivities } from './sandbox-control';
 import { createImageControlActivities } from './image-control';
@@ -23,6 +25,8 @@ export function createActivities(deps: ActivityDeps) {
     ...createProvisioningActivities(deps),
     ...createJobControlActivities(deps),
     ...createNodePlacementActivities(deps),
+    ...createResourcePlacementActivities(deps),
+    ...createNodeLossActivities(deps),
     ...createVolumeControlActivities(deps),
     ...createCustomDomainControlActivities(deps),
     ...createUsageActivities(deps),

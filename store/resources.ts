@@ -18,10 +18,12 @@ export interface ResourceRow {
   updated_at: Date;
   created_by: string | null;
   updated_by: string | null;
+  /** The node it is placed on (sandboxes, volumes); null before placement or for other kinds. */
+  node_id: string | null;
 }
 
 const COLUMNS = `r.id, w.name AS workspace, r.kind, r.name, r.display_name, r.labels, r.spec, r.status, r.state, r.events,
-  r.generation, r.created_at, r.updated_at, r.created_by, r.updated_by`;
+  r.generation, r.created_at, r.updated_at, r.created_by, r.updated_by, r.node_id`;
 
 export interface ResourceKey {
   workspaceId: string;

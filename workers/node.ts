@@ -7,6 +7,7 @@ import { loadConfig, nodeTaskQueue } from '../domain/config';
 import { PlatformServices } from '../runtime/platform-services/platform-services';
 import { BwrapRuntime } from '../runtime/bwrap-runtime';
 import { NodeHeartbeat } from '../runtime/node-heartbeat';
+import { removeAbandonedSandboxes } from '../runtime/abandoned-sandboxes';
 import { NodeListener } from '../runtime/node-listener';
 import { nodeCredentialKey } from '../domain/nodes/node-credential';
 import { loadMasterKey } from '../store/master-key';
@@ -50,6 +51,9 @@ async function main() {
   const heartbeat = NodeHeartbeat.forNode(config, pg, () => runtime.list(), (line) => console.error(line));
   const removed = await removeMovedJobSandboxes(runtime, pg, config.nodeId);
   if (removed.length > 0) console.log(`removed the sandboxes of ${removed.length} job executions that ended or moved to another node meanwhile`);
+  // Sandboxes written off while this node was LOST: never run again.
+  const abandoned = await removeAbandonedSandboxes(runtime, pg, config.nodeId);
+  if (abandoned.length > 0) console.log(`removed ${abandoned.length} sandboxes written off while this node was lost`);
   // Listening before the heartbeat advertises it: a gateway that reads the URL finds it answering.
   const listener = config.nodeListen
     ? new NodeListener({ nodeId: config.nodeId, key: nodeCredentialKey(loadMasterKey(config)), dataDir: config.dataDir, sandboxes: runtime, listen: config.nodeListen })

@@ -1,16 +1,19 @@
 import {
   ActivityFailure,
   ApplicationFailure,
+  CancellationScope,
   condition,
   continueAsNew,
   defineQuery,
   defineSignal,
+  isCancellation,
   patched,
   proxyActivities,
   setHandler,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
+import type { ResourcePlacementActivities } from '../activities/resource-placement';
 import type { SandboxControlActivities } from '../activities/sandbox-control';
 import type { RestoreRequest, SandboxNodeActivities } from '../activities/sandbox-node';
 import { failureReason } from '../domain/failure-reason';
@@ -19,7 +22,7 @@ import { nextExpiry } from '../domain/sandbox/expiry';
 import { knownGeneration, lastChangeAt, noteObserved, noteThaw, sandboxState, usagePeriods, type StandbyLedger } from '../domain/sandbox/lifecycle';
 import { idlePeriodOver, nextSandboxStep } from '../domain/sandbox/next-step';
 import { envsChanged, networkChanged } from '../domain/sandbox/spec-rules';
-import { DEFAULT_SANDBOX_IMAGE, DEFAULT_SANDBOX_MEMORY_MB, type SandboxKey, type SandboxSpec, type SandboxState } from '../domain/sandbox/sandbox';
+import { DEFAULT_SANDBOX_IMAGE, DEFAULT_SANDBOX_MEMORY_MB, NODE_LOST_SIGNAL, type SandboxKey, type SandboxSpec, type SandboxState } from '../domain/sandbox/sandbox';
 
 export interface SandboxLifecycleInput {
   key: SandboxKey;
@@ -54,6 +57,11 @@ export const deleteSignal = defineSignal('delete');
 export const specSignal = defineSignal<[SandboxSpec]>('spec');
 /** Put the sandbox back to one of its snapshots (its files; processes start afresh). */
 export const restoreSignal = defineSignal<[RestoreRequest]>('restore');
+/**
+ * The sandbox's node is LOST (sent by the node loss watch, which marked it FAILED): its last
+ * heartbeat, epoch ms. Nothing more is asked of that node; usage ends at the heartbeat.
+ */
+export const nodeLostSignal = defineSignal<[number]>(NODE_LOST_SIGNAL);
 export const stateQuery = defineQuery<{ state: SandboxState; lastUsedAt: number }>('state');
 
 // Signals from busy sandboxes add history; start afresh well before Temporal's limits.
@@ -66,6 +74,8 @@ const BASE_IMAGE_PATCH = 'sandbox-base-image-build';
 const NETWORK_UNTIL_APPLIED_PATCH = 'sandbox-network-until-applied';
 /** Restores to a snapshot run as a step of the lifecycle (runs started before had no such step). */
 const RESTORE_PATCH = 'sandbox-restore';
+/** A new sandbox is placed on a node by its workflow (runs started before ran on the API's node). */
+export const SANDBOX_PLACEMENT_PATCH = 'sandbox-placement';
 
 /**
  * One sandbox's life: start it on its node, keep it RUNNING while used, freeze it into STANDBY
@@ -83,11 +93,17 @@ export async function sandboxLifecycle(input: SandboxLifecycleInput): Promise<vo
   const { key } = input;
   upsertSearchAttributes({ HangarWorkspace: [key.workspace], HangarResourceKind: ['sandbox'], HangarResourceName: [key.name] });
   // A failed sandbox stays visible (with its reason) until deleted.
-  if (input.phase === 'create' && !(await run.start())) return run.cleanUp('deleted by request');
-  return run.cleanUp(await run.watchUntilGone());
+  const why = await run.unlessNodeLost(async () => {
+    if (input.phase === 'create' && !(await run.start())) return 'deleted by request';
+    return run.watchUntilGone();
+  });
+  return run.cleanUp(why === NODE_LOST ? 'its node was lost' : why);
 }
 
 type Measured = Awaited<ReturnType<SandboxNodeActivities['measureSandbox']>>;
+
+/** What steps cut short by the loss of their node answer. */
+const NODE_LOST = Symbol('node lost');
 
 /**
  * One run of the sandbox lifecycle workflow: what it knows (carried over by continue-as-new) and
@@ -95,13 +111,20 @@ type Measured = Awaited<ReturnType<SandboxNodeActivities['measureSandbox']>>;
  * always has: histories of runs started on earlier code replay on this one.
  */
 class SandboxRun {
-  private readonly control = proxyActivities<SandboxControlActivities>({
+  private readonly control = proxyActivities<SandboxControlActivities & ResourcePlacementActivities>({
     startToCloseTimeout: '30s',
     retry: { initialInterval: '200ms', maximumInterval: '10s' },
   });
-  private readonly node: ReturnType<typeof proxyActivities<SandboxNodeActivities>>;
-  private readonly pulls: ReturnType<typeof proxyActivities<SandboxNodeActivities>>;
-  private readonly policyPush: ReturnType<typeof proxyActivities<SandboxNodeActivities>>;
+  private node!: ReturnType<typeof proxyActivities<SandboxNodeActivities>>;
+  private pulls!: ReturnType<typeof proxyActivities<SandboxNodeActivities>>;
+  private policyPush!: ReturnType<typeof proxyActivities<SandboxNodeActivities>>;
+  /** The queue of the sandbox's node: the API's before placement, then the one placement chose. */
+  private nodeQueue: string;
+  /** The last heartbeat of its node, once the node is LOST; the scope its steps run in, cancelled then. */
+  private nodeLostAt?: number;
+  private nodeSteps?: CancellationScope;
+  /** Set while a placed sandbox has no node yet: its placement was refused, nothing of it is on any node. */
+  private unplaced = false;
   private readonly key: SandboxKey;
   private spec: SandboxSpec;
   private ledger: StandbyLedger;
@@ -121,27 +144,8 @@ class SandboxRun {
   private metering: boolean;
 
   constructor(private readonly input: SandboxLifecycleInput) {
-    this.node = proxyActivities<SandboxNodeActivities>({
-      taskQueue: input.nodeQueue,
-      startToCloseTimeout: '60s',
-      // Start and stop beat every second: a worker that dies mid-way is noticed within seconds.
-      heartbeatTimeout: '5s',
-      retry: { initialInterval: '200ms', maximumInterval: '10s', maximumAttempts: 10 },
-    });
-    // A pull moves as many bytes as the image has: more time than a start, the same heartbeats.
-    this.pulls = proxyActivities<SandboxNodeActivities>({
-      taskQueue: input.nodeQueue,
-      startToCloseTimeout: '30m',
-      heartbeatTimeout: '10s',
-      retry: { initialInterval: '1s', maximumInterval: '30s', maximumAttempts: 5 },
-    });
-    // A node that has not taken a policy within seconds is down or stuck: say so, then keep trying.
-    this.policyPush = proxyActivities<SandboxNodeActivities>({
-      taskQueue: input.nodeQueue,
-      scheduleToStartTimeout: '10s',
-      startToCloseTimeout: '30s',
-      retry: { initialInterval: '200ms', maximumInterval: '5s', maximumAttempts: 3 },
-    });
+    this.nodeQueue = input.nodeQueue;
+    this.useNode(input.nodeQueue);
     this.key = input.key;
     this.networkToApply = input.networkPending ?? false;
     this.spec = input.spec;
@@ -150,6 +154,32 @@ class SandboxRun {
     this.deleting = input.phase === 'delete';
     this.meteredUntil = input.meteredUntil ?? Date.now();
     this.metering = input.phase === 'running';
+  }
+
+  /** Sends the node's steps to `queue`. */
+  private useNode(queue: string): void {
+    this.nodeQueue = queue;
+    this.node = proxyActivities<SandboxNodeActivities>({
+      taskQueue: queue,
+      startToCloseTimeout: '60s',
+      // Start and stop beat every second: a worker that dies mid-way is noticed within seconds.
+      heartbeatTimeout: '5s',
+      retry: { initialInterval: '200ms', maximumInterval: '10s', maximumAttempts: 10 },
+    });
+    // A pull moves as many bytes as the image has: more time than a start, the same heartbeats.
+    this.pulls = proxyActivities<SandboxNodeActivities>({
+      taskQueue: queue,
+      startToCloseTimeout: '30m',
+      heartbeatTimeout: '10s',
+      retry: { initialInterval: '1s', maximumInterval: '30s', maximumAttempts: 5 },
+    });
+    // A node that has not taken a policy within seconds is down or stuck: say so, then keep trying.
+    this.policyPush = proxyActivities<SandboxNodeActivities>({
+      taskQueue: queue,
+      scheduleToStartTimeout: '10s',
+      startToCloseTimeout: '30s',
+      retry: { initialInterval: '200ms', maximumInterval: '5s', maximumAttempts: 3 },
+    });
   }
 
   private state(): SandboxState {
@@ -181,6 +211,10 @@ class SandboxRun {
       this.restoreTo = request;
       this.woken = true;
     });
+    setHandler(nodeLostSignal, (lastHeartbeatAt) => {
+      this.nodeLostAt ??= lastHeartbeatAt;
+      this.nodeSteps?.cancel();
+    });
     setHandler(stateQuery, () => ({ state: this.state(), lastUsedAt: this.lastUsedAt }));
   }
 
@@ -188,11 +222,17 @@ class SandboxRun {
   async start(): Promise<boolean> {
     let started: { startedAt: number };
     try {
+      if (patched(SANDBOX_PLACEMENT_PATCH)) {
+        this.unplaced = true;
+        await this.place();
+        this.unplaced = false;
+      }
       const image = this.spec.runtime?.image;
       if (image !== undefined && isRegistryImage(image) && patched(IMAGE_PULL_PATCH)) await this.pulls.pullSandboxImage(this.key, this.spec);
       if (image !== undefined && isBuiltBaseImage(image) && patched(BASE_IMAGE_PATCH)) await this.pulls.prepareBaseImage(this.key);
       started = await this.node.startSandbox(this.key, this.spec, this.input.seedSnapshotId);
     } catch (err) {
+      if (this.nodeLostAt !== undefined) throw err;
       // The node's own reason (its image, files or a spec it cannot use), not Temporal's wrapper around it.
       await this.control.markSandboxFailed(this.key, `failed to start: ${failureReason(err)}`);
       await condition(() => this.deleting);
@@ -201,6 +241,53 @@ class SandboxRun {
     this.meteredUntil = started.startedAt;
     this.metering = true;
     return true;
+  }
+
+  /**
+   * The node this sandbox runs on, chosen by the control plane (by free memory in its region, or
+   * its volumes' or snapshot's node) and recorded on its row: a retry answers the same node.
+   */
+  private async place(): Promise<void> {
+    const { key, spec } = this;
+    const volumes = (spec.volumes ?? []).flatMap((volume) => (volume.volumeId ? [{ name: volume.name, volumeId: volume.volumeId }] : []));
+    const request = { resourceId: key.id, region: spec.region, volumes, seedSnapshotId: this.input.seedSnapshotId, legacyQueue: this.input.nodeQueue };
+    this.useNode((await this.control.placeSandbox(request)).nodeQueue);
+  }
+
+  /**
+   * Runs `steps` (the sandbox's life, or its removal) unless its node is LOST: then those waiting
+   * on that node are cancelled (a dead node's queue would hold them for ever) and NODE_LOST is
+   * the answer. Runs that never hear of a loss issue the commands they always did.
+   */
+  async unlessNodeLost<T>(steps: () => Promise<T>): Promise<T | typeof NODE_LOST> {
+    if (this.nodeLostAt !== undefined) return NODE_LOST;
+    try {
+      return await CancellationScope.cancellable(async () => {
+        this.nodeSteps = CancellationScope.current();
+        return steps();
+      });
+    } catch (err) {
+      if (this.nodeLostAt === undefined || !isCancellation(err)) throw err;
+      return NODE_LOST;
+    } finally {
+      this.nodeSteps = undefined;
+    }
+  }
+
+  /**
+   * A sandbox of a LOST node: the watch marked it FAILED and ended its state history at the
+   * node's last heartbeat. Its compute is metered up to there (its frozen memory and disk of
+   * that stretch are not: the node cannot be asked), it stays visible until deleted, and its
+   * record goes then without the node: the node removes the sandbox itself if it comes back.
+   */
+  private async cleanUpLost(lostAt: number, removing: boolean): Promise<void> {
+    if (this.metering && lostAt > this.meteredUntil) await this.meter(lostAt, { memoryBytes: 0, imageBytes: 0 });
+    // One lost while it was being removed goes on going; one lost while it ran waits for its delete.
+    if (!removing) {
+      await condition(() => this.deleting);
+      await this.control.markSandboxDeleting(this.key, 'deleted by request (its node was lost)');
+    }
+    await this.control.deleteSandboxRecord(this.key, lostAt);
   }
 
   /** Keeps the books and freezes when idle, until the sandbox is deleted or expires; answers why it goes. */
@@ -273,7 +360,7 @@ class SandboxRun {
       if (await condition(() => this.deleting, networkRetryDelayMs(attempt))) return;
       if (workflowInfo().historyLength > MAX_HISTORY_EVENTS) {
         const { spec, lastUsedAt, meteredUntil, ledger } = this;
-        await continueAsNew<typeof sandboxLifecycle>({ ...this.input, spec, phase: 'running', state: this.state(), lastUsedAt, meteredUntil, ledger, networkPending: true });
+        await continueAsNew<typeof sandboxLifecycle>({ ...this.input, nodeQueue: this.nodeQueue, spec, phase: 'running', state: this.state(), lastUsedAt, meteredUntil, ledger, networkPending: true });
       }
     }
   }
@@ -312,7 +399,7 @@ class SandboxRun {
   private async waitThenFreezeWhenIdle({ ms, freezeWhenIdle }: { ms: number; freezeWhenIdle: boolean }): Promise<void> {
     if (workflowInfo().historyLength > MAX_HISTORY_EVENTS) {
       const { spec, lastUsedAt, meteredUntil, ledger } = this;
-      await continueAsNew<typeof sandboxLifecycle>({ ...this.input, spec, phase: 'running', state: this.state(), lastUsedAt, meteredUntil, ledger });
+      await continueAsNew<typeof sandboxLifecycle>({ ...this.input, nodeQueue: this.nodeQueue, spec, phase: 'running', state: this.state(), lastUsedAt, meteredUntil, ledger });
     }
     this.woken = false;
     if (await condition(() => this.deleting || this.woken, ms)) return;
@@ -355,9 +442,17 @@ class SandboxRun {
     return seen.observedAt;
   }
 
+  /** The sandbox goes: from its node, or without it when the node is (or gets) LOST or it was never placed. */
   async cleanUp(why: string): Promise<void> {
     const { key, control } = this;
+    if (this.nodeLostAt !== undefined) return this.cleanUpLost(this.nodeLostAt, false);
     await control.markSandboxDeleting(key, why);
+    if (this.unplaced) return control.deleteSandboxRecord(key);
+    if ((await this.unlessNodeLost(() => this.removeFromNode())) === NODE_LOST) return this.cleanUpLost(this.nodeLostAt!, true);
+  }
+
+  private async removeFromNode(): Promise<void> {
+    const { key, control } = this;
     // What it holds is measured while it still exists; usage ends where the node removed it.
     const measured = this.metering ? await this.node.measureSandbox(key, this.spec.runtime?.image ?? DEFAULT_SANDBOX_IMAGE) : undefined;
     const stopped = await this.node.stopSandbox(key);

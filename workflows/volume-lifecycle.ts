@@ -1,4 +1,5 @@
 import { condition, continueAsNew, defineSignal, patched, proxyActivities, upsertSearchAttributes, setHandler, workflowInfo } from '@temporalio/workflow';
+import type { ResourcePlacementActivities } from '../activities/resource-placement';
 import type { VolumeControlActivities } from '../activities/volume-control';
 import type { VolumeNodeActivities } from '../activities/volume-node';
 import type { VolumeKey } from '../domain/volume/volume';
@@ -26,6 +27,8 @@ const MAX_HISTORY_EVENTS = 5_000;
  * that grew before this fix replay as they ran.
  */
 const GROW_TO_EACH_SIZE_ASKED_PATCH = 'grow-to-each-size-asked';
+/** A new volume is placed on a node by its workflow (runs started before used the API's node). */
+export const VOLUME_PLACEMENT_PATCH = 'volume-placement';
 
 /**
  * One volume's life: create its storage on the node, meter its size while it exists, grow it when
@@ -49,11 +52,13 @@ export async function volumeLifecycle(input: VolumeLifecycleInput): Promise<void
  * always has: histories of runs started on earlier code replay on this one.
  */
 class VolumeRun {
-  private readonly control = proxyActivities<VolumeControlActivities>({
+  private readonly control = proxyActivities<VolumeControlActivities & ResourcePlacementActivities>({
     startToCloseTimeout: '30s',
     retry: { initialInterval: '200ms', maximumInterval: '10s' },
   });
-  private readonly node: ReturnType<typeof proxyActivities<VolumeNodeActivities>>;
+  private node!: ReturnType<typeof proxyActivities<VolumeNodeActivities>>;
+  /** The queue of the volume's node: the API's before placement, then the one placement chose. */
+  private nodeQueue!: string;
   private readonly key: VolumeKey;
   private sizeMb: number;
   private requestedSizeMb: number;
@@ -62,17 +67,23 @@ class VolumeRun {
   private meteredUntil: number;
 
   constructor(private readonly input: VolumeLifecycleInput) {
-    this.node = proxyActivities<VolumeNodeActivities>({
-      taskQueue: input.nodeQueue,
-      startToCloseTimeout: '120s',
-      retry: { initialInterval: '200ms', maximumInterval: '10s', maximumAttempts: 20 },
-    });
+    this.useNode(input.nodeQueue);
     this.key = input.key;
     this.sizeMb = input.sizeMb;
     this.requestedSizeMb = input.sizeMb;
     this.deleting = input.phase === 'delete';
     this.metering = input.phase === 'running';
     this.meteredUntil = input.meteredUntil ?? Date.now();
+  }
+
+  /** Sends the node's steps to `queue`. */
+  private useNode(queue: string): void {
+    this.nodeQueue = queue;
+    this.node = proxyActivities<VolumeNodeActivities>({
+      taskQueue: queue,
+      startToCloseTimeout: '120s',
+      retry: { initialInterval: '200ms', maximumInterval: '10s', maximumAttempts: 20 },
+    });
   }
 
   listen(): void {
@@ -89,6 +100,8 @@ class VolumeRun {
     const { key, sizeMb } = this;
     let deployedAt: number | undefined;
     try {
+      // Placed by free memory among the READY nodes and recorded on its row: a retry answers the same node.
+      if (patched(VOLUME_PLACEMENT_PATCH)) this.useNode((await this.control.placeVolume(key.id)).nodeQueue);
       const storage = await this.node.createVolumeStorage(key, sizeMb);
       // Metering starts when the volume was deployed, as the activity saw it (its state history says the same).
       deployedAt = await this.control.markVolumeDeployed(key, storageReadyEvent(storage, sizeMb), { sizeMb });
@@ -108,7 +121,7 @@ class VolumeRun {
       if (this.requestedSizeMb > this.sizeMb) await this.grow();
       if (meterDue(this.meteredUntil, Date.now())) await this.meter(Date.now());
       if (workflowInfo().historyLength > MAX_HISTORY_EVENTS) {
-        await continueAsNew<typeof volumeLifecycle>({ ...this.input, sizeMb: this.sizeMb, phase: 'running', meteredUntil: this.meteredUntil });
+        await continueAsNew<typeof volumeLifecycle>({ ...this.input, nodeQueue: this.nodeQueue, sizeMb: this.sizeMb, phase: 'running', meteredUntil: this.meteredUntil });
       }
       const wait = Math.max(1, nextMeterAt(this.meteredUntil) - Date.now());
       await condition(() => this.deleting || this.requestedSizeMb > this.sizeMb, wait);

@@ -13,6 +13,7 @@ import { loadConfig, nodeTaskQueue, type HangarConfig } from '../../domain/confi
 import { workflowCode } from '../../workers/workflow-bundle';
 import { PlatformServices } from '../../runtime/platform-services/platform-services';
 import { BwrapRuntime } from '../../runtime/bwrap-runtime';
+import { NodeHeartbeat } from '../../runtime/node-heartbeat';
 import { VolumeStore } from '../../runtime/volume-store';
 import { prepare } from '../../scripts/prepare';
 import { repoRoot } from '../../scripts/stack/binaries';
@@ -43,6 +44,9 @@ export async function startBenchPlatform(config: HangarConfig, log: (line: strin
   await app.ready();
   const runtime = new BwrapRuntime({ dataDir: full.dataDir, warmPool: full.sandboxWarmPool });
   const platform = await PlatformServices.forNode(full, pg);
+  // Like workers/node.ts, the node reports itself: sandboxes, volumes and jobs are placed among the nodes that do.
+  const heartbeat = NodeHeartbeat.forNode(full, pg, () => runtime.list());
+  await heartbeat.start();
   const temporal = new Client({ connection: await Connection.connect({ address: full.temporalAddress }), namespace: full.temporalNamespace });
   const workers = await Promise.all([
     Worker.create({
@@ -71,6 +75,7 @@ export async function startBenchPlatform(config: HangarConfig, log: (line: strin
     async stop() {
       for (const w of workers) w.shutdown();
       await Promise.allSettled(running);
+      await heartbeat.stop();
       await platform.closeAll();
       for (const sandbox of await runtime.list()) await runtime.remove(sandbox.id).catch(() => undefined);
       // The warm pool's sandboxes too: a benchmark leaves nothing running.

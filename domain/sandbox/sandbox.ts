@@ -57,3 +57,6 @@ export interface SandboxKey {
 export function sandboxWorkflowId(workspace: string, name: string): string {
   return `sandbox/${workspace}/${name}`;
 }
+
+/** The signal telling a sandbox's lifecycle workflow its node is LOST (with the node's last heartbeat, epoch ms). */
+export const NODE_LOST_SIGNAL = 'nodeLost';

@@ -171,3 +171,12 @@ export async function startTimeSkippingWorker(taskQueue: string, activities: obj
 export function perWorkflowActivities(names: readonly string[], of: Map<string, Record<string, (...args: unknown[]) => Promise<unknown>>>) {
   return Object.fromEntries(names.map((name) => [name, (...args: unknown[]) => of.get(Context.current().info.workflowExecution?.workflowId ?? '')![name](...args)]));
 }
+
+/**
+ * The placement activities of a platform with one node, whose queue is `taskQueue` (the test's
+ * worker): sandboxes and volumes placed by their workflows run their node steps there.
+ */
+export function oneNodePlacement(taskQueue: string) {
+  const placed = async () => ({ nodeId: 'unit', nodeQueue: taskQueue });
+  return { placeSandbox: placed, placeVolume: placed };
+}

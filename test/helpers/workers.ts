@@ -10,6 +10,7 @@ import { PlatformServices } from '../../runtime/platform-services/platform-servi
 import type { NodeActivityDeps } from '../../activities/node-activities';
 import type { RuntimeVolumeMount } from '../../runtime/sandbox-runtime';
 import { VolumeStore } from '../../runtime/volume-store';
+import { removeAbandonedSandboxes } from '../../runtime/abandoned-sandboxes';
 import { removeMovedJobSandboxes } from '../../runtime/moved-job-sandboxes';
 import { NodeHeartbeat } from '../../runtime/node-heartbeat';
 import { testWorkflowBundleFile } from '../setup/test-config';
@@ -63,6 +64,7 @@ export async function startNodeWorker(
   const pg = options.pg ?? createPool(config.databaseUrl);
   const platform = await PlatformServices.forNode(config, pg);
   await removeMovedJobSandboxes(runtime, pg, config.nodeId);
+  await removeAbandonedSandboxes(runtime, pg, config.nodeId);
   // Like workers/node.ts, the node reports itself: placement chooses among the nodes that do.
   const heartbeat = NodeHeartbeat.forNode(config, pg, () => runtime.list());
   await heartbeat.start();

@@ -45,3 +45,8 @@ export function toEnvelope(row: ResourceRow, url: string) {
     events: row.events,
   };
 }
+
+/** `node` of a placed resource's envelope (sandboxes, volumes). */
+export const NodeField = Type.Union([Type.String(), Type.Null()], {
+  description: "The runtime node it is placed on (GET /v0/nodes lists them); null until its workflow has placed it, or for one created before placement (on the API's own node).",
+});

@@ -35,6 +35,7 @@ function sandboxEnvelope(config: HangarConfig, row: ResourceRow) {
     lastUsedAt,
     expiresIn: expiry ? Math.max(0, Math.round((expiry.at - Date.now()) / 1000)) : null,
     network: networkTraffic(config, row),
+    node: row.node_id ?? null,
   };
 }
 

@@ -47,7 +47,8 @@ function lifecycleInput(
   return {
     key,
     spec: row.spec as SandboxSpec,
-    nodeQueue: nodeTaskQueue(config),
+    // A placed sandbox's cleanup runs on its node; a new one is placed by its workflow (this queue is where unplaced ones are).
+    nodeQueue: nodeTaskQueue({ taskQueue: config.taskQueue, nodeId: row.node_id ?? config.nodeId }),
     idleTimeoutMs: config.sandboxIdleSeconds * 1000,
     createdAt: row.created_at.getTime(),
     phase,

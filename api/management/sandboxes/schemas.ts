@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { DURATION_PATTERN } from '../../../domain/duration';
 import { DisplayName, Labels, ResourceName } from '../common-schemas';
-import { envelopeSchema } from '../resources/envelope';
+import { NodeField, envelopeSchema } from '../resources/envelope';
 import { NetworkSpecSchema } from '../network-schema';
 
 /** A date-time as RFC 3339 writes it (what `Date.toISOString()` gives). */
@@ -94,6 +94,7 @@ export const SandboxInput = Type.Object(
 );
 
 export const SandboxEnvelope = envelopeSchema({
+  node: NodeField,
   state: Type.Union([Type.Literal('RUNNING'), Type.Literal('STANDBY'), Type.Null()], {
     description: 'RUNNING or STANDBY once deployed; null before.',
   }),

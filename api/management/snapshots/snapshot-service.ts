@@ -63,7 +63,8 @@ export async function captureSnapshot(services: SnapshotServices, workspace: Wor
     sourceId: source.id,
     sourceName: source.name,
     sourceSpec: source.spec as SandboxSpec,
-    nodeQueue: nodeTaskQueue(services.config),
+    // Captured where the sandbox runs: its placed node, or the API's for one from before placement.
+    nodeQueue: nodeTaskQueue({ taskQueue: services.config.taskQueue, nodeId: source.node_id ?? services.config.nodeId }),
     actor,
   });
   if (!row) throw conflict(`a snapshot named '${name}' already exists in workspace '${workspace.name}'`);

@@ -38,7 +38,7 @@ const deleteSchema = {
 export default async function volumeRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const services: VolumeServices = { store: new ResourceStore(app.pg), pg: app.pg, temporal: app.temporal, config: app.config };
-  const envelope = (row: ResourceRow) => toEnvelope(row, `/v0/${KIND}/${row.name}`);
+  const envelope = (row: ResourceRow) => ({ ...toEnvelope(row, `/v0/${KIND}/${row.name}`), node: row.node_id ?? null });
 
   app.get(
     `/v0/${KIND}`,

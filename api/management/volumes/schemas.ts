@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { MAX_VOLUME_SIZE_MB, MIN_VOLUME_SIZE_MB } from '../../../domain/volume/volume';
 import { DisplayName, Labels, ResourceName } from '../common-schemas';
-import { envelopeSchema } from '../resources/envelope';
+import { NodeField, envelopeSchema } from '../resources/envelope';
 
 export const VolumeSpecSchema = Type.Object(
   {
@@ -18,4 +18,4 @@ export const VolumeInput = Type.Object(
   { additionalProperties: true },
 );
 
-export const VolumeEnvelope = envelopeSchema({});
+export const VolumeEnvelope = envelopeSchema({ node: NodeField });

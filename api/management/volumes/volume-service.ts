@@ -27,7 +27,9 @@ export interface VolumeRequest {
 
 function lifecycleInput(config: HangarConfig, row: ResourceRow, workspaceId: string, phase: VolumeLifecycleInput['phase']): VolumeLifecycleInput {
   const key: VolumeKey = { id: row.id, workspace: row.workspace, workspaceId, name: row.name };
-  return { key, sizeMb: (row.spec as unknown as VolumeSpec).size, nodeQueue: nodeTaskQueue(config), phase };
+  // A placed volume's cleanup runs on its node; a new one is placed by its workflow (this queue is where unplaced ones are).
+  const nodeQueue = nodeTaskQueue({ taskQueue: config.taskQueue, nodeId: row.node_id ?? config.nodeId });
+  return { key, sizeMb: (row.spec as unknown as VolumeSpec).size, nodeQueue, phase };
 }
 
 export function findVolume(services: VolumeServices, workspace: WorkspaceGrant, name: string): Promise<ResourceRow> {

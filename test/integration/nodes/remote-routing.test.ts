@@ -13,6 +13,7 @@ import { BwrapRuntime } from '../../../runtime/bwrap-runtime';
 import { NodeListenerAddresses } from '../../../runtime/network/node-listener-addresses';
 import type { SandboxNetwork } from '../../../runtime/network/sandbox-network';
 import { loadMasterKey } from '../../../store/master-key';
+import { setNodeDrained } from '../../../store/nodes';
 import { moveResourceNode } from '../../../store/resource-nodes';
 import { announceRouteChanges } from '../../../store/route-notices';
 import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../../helpers/platform';
@@ -27,9 +28,10 @@ import { eventually } from '../../helpers/workers';
 /**
  * Two hosts on one machine: this process is the platform's host (API, gateways, control worker,
  * node 'local'), and a second node worker runs in a network namespace of its own
- * (helpers/second-node.ts). A sandbox and an agent whose node is the second one (until placement
- * records it inside the workflows, the test sends their creation to that node's task queue
- * through an API configured as that node, and records the node on the rows itself) are reached
+ * (helpers/second-node.ts). A sandbox and an agent whose node is the second one (the sandbox
+ * placed there by its workflow while this host's node is drained; the agent, whose revisions are
+ * not placed yet, created through an API configured as that node, its node recorded on the
+ * revision's row by the test) are reached
  * through the gateways of this host over the second node's listener, for every kind of call;
  * the listener refuses requests without the platform's credential; a sandbox of this host is
  * refused the listener's address.
@@ -60,11 +62,17 @@ beforeAll(async () => {
   gatewayUrl = await platform.gateway.listen({ host: '127.0.0.1', port: 0 });
   run = await startRunGateway(t.config);
 
-  const created = await tenantResources(t2, tenant).api('POST', '/v0/sandboxes', { metadata: { name: 'remote' }, spec: { runtime: { memory: 256 } } });
-  expect(created.statusCode).toBe(200);
-  remoteId = await tenantResources(t, tenant).idOf('sandboxes', 'remote');
-  await t.app.pg.query('UPDATE resources SET node_id = $2 WHERE id = $1', [remoteId, second.id]);
-  await tenantResources(t, tenant).status('sandboxes', 'remote', 'DEPLOYED', 90_000);
+  // Placed by its workflow: with this host's node drained, on the second one.
+  await setNodeDrained(t.app.pg, t.config.nodeId, true);
+  try {
+    const created = await tenantResources(t2, tenant).api('POST', '/v0/sandboxes', { metadata: { name: 'remote' }, spec: { runtime: { memory: 256 } } });
+    expect(created.statusCode).toBe(200);
+    remoteId = await tenantResources(t, tenant).idOf('sandboxes', 'remote');
+    const deployed = await tenantResources(t, tenant).status('sandboxes', 'remote', 'DEPLOYED', 90_000);
+    expect(deployed.node).toBe(second.id);
+  } finally {
+    await setNodeDrained(t.app.pg, t.config.nodeId, false);
+  }
 }, 240_000);
 
 afterAll(async () => {

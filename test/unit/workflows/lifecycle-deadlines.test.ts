@@ -3,7 +3,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DeploymentNodeModel } from '../../fakes/deployment-node-model';
 import { SandboxNodeModel } from '../../fakes/sandbox-node-model';
 import { VolumeNodeModel } from '../../fakes/volume-node-model';
-import { finished, perWorkflowActivities, SetAsideServers, startTimeSkippingWorker } from '../../helpers/time-skipping';
+import { finished, oneNodePlacement, perWorkflowActivities, SetAsideServers, startTimeSkippingWorker } from '../../helpers/time-skipping';
 import { METER_INTERVAL_MS } from '../../../domain/billing/meter-schedule';
 import type { DeploymentInput } from '../../../workflows/deployment';
 import type { SandboxLifecycleInput } from '../../../workflows/sandbox-lifecycle';
@@ -44,7 +44,7 @@ const ACTIVITIES = [
 ];
 
 beforeAll(async () => {
-  ({ env, stop } = await startTimeSkippingWorker(TASK_QUEUE, perWorkflowActivities(ACTIVITIES, activitiesOf)));
+  ({ env, stop } = await startTimeSkippingWorker(TASK_QUEUE, { ...perWorkflowActivities(ACTIVITIES, activitiesOf), ...oneNodePlacement(TASK_QUEUE) }));
 }, 120_000);
 
 afterAll(async () => {

@@ -3,7 +3,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import fc from 'fast-check';
 import { SandboxNodeModel } from '../../fakes/sandbox-node-model';
-import { createTimeSkippingEnvironment, eventSummary, finished, quietLogger, SetAsideServers, stopping, testServerTimerRejections } from '../../helpers/time-skipping';
+import { createTimeSkippingEnvironment, eventSummary, finished, oneNodePlacement, quietLogger, SetAsideServers, stopping, testServerTimerRejections } from '../../helpers/time-skipping';
 import type { SandboxLifecycleInput } from '../../../workflows/sandbox-lifecycle';
 
 /**
@@ -65,7 +65,9 @@ async function startServer(): Promise<void> {
     workflowBundle: bundle,
     maxCachedWorkflows: 0,
     // Each call goes to the node of the workflow that made it.
-    activities: Object.fromEntries(
+    activities: {
+      ...oneNodePlacement(TASK_QUEUE),
+      ...Object.fromEntries(
       ['startSandbox', 'enterStandby', 'freezeState', 'measureSandbox', 'stopSandbox', 'restoreSandbox', 'markSandboxFailed', 'markSandboxRestoreFailed', 'markSandboxDeleting', 'deleteSandboxRecord', 'setSandboxState', 'recordSandboxUsage'].map((name) => [
         name,
         (...args: unknown[]) => {
@@ -74,7 +76,8 @@ async function startServer(): Promise<void> {
           return all[name](...args);
         },
       ]),
-    ),
+      ),
+    },
   });
   const running = created.run();
   worker = {

@@ -3,7 +3,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { SandboxKey, SandboxSpec } from '../../../domain/sandbox/sandbox';
 import type { SandboxLifecycleInput } from '../../../workflows/sandbox-lifecycle';
 import { SandboxNodeModel } from '../../fakes/sandbox-node-model';
-import { finished, perWorkflowActivities, SetAsideServers, startTimeSkippingWorker } from '../../helpers/time-skipping';
+import { finished, oneNodePlacement, perWorkflowActivities, SetAsideServers, startTimeSkippingWorker } from '../../helpers/time-skipping';
 
 /**
  * A network policy PUT on a running sandbox, pushed to its node by the lifecycle workflow: while
@@ -28,7 +28,7 @@ const ACTIVITIES = [
 ];
 
 beforeAll(async () => {
-  ({ env, stop } = await startTimeSkippingWorker(TASK_QUEUE, perWorkflowActivities(ACTIVITIES, activitiesOf)));
+  ({ env, stop } = await startTimeSkippingWorker(TASK_QUEUE, { ...perWorkflowActivities(ACTIVITIES, activitiesOf), ...oneNodePlacement(TASK_QUEUE) }));
 }, 120_000);
 
 afterAll(async () => {
