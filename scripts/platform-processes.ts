@@ -9,6 +9,23 @@ export const PLATFORM_PROCESSES = [
   { name: 'node-worker', script: path.join('dist', 'workers', 'node.js') },
 ] as const;
 
+export type PlatformProcessName = (typeof PLATFORM_PROCESSES)[number]['name'];
+
+/**
+ * The platform processes this host runs: all of them, or those `HANGAR_PROCESSES` names
+ * (comma-separated), so that another machine pointed at the same services runs only a node
+ * worker (`HANGAR_PROCESSES=node-worker`): that is how a node is added.
+ */
+export function selectedProcesses(env: NodeJS.ProcessEnv = process.env): (typeof PLATFORM_PROCESSES)[number][] {
+  const raw = env.HANGAR_PROCESSES?.trim();
+  if (!raw) return [...PLATFORM_PROCESSES];
+  const names = raw.split(',').map((name) => name.trim());
+  const known = PLATFORM_PROCESSES.map((process) => process.name as string);
+  const unknown = names.filter((name) => !known.includes(name));
+  if (unknown.length) throw new Error(`HANGAR_PROCESSES: unknown process ${unknown.map((name) => `'${name}'`).join(', ')} (known: ${known.join(', ')})`);
+  return PLATFORM_PROCESSES.filter((process) => names.includes(process.name));
+}
+
 /** The environment of a platform process: `base` pointed at the stack's services. */
 export function platformEnv(config: HangarConfig, stack: Stack, base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
   return {

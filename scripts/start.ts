@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { credentialsPath, type BootstrapCredentials } from '../store/bootstrap';
 import { loadConfig, type HangarConfig } from '../domain/config';
-import { apiHealthy, platformEnv, PLATFORM_PROCESSES } from './platform-processes';
+import { apiHealthy, platformEnv, selectedProcesses } from './platform-processes';
 import { prepare } from './prepare';
 import type { Stack } from './stack';
 import { repoRoot } from './stack/binaries';
@@ -51,6 +51,7 @@ function printSummary(config: HangarConfig, stack: Stack, credentials: Bootstrap
 
 async function main(): Promise<void> {
   const config = loadConfig();
+  const processes = selectedProcesses();
   step(`data folder ${config.dataDir}`);
   const children: SupervisedChild[] = [];
   let stack: Stack | undefined;
@@ -84,15 +85,19 @@ async function main(): Promise<void> {
   try {
     const root = repoRoot();
     const env = platformEnv(config, stack);
-    for (const { name, script } of PLATFORM_PROCESSES) {
+    for (const { name, script } of processes) {
       const file = path.join(root, script);
       if (!fs.existsSync(file)) throw new Error(`${script} does not exist: run npm run build`);
       children.push(superviseChild({ name, argv: [process.execPath, file], env, cwd: root, output: (line) => console.log(line), log: step }));
       step(`${name} started`);
     }
-    await waitUntilReady(`the API at ${config.baseUrl}`, () => apiHealthy(config.baseUrl), { timeoutMs: HEALTH_TIMEOUT_MS, intervalMs: 500 });
-    step('API healthy');
-    printSummary(config, stack, credentials);
+    if (processes.some((process) => process.name === 'api')) {
+      await waitUntilReady(`the API at ${config.baseUrl}`, () => apiHealthy(config.baseUrl), { timeoutMs: HEALTH_TIMEOUT_MS, intervalMs: 500 });
+      step('API healthy');
+      printSummary(config, stack, credentials);
+    } else {
+      console.log(`\nHangar is running ${processes.map((process) => process.name).join(', ')} (HANGAR_PROCESSES) as node '${config.nodeId}'; hangar node list shows it.\nPress Ctrl-C to stop.`);
+    }
   } catch (err) {
     console.error(`hangar failed to start: ${(err as Error).message}`);
     await shutdown('start failed', 1);
