@@ -2,10 +2,12 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { manifestOfIndex, parseImageConfig, parseManifest, type ImageRunConfig } from '../domain/images/oci-image';
+import { manifestOfIndex, parseImageConfig, parseManifest, type ImageRunConfig, type OciManifest } from '../domain/images/oci-image';
 import { canonicalImageReference, parseImageReference, DEFAULT_REGISTRY } from '../domain/images/reference';
 import { writeFileAtomically } from './atomic-file';
 import { diskUsageBytes } from './disk-usage';
+import { BlobFollower, type FollowedBlob } from './blob-follower';
+import { unpackLayers } from './layer-unpack';
 import { copyFromRegistry, type RegistryCredentials } from './skopeo';
 import { unpackImage } from './umoci';
 
@@ -39,6 +41,8 @@ interface ImageRecord {
   config: ImageRunConfig;
   blobBytes: number;
   unpackedBytes: number;
+  /** How its rootfs was made: its layers extracted and merged here, or umoci's unpack for what that cannot take. */
+  unpackedWith?: 'layers' | 'umoci';
 }
 
 export interface ImageStoreOptions {
@@ -169,20 +173,29 @@ export class OciImageStore {
       await this.prepare();
       await fsp.mkdir(layoutDir, { recursive: true, mode: 0o700 });
       await fsp.symlink(path.relative(layoutDir, this.dir('blobs')), path.join(layoutDir, 'blobs'));
-      await copyFromRegistry({
-        reference,
-        canonical,
-        parsed: { ...parsed, registry: parsed.registry ?? DEFAULT_REGISTRY },
-        layoutDir,
-        tag: TAG,
-        workDir,
-        policyFile: this.policyFile(),
-        ...(credentials ? { credentials } : {}),
-        insecureRegistries: this.options.insecureRegistries ?? [],
-        skopeoPath: this.options.skopeoPath ?? 'skopeo',
-      });
+      // Layers are extracted while they download; the unpack takes those it can match to the manifest.
+      const follower = new BlobFollower(layoutDir, path.join(workDir, 'layers'));
+      follower.start();
+      let followed: FollowedBlob[] = [];
+      try {
+        await copyFromRegistry({
+          reference,
+          canonical,
+          parsed: { ...parsed, registry: parsed.registry ?? DEFAULT_REGISTRY },
+          layoutDir,
+          tag: TAG,
+          workDir,
+          policyFile: this.policyFile(),
+          ...(credentials ? { credentials } : {}),
+          insecureRegistries: this.options.insecureRegistries ?? [],
+          skopeoPath: this.options.skopeoPath ?? 'skopeo',
+        });
+      } finally {
+        // Every follow ends, the copy failed or not, before the pull's folder is removed.
+        followed = await follower.finish();
+      }
       const manifest = manifestOfIndex(await fsp.readFile(path.join(layoutDir, 'index.json'), 'utf8'), TAG);
-      const record = await this.unpackOnce(manifest.digest, layoutDir);
+      const record = await this.unpackOnce(manifest.digest, layoutDir, TAG, followed);
       await writeFileAtomically(this.refFile(canonical), JSON.stringify({ reference: canonical, digest: record.digest, authenticated: credentials !== undefined }));
       return this.stored(canonical, record, credentials !== undefined);
     } finally {
@@ -191,24 +204,24 @@ export class OciImageStore {
   }
 
   /** Unpacks the manifest `digest` of a layout unless this node has it already: one rootfs per digest. */
-  private unpackOnce(digest: string, layoutDir: string, tag = TAG): Promise<ImageRecord> {
+  private unpackOnce(digest: string, layoutDir: string, tag = TAG, followed: FollowedBlob[] = []): Promise<ImageRecord> {
     let unpack = this.unpacks.get(digest);
     if (!unpack) {
-      unpack = this.unpack(digest, layoutDir, tag).finally(() => this.unpacks.delete(digest));
+      unpack = this.unpack(digest, layoutDir, tag, followed).finally(() => this.unpacks.delete(digest));
       this.unpacks.set(digest, unpack);
     }
     return unpack;
   }
 
-  private async unpack(digest: string, layoutDir: string, tag: string): Promise<ImageRecord> {
+  private async unpack(digest: string, layoutDir: string, tag: string, followed: FollowedBlob[]): Promise<ImageRecord> {
     const existing = await this.readRecord(digest);
     if (existing) return existing;
     const target = this.unpackedDir(digest);
     const staging = path.join(this.dir('unpacked'), `.${path.basename(target)}.${process.pid}.${randomBytes(4).toString('hex')}`);
     try {
-      await unpackImage({ layoutDir, tag, bundleDir: staging, umociPath: this.options.umociPath ?? 'umoci' });
       const manifestText = await fsp.readFile(this.blobFile(digest), 'utf8');
       const manifest = parseManifest(manifestText);
+      const unpackedWith = await this.unpackRootfs(manifest, { layoutDir, tag, followed }, staging);
       const config = parseImageConfig(await fsp.readFile(this.blobFile(manifest.config.digest), 'utf8'));
       const record: ImageRecord = {
         digest,
@@ -216,6 +229,7 @@ export class OciImageStore {
         config,
         blobBytes: Buffer.byteLength(manifestText) + manifest.config.size + manifest.layers.reduce((sum, layer) => sum + layer.size, 0),
         unpackedBytes: await diskUsageBytes([path.join(staging, 'rootfs')]),
+        unpackedWith,
       };
       await fsp.writeFile(path.join(staging, 'image.json'), JSON.stringify(record), { mode: 0o644 });
       await fsp.rename(staging, target).catch(async (err: NodeJS.ErrnoException) => {
@@ -225,6 +239,26 @@ export class OciImageStore {
       return (await this.readRecord(digest)) ?? record;
     } finally {
       await fsp.rm(staging, { recursive: true, force: true });
+    }
+  }
+
+  /**
+   * `<staging>/rootfs` from the image's layers (layer-unpack.ts: extracted during the copy or from
+   * the store, merged by renames). umoci's unpack is kept for what that path cannot take (a
+   * layer type it does not know, a hard link to a file of a lower layer, which GNU tar cannot make
+   * within one layer's folder): same result, slower.
+   */
+  private async unpackRootfs(manifest: OciManifest, source: { layoutDir: string; tag: string; followed: FollowedBlob[] }, staging: string): Promise<'layers' | 'umoci'> {
+    await fsp.mkdir(staging, { mode: 0o755 });
+    try {
+      const layersDir = path.join(staging, 'layers');
+      await unpackLayers({ manifest, blobFile: (digest) => this.blobFile(digest), followed: source.followed, layersDir, rootfs: path.join(staging, 'rootfs') });
+      await fsp.rm(layersDir, { recursive: true, force: true });
+      return 'layers';
+    } catch {
+      await fsp.rm(staging, { recursive: true, force: true });
+      await unpackImage({ layoutDir: source.layoutDir, tag: source.tag, bundleDir: staging, umociPath: this.options.umociPath ?? 'umoci' });
+      return 'umoci';
     }
   }
 
