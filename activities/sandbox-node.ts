@@ -203,9 +203,11 @@ async function pullSandboxImage(
     await store.note(key.id, { type: 'Normal', message: `image '${image}' pulled (${digest})` }, { image: { reference: image, digest, pull: 'PULLED' } });
     return { digest };
   } catch (err) {
-    if (err instanceof ImagePullError && err.kind !== 'unreachable') throw ApplicationFailure.nonRetryable(err.message, 'ImagePullError');
-    if (err instanceof SandboxSpecError) throw ApplicationFailure.nonRetryable(err.message, 'SandboxSpecError');
-    throw err;
+    const final = (err instanceof ImagePullError && err.kind !== 'unreachable') || err instanceof SandboxSpecError;
+    if (!final) throw err;
+    // In the resource's own events: a job's execution, which has no events of its own, fails on it.
+    await store.note(key.id, { type: 'Warning', message: `pull failed: ${(err as Error).message}` }, { image: { reference: image, pull: 'FAILED' } });
+    throw ApplicationFailure.nonRetryable((err as Error).message, err instanceof ImagePullError ? 'ImagePullError' : 'SandboxSpecError');
   }
 }
 
