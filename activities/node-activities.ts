@@ -1,6 +1,6 @@
 import type { Client } from '@temporalio/client';
 import type { Pool } from 'pg';
-import type { HangarConfig } from '../domain/config';
+import { nodeTaskQueue, type HangarConfig } from '../domain/config';
 import type { PlatformServices } from '../runtime/platform-services/platform-services';
 import type { RuntimeVolumeMount } from '../runtime/sandbox-runtime';
 import type { VolumeStore } from '../runtime/volume-store';
@@ -32,7 +32,7 @@ export interface NodeActivityDeps {
 /** Every activity a node's runtime worker runs: what touches this machine's sandboxes and volumes. */
 export function createNodeActivities({ config, runtime, volumes, pg, platform, temporal, jobMounts }: NodeActivityDeps) {
   return {
-    ...createSandboxNodeActivities({ runtime, volumes, pg, registryAccounts: registryAccountsFrom(pg, config) }),
+    ...createSandboxNodeActivities({ runtime, volumes, pg, registryAccounts: registryAccountsFrom(pg, config), nodeQueue: nodeTaskQueue(config) }),
     ...createSnapshotNodeActivities({ runtime, pg }),
     ...createImageBuildNodeActivities({ runtime, pg, dataDir: config.dataDir }),
     ...createVolumeNodeActivities({ volumes }),

@@ -2,20 +2,18 @@ import { ApplicationFailure } from '@temporalio/activity';
 import type { Pool } from 'pg';
 import { ResourceStore } from '../store/resources';
 import { StateHistory } from '../store/state-history';
-import { isRegistryImage, pullsEveryTime } from '../domain/images/builtin';
-import { ImagePullError } from '../domain/images/pull-failure';
 import { DEFAULT_SANDBOX_IMAGE, DEFAULT_SANDBOX_MEMORY_MB, type SandboxKey, type SandboxSpec } from '../domain/sandbox/sandbox';
 import { SandboxNotFoundError, SandboxSpecError, type FreezeState, type RuntimeVolumeMount, type SandboxRemoval, type SandboxRuntime } from '../runtime/sandbox-runtime';
 import type { VolumeStore } from '../runtime/volume-store';
-import type { RegistryAccount } from '../domain/integrations/registry-credentials';
+import { RegistryImageStore } from '../store/registry-images';
+import { pullResourceImage, type ImagePullDeps, type PullRuntime } from './image-pull-node';
 import { whileHeartbeating } from './support/heartbeat';
 import type { RegistryAccounts } from './support/registry-accounts';
 
 /** The runtime plus what metering and images from registries need of it. */
-export type NodeRuntime = SandboxRuntime & {
+export type NodeRuntime = SandboxRuntime &
+  PullRuntime & {
   imageStorageBytes(id: string, image: string): Promise<number>;
-  pullImage(reference: string, options?: { credentials?: RegistryAccount }): Promise<{ digest: string }>;
-  findImage(reference: string): Promise<{ digest: string; authenticated: boolean } | undefined>;
   restoreFiles(id: string, snapshotId: string, restoreId: string): Promise<FreezeState>;
 };
 
@@ -31,8 +29,9 @@ export interface RestoreRequest {
  * activity is idempotent (start returns the running sandbox, remove of a missing one is a no-op),
  * so retries after a worker crash are safe.
  */
-export function createSandboxNodeActivities({ runtime, volumes, pg, registryAccounts }: { runtime: NodeRuntime; volumes?: VolumeStore; pg: Pool; registryAccounts?: RegistryAccounts }) {
+export function createSandboxNodeActivities({ runtime, volumes, pg, registryAccounts, nodeQueue }: { runtime: NodeRuntime; volumes?: VolumeStore; pg: Pool; registryAccounts?: RegistryAccounts; nodeQueue: string }) {
   const store = new ResourceStore(pg);
+  const pulls: ImagePullDeps = { runtime, store, images: new RegistryImageStore(pg), nodeQueue, ...(registryAccounts ? { registryAccounts } : {}) };
   const history = new StateHistory(pg);
 
   return {
@@ -40,8 +39,8 @@ export function createSandboxNodeActivities({ runtime, volumes, pg, registryAcco
     startSandbox: (key: SandboxKey, spec: SandboxSpec, seedSnapshotId?: string) =>
       whileHeartbeating(() => startSandbox({ runtime, volumes, store, history }, key, spec, seedSnapshotId)),
 
-    /** Pulls the sandbox's image onto this node when it comes from a registry (see pullSandboxImage below). */
-    pullSandboxImage: (key: SandboxKey, spec: SandboxSpec) => whileHeartbeating(() => pullSandboxImage({ runtime, store, registryAccounts }, key, spec)),
+    /** Pulls the sandbox's (a workload's, a job's) image onto this node when it comes from a registry, with its progress (image-pull-node.ts). */
+    pullSandboxImage: (key: SandboxKey, spec: SandboxSpec) => whileHeartbeating(() => pullResourceImage(pulls, key, spec)),
 
     /**
      * Freezes the sandbox unless it is serving a request, running a command someone waits on or
@@ -170,45 +169,6 @@ async function startSandbox(
   await store.transition(key.id, 'DEPLOYED', { type: 'Normal', message: 'sandbox is running' }, { state: 'RUNNING', lastUsedAt: new Date().toISOString() }, 'DEPLOYING');
   const sandbox = { workspaceId: key.workspaceId, resourceType: 'sandbox' as const, resourceUuid: key.id, resourceName: key.name };
   return { startedAt: await history.enter(sandbox, { state: 'RUNNING', memoryMb, storedBytes: 0 }, Date.now()) };
-}
-
-/**
- * Pulls the sandbox's image onto this node when it names a registry (a built-in image needs
- * nothing), saying on the sandbox's events that it waits for its image, then which digest came.
- * Answers the digest pulled. With `spec.runtime.registryConnection` the pull gives that
- * connection's credentials, and always asks the registry: they are checked every time. An image
- * last pulled with credentials is not started from the node's copy by a sandbox without them.
- * The registry's refusals (not found, unauthorized) and a malformed reference do not get better
- * by retrying; an unreachable registry may, and is retried.
- */
-async function pullSandboxImage(
-  { runtime, store, registryAccounts }: { runtime: NodeRuntime; store: ResourceStore; registryAccounts?: RegistryAccounts },
-  key: SandboxKey,
-  spec: SandboxSpec,
-): Promise<{ digest?: string }> {
-  const image = spec.runtime?.image;
-  if (image === undefined || !isRegistryImage(image)) return {};
-  const connection = spec.runtime?.registryConnection;
-  const found = pullsEveryTime(image) || connection !== undefined ? undefined : await runtime.findImage(image);
-  const present = found && !found.authenticated ? found : undefined;
-  if (present) {
-    await store.note(key.id, { type: 'Normal', message: `image '${image}' is on the node (${present.digest})` }, { image: { reference: image, digest: present.digest, pull: 'PRESENT' } });
-    return { digest: present.digest };
-  }
-  await store.note(key.id, { type: 'Normal', message: `waiting for its image: pulling '${image}' onto the node` }, { image: { reference: image, pull: 'PULLING' } });
-  try {
-    if (connection !== undefined && !registryAccounts) throw ApplicationFailure.nonRetryable('this node worker cannot open integration connections', 'RegistryCredentialsError');
-    const credentials = connection === undefined ? undefined : await registryAccounts!(key.workspaceId, connection, image);
-    const { digest } = await runtime.pullImage(image, credentials ? { credentials } : {});
-    await store.note(key.id, { type: 'Normal', message: `image '${image}' pulled (${digest})` }, { image: { reference: image, digest, pull: 'PULLED' } });
-    return { digest };
-  } catch (err) {
-    const final = (err instanceof ImagePullError && err.kind !== 'unreachable') || err instanceof SandboxSpecError;
-    if (!final) throw err;
-    // In the resource's own events: a job's execution, which has no events of its own, fails on it.
-    await store.note(key.id, { type: 'Warning', message: `pull failed: ${(err as Error).message}` }, { image: { reference: image, pull: 'FAILED' } });
-    throw ApplicationFailure.nonRetryable((err as Error).message, err instanceof ImagePullError ? 'ImagePullError' : 'SandboxSpecError');
-  }
 }
 
 /** See the activity restoreSandbox above. */

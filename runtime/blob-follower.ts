@@ -39,8 +39,8 @@ export class BlobFollower {
   constructor(
     private readonly layoutDir: string,
     private readonly extractDir: string,
-    /** Told of every chunk of layer bytes read (for a pull's progress). */
-    private readonly onBytes: (bytes: number) => void = () => undefined,
+    /** Told of every chunk of layer bytes read, and of every layer extracted whole (a pull's progress). */
+    private readonly progress: { bytes(count: number): void; layer(): void } = { bytes: () => undefined, layer: () => undefined },
   ) {}
 
   start(): void {
@@ -78,6 +78,7 @@ export class BlobFollower {
       await extractLayer(source, gunzip(), dir);
       const stat = await handle.stat();
       if (read !== stat.size) throw new Error('the blob changed after it was read');
+      this.progress.layer();
       return { dir, dev: stat.dev, ino: stat.ino, size: stat.size };
     } catch {
       // Not a layer this can extract, or a copy that failed: the store's blob is extracted after the copy instead.
@@ -108,7 +109,7 @@ export class BlobFollower {
       if (bytesRead > 0) {
         position += bytesRead;
         count(bytesRead);
-        this.onBytes(bytesRead);
+        this.progress.bytes(bytesRead);
         yield buffer.subarray(0, bytesRead);
         continue;
       }

@@ -34,6 +34,18 @@ export interface StoredImage {
   authenticated: boolean;
 }
 
+/** How far a pull is: bytes of layers received, layers unpacked while they came. */
+export interface PullProgress {
+  bytesDone: number;
+  layersDone: number;
+}
+
+export interface PullOptions {
+  credentials?: RegistryCredentials;
+  /** Told as the pull goes (often: every MiB); a pull joining one under way is not told. */
+  onProgress?: (progress: PullProgress) => void;
+}
+
 /** The record of an unpacked image, `image.json` beside its rootfs. */
 interface ImageRecord {
   digest: string;
@@ -77,17 +89,18 @@ const POLICY = { default: [{ type: 'insecureAcceptAnything' }] };
 export class OciImageStore {
   private readonly pulls = new Map<string, Promise<StoredImage>>();
   private readonly unpacks = new Map<string, Promise<ImageRecord>>();
+  private swept?: Promise<void>;
 
   constructor(private readonly options: ImageStoreOptions) {}
 
   /** Pulls the image a reference names from its registry (again: a tag may have moved) and unpacks it once. */
-  async pull(reference: string, options: { credentials?: RegistryCredentials } = {}): Promise<StoredImage> {
+  async pull(reference: string, options: PullOptions = {}): Promise<StoredImage> {
     const canonical = canonicalImageReference(parseImageReference(reference));
     // Pulls of one reference at once share one copy, unless they bring different credentials.
     const key = `${canonical}\0${options.credentials ? createHash('sha256').update(JSON.stringify(options.credentials)).digest('hex') : ''}`;
     let pull = this.pulls.get(key);
     if (!pull) {
-      pull = this.pullOnce(reference, canonical, options.credentials).finally(() => this.pulls.delete(key));
+      pull = this.pullOnce(reference, canonical, options).finally(() => this.pulls.delete(key));
       this.pulls.set(key, pull);
     }
     return pull;
@@ -165,16 +178,28 @@ export class OciImageStore {
     return names.filter((name) => /^[0-9a-f]{64}$/.test(name)).map((hex) => `sha256:${hex}`);
   }
 
-  private async pullOnce(reference: string, canonical: string, credentials: RegistryCredentials | undefined): Promise<StoredImage> {
+  private async pullOnce(reference: string, canonical: string, { credentials, onProgress }: PullOptions): Promise<StoredImage> {
     const parsed = parseImageReference(reference);
-    const workDir = path.join(this.dir('pulls'), randomBytes(8).toString('hex'));
+    const progress: PullProgress = { bytesDone: 0, layersDone: 0 };
+    const tell = () => onProgress?.({ ...progress });
+    // Named by this process, so the next one can tell a pull its dead predecessor left (sweepDeadPulls).
+    const workDir = path.join(this.dir('pulls'), `${process.pid}-${randomBytes(8).toString('hex')}`);
     const layoutDir = path.join(workDir, 'layout');
     try {
       await this.prepare();
       await fsp.mkdir(layoutDir, { recursive: true, mode: 0o700 });
       await fsp.symlink(path.relative(layoutDir, this.dir('blobs')), path.join(layoutDir, 'blobs'));
       // Layers are extracted while they download; the unpack takes those it can match to the manifest.
-      const follower = new BlobFollower(layoutDir, path.join(workDir, 'layers'));
+      const follower = new BlobFollower(layoutDir, path.join(workDir, 'layers'), {
+        bytes: (count) => {
+          progress.bytesDone += count;
+          tell();
+        },
+        layer: () => {
+          progress.layersDone += 1;
+          tell();
+        },
+      });
       follower.start();
       let followed: FollowedBlob[] = [];
       try {
@@ -275,6 +300,8 @@ export class OciImageStore {
   private async prepare(): Promise<void> {
     for (const name of ['blobs', 'pulls', 'unpacked', 'refs'] as const) await fsp.mkdir(this.dir(name), { recursive: true, mode: 0o700 });
     if (!fs.existsSync(this.policyFile())) await writeFileAtomically(this.policyFile(), JSON.stringify(POLICY), 0o644);
+    this.swept ??= sweepDeadPulls(this.dir('pulls'), this.dir('unpacked'));
+    await this.swept;
   }
 
   private dir(name: 'blobs' | 'pulls' | 'unpacked' | 'refs'): string {
@@ -296,4 +323,30 @@ export class OciImageStore {
   private unpackedDir(digest: string): string {
     return path.join(this.dir('unpacked'), digest.slice('sha256:'.length));
   }
+}
+
+/**
+ * Removes what pulls of processes no longer alive left (a worker killed mid-pull): their folders
+ * under pulls/ (a layout, extracted layers, and the credentials file of a private pull) and their
+ * half-made rootfs under unpacked/. Each is named with its process's pid; one of a live process,
+ * this one included, is left alone.
+ */
+async function sweepDeadPulls(pulls: string, unpacked: string): Promise<void> {
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch (err) {
+      return (err as NodeJS.ErrnoException).code === 'EPERM';
+    }
+  };
+  const sweep = async (dir: string, pidOf: (name: string) => number | undefined) => {
+    for (const name of await fsp.readdir(dir).catch(() => [] as string[])) {
+      const pid = pidOf(name);
+      if (pid !== undefined && !alive(pid)) await fsp.rm(path.join(dir, name), { recursive: true, force: true });
+    }
+  };
+  const number = (match: RegExpExecArray | null) => (match ? Number(match[1]) : undefined);
+  await sweep(pulls, (name) => number(/^(\d+)-[0-9a-f]+$/.exec(name)));
+  await sweep(unpacked, (name) => number(/^\.[0-9a-f]{64}\.(\d+)\.[0-9a-f]+$/.exec(name)));
 }

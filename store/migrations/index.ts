@@ -17,6 +17,7 @@ import * as workspaceImages from './019_workspace_images';
 import * as nodes from './021_nodes';
 import * as jobExecutionNodes from './022_job_execution_nodes';
 import * as resourceNodes from './023_resource_nodes';
+import * as registryImages from './024_registry_images';
 
 export interface Migration {
   name: string;
@@ -24,4 +25,4 @@ export interface Migration {
 }
 
 /** Applied in this order; a migration, once released, is never edited: add a new one. */
-export const migrations: Migration[] = [foundation, billing, integrations, workloads, jobs, asyncRequests, customDomains, agentThreads, usageOutboxTsv, usagePendingRollups, usageAdditiveRollups, resourceStateIntervals, sandboxPreviews, sandboxSnapshots, workspaceSandboxNetwork, workspaceImages, nodes, jobExecutionNodes, resourceNodes];
+export const migrations: Migration[] = [foundation, billing, integrations, workloads, jobs, asyncRequests, customDomains, agentThreads, usageOutboxTsv, usagePendingRollups, usageAdditiveRollups, resourceStateIntervals, sandboxPreviews, sandboxSnapshots, workspaceSandboxNetwork, workspaceImages, nodes, jobExecutionNodes, resourceNodes, registryImages];
