@@ -7,6 +7,7 @@ import { createNodePlacementActivities } from './node-placement';
 import { createProvisioningActivities } from './provisioning';
 import { createSandboxControlActivities } from './sandbox-control';
 import { createImageControlActivities } from './image-control';
+import { createImagePullControlActivities } from './image-pull-control';
 import { createSnapshotControlActivities } from './snapshot-control';
 import { createVolumeControlActivities } from './volume-control';
 import { createUsageActivities } from './usage-flush';
@@ -19,6 +20,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createSandboxControlActivities(deps),
     ...createSnapshotControlActivities(deps),
     ...createImageControlActivities(deps),
+    ...createImagePullControlActivities(deps),
     ...createDeploymentControlActivities(deps),
     ...createProvisioningActivities(deps),
     ...createJobControlActivities(deps),

@@ -11,6 +11,7 @@ import { createDeploymentNodeActivities } from './deployment-node';
 import { createJobNodeActivities } from './job-node';
 import { createSandboxNodeActivities, type NodeRuntime } from './sandbox-node';
 import { createImageBuildNodeActivities, type ImageBuildRuntime } from './image-build-node';
+import { createImagePullNodeActivities } from './image-pull-node';
 import { registryAccountsFrom } from './support/registry-accounts';
 import { createSnapshotNodeActivities, type SnapshotRuntime } from './snapshot-node';
 import { createVolumeNodeActivities } from './volume-node';
@@ -33,6 +34,7 @@ export interface NodeActivityDeps {
 export function createNodeActivities({ config, runtime, volumes, pg, platform, temporal, jobMounts }: NodeActivityDeps) {
   return {
     ...createSandboxNodeActivities({ runtime, volumes, pg, registryAccounts: registryAccountsFrom(pg, config), nodeQueue: nodeTaskQueue(config) }),
+    ...createImagePullNodeActivities({ runtime, pg, registryAccounts: registryAccountsFrom(pg, config), nodeQueue: nodeTaskQueue(config) }),
     ...createSnapshotNodeActivities({ runtime, pg }),
     ...createImageBuildNodeActivities({ runtime, pg, dataDir: config.dataDir }),
     ...createVolumeNodeActivities({ volumes }),

@@ -10,3 +10,4 @@ export * from './agent-request';
 export * from './custom-domain-lifecycle';
 export * from './snapshot-lifecycle';
 export * from './image-build';
+export * from './image-pull';

@@ -11,6 +11,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
+import type { ImagePullControlActivities } from '../activities/image-pull-control';
 import type { SandboxControlActivities } from '../activities/sandbox-control';
 import type { RestoreRequest, SandboxNodeActivities } from '../activities/sandbox-node';
 import { failureReason } from '../domain/failure-reason';
@@ -60,6 +61,8 @@ export const stateQuery = defineQuery<{ state: SandboxState; lastUsedAt: number 
 const MAX_HISTORY_EVENTS = 5_000;
 /** Sandboxes on images from a registry pull them before their start (runs started before did not). */
 const IMAGE_PULL_PATCH = 'sandbox-image-pull';
+/** The pull is the image-pull workflow of the workspace, node and reference, which sandboxes asking at once share (runs started before ran it as their own activity). */
+const PULL_WORKFLOW_PATCH = 'sandbox-image-pull-workflow';
 /** A network policy is pushed until the node takes it, with events while it has not (runs started before gave up after the retries). */
 const NETWORK_UNTIL_APPLIED_PATCH = 'sandbox-network-until-applied';
 /** Restores to a snapshot run as a step of the lifecycle (runs started before had no such step). */
@@ -99,6 +102,12 @@ class SandboxRun {
   });
   private readonly node: ReturnType<typeof proxyActivities<SandboxNodeActivities>>;
   private readonly pulls: ReturnType<typeof proxyActivities<SandboxNodeActivities>>;
+  // Waits for the image-pull workflow: as long as the pull, alive by its heartbeat.
+  private readonly pullWaits = proxyActivities<ImagePullControlActivities>({
+    startToCloseTimeout: '35m',
+    heartbeatTimeout: '30s',
+    retry: { initialInterval: '1s', maximumInterval: '30s' },
+  });
   private readonly policyPush: ReturnType<typeof proxyActivities<SandboxNodeActivities>>;
   private readonly key: SandboxKey;
   private spec: SandboxSpec;
@@ -187,7 +196,10 @@ class SandboxRun {
     let started: { startedAt: number };
     try {
       const image = this.spec.runtime?.image;
-      if (image !== undefined && isRegistryImage(image) && patched(IMAGE_PULL_PATCH)) await this.pulls.pullSandboxImage(this.key, this.spec);
+      if (image !== undefined && isRegistryImage(image) && patched(IMAGE_PULL_PATCH)) {
+        if (patched(PULL_WORKFLOW_PATCH)) await this.pullWaits.awaitImagePull(this.key, this.spec, this.input.nodeQueue);
+        else await this.pulls.pullSandboxImage(this.key, this.spec);
+      }
       started = await this.node.startSandbox(this.key, this.spec, this.input.seedSnapshotId);
     } catch (err) {
       // The node's own reason (its image, files or a spec it cannot use), not Temporal's wrapper around it.

@@ -36,6 +36,8 @@ beforeAll(async () => {
   slow = await startSlowProxy(registry.address, 1_000_000);
   buildTestImage(path.join(scratch, 'layout'), 'slow', { files: { '/marker.txt': 'pulled slowly\n' }, randomFiles: { '/data/noise': 6_000_000 }, env: ['PATH=/bin'] });
   pushTestImage(path.join(scratch, 'layout'), 'slow', `${registry.address}/${repository}:1`);
+  buildTestImage(path.join(scratch, 'layout'), 'twin', { files: { '/marker.txt': 'one pull for two\n' }, randomFiles: { '/data/noise': 3_000_000 }, env: ['PATH=/bin'] });
+  pushTestImage(path.join(scratch, 'layout'), 'twin', `${registry.address}/${repository}-twin:1`);
 }, 120_000);
 
 afterAll(async () => {
@@ -128,6 +130,31 @@ test('a registry image in use cannot be deleted (409 naming its sandbox); once u
   expect(deleted.json()).toEqual(expect.objectContaining({ reference: `${name}:1`, state: 'READY' }));
   expect((await api('GET', '/v0/images')).json().map((entry: { metadata: { name: string } }) => entry.metadata.name)).not.toContain(name);
   expect((await api('DELETE', `/v0/images/${encoded(name)}/tags/1`)).statusCode).toBe(404);
+});
+
+test('two sandboxes asking for one image at once share one pull: one workflow, one download', async () => {
+  const image = `${slow.address}/${repository}-twin:1`;
+  const created = await Promise.all(['twin-a', 'twin-b'].map((name) => api('POST', '/v0/sandboxes', { metadata: { name }, spec: { runtime: { image, memory: 128 } } })));
+  expect(created.map((res) => res.statusCode)).toEqual([200, 200]);
+  const deployed = await Promise.all(['twin-a', 'twin-b'].map((name) => resources().status('sandboxes', name, 'DEPLOYED', 120_000)));
+  expect(deployed[0].image.digest).toBe(deployed[1].image.digest);
+  for (const name of ['twin-a', 'twin-b']) {
+    const socketPath = runtime().socketPath(await resources().idOf('sandboxes', name));
+    expect((await exec(socketPath, 'cat /marker.txt')).stdout).toBe('one pull for two\n');
+  }
+  const row = (await api('GET', `/v0/images/${encoded(`${slow.address}/${repository}-twin`)}/tags/1`)).json();
+  const messages: string[] = row.events.map((event: { message: string }) => event.message);
+  expect(messages.filter((message) => message.startsWith('pulling for '))).toHaveLength(1);
+  expect(messages.filter((message) => message.startsWith('pulled for '))).toHaveLength(1);
+  // The pull is a workflow of its own, found by the workspace's search attributes like the others.
+  // (Temporal's visibility is updated a moment after the workflow's own record.)
+  const query = `HangarWorkspace = '${tenant.workspace}' AND HangarResourceKind = 'image' AND HangarResourceName = '${image}'`;
+  const ids = await eventually('the pull in visibility', async () => {
+    const found: string[] = [];
+    for await (const pull of t.app.temporal.workflow.list({ query })) found.push(pull.workflowId);
+    return found.length > 0 ? found : undefined;
+  });
+  expect(ids).toEqual([`image-pull/${tenant.workspace}/${t.config.taskQueue}-node-${t.config.nodeId}/${image}`]);
 });
 
 test('bad names: a malformed registry reference is a 400 naming the parameter', async () => {
