@@ -14,7 +14,7 @@ import { repoRoot } from '../../scripts/stack/binaries';
  * serves an image built from static busybox plus BENCH_IMAGE_MB (200) of random bytes. Prints:
  *   - create -> first POST /process ok from the pulled image (already on the node) vs from `base`,
  *     both without a warm pool, alternating (target: at most 1.2x);
- *   - a pull into an empty store (skopeo copy, umoci unpack, the size measured) vs `skopeo copy`
+ *   - a pull into an empty store (skopeo copy, its layers unpacked as they come, the size measured) vs `skopeo copy`
  *     of the same image alone into an empty layout (target: at most 1.5x).
  * Options: BENCH_RUNS (20 starts of each), BENCH_PULLS (3), BENCH_IMAGE_MB (200).
  */
