@@ -1,8 +1,11 @@
-import { proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
+import { proxyActivities, upsertSearchAttributes, type ActivityOptions } from '@temporalio/workflow';
 import type { ImagePullNodeActivities } from '../activities/image-pull-node';
 import type { ImagePullInput, NodePullResult } from '../domain/images/image-pull';
 
 export type { ImagePullInput } from '../domain/images/image-pull';
+
+/** How a resource's workflow waits for its pull (awaitImagePull, on the control queue): as long as the pull, alive by its heartbeat. */
+export const AWAIT_PULL: ActivityOptions = { startToCloseTimeout: '35m', heartbeatTimeout: '30s', retry: { initialInterval: '1s', maximumInterval: '30s' } };
 
 /**
  * One pull of a registry image onto a node for a workspace (`image-pull/<workspace>/<node>/<reference>`,

@@ -15,6 +15,7 @@ import type { ImagePullControlActivities } from '../activities/image-pull-contro
 import type { SandboxControlActivities } from '../activities/sandbox-control';
 import type { RestoreRequest, SandboxNodeActivities } from '../activities/sandbox-node';
 import { failureReason } from '../domain/failure-reason';
+import { AWAIT_PULL } from './image-pull';
 import { isRegistryImage } from '../domain/images/builtin';
 import { nextExpiry } from '../domain/sandbox/expiry';
 import { knownGeneration, lastChangeAt, noteObserved, noteThaw, sandboxState, usagePeriods, type StandbyLedger } from '../domain/sandbox/lifecycle';
@@ -102,12 +103,7 @@ class SandboxRun {
   });
   private readonly node: ReturnType<typeof proxyActivities<SandboxNodeActivities>>;
   private readonly pulls: ReturnType<typeof proxyActivities<SandboxNodeActivities>>;
-  // Waits for the image-pull workflow: as long as the pull, alive by its heartbeat.
-  private readonly pullWaits = proxyActivities<ImagePullControlActivities>({
-    startToCloseTimeout: '35m',
-    heartbeatTimeout: '30s',
-    retry: { initialInterval: '1s', maximumInterval: '30s' },
-  });
+  private readonly pullWaits = proxyActivities<ImagePullControlActivities>(AWAIT_PULL);
   private readonly policyPush: ReturnType<typeof proxyActivities<SandboxNodeActivities>>;
   private readonly key: SandboxKey;
   private spec: SandboxSpec;
