@@ -34,7 +34,7 @@ const APPEND = (alias: string) => `events = (CASE WHEN jsonb_array_length(${alia
 /** A reference as rows file it: every part spelt out, so `box:1` written two ways is one image. */
 export const canonicalReference = (reference: string) => canonicalImageReference(parseImageReference(reference));
 
-/** The images of registries each workspace had pulled, one row per reference and node (see migration 024). */
+/** The images of registries each workspace had pulled, one row per reference and node (see migration 026). */
 export class RegistryImageStore {
   constructor(private readonly pg: Pool) {}
 

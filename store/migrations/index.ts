@@ -17,7 +17,7 @@ import * as workspaceImages from './019_workspace_images';
 import * as nodes from './021_nodes';
 import * as jobExecutionNodes from './022_job_execution_nodes';
 import * as resourceNodes from './023_resource_nodes';
-import * as registryImages from './024_registry_images';
+import * as registryImages from './026_registry_images';
 
 export interface Migration {
   name: string;

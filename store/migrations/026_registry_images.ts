@@ -1,4 +1,4 @@
-export const name = '024_registry_images';
+export const name = '026_registry_images';
 
 // Images of registries a workspace's sandboxes and workloads had pulled onto a node, one row per
 // canonical reference and node queue: what GET /v0/images shows of them (state PULLING, READY,
