@@ -9,6 +9,7 @@ import { createResourcePlacementActivities } from './resource-placement';
 import { createProvisioningActivities } from './provisioning';
 import { createSandboxControlActivities } from './sandbox-control';
 import { createImageControlActivities } from './image-control';
+import { createImagePullControlActivities } from './image-pull-control';
 import { createSnapshotControlActivities } from './snapshot-control';
 import { createVolumeControlActivities } from './volume-control';
 import { createUsageActivities } from './usage-flush';
@@ -21,6 +22,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createSandboxControlActivities(deps),
     ...createSnapshotControlActivities(deps),
     ...createImageControlActivities(deps),
+    ...createImagePullControlActivities(deps),
     ...createDeploymentControlActivities(deps),
     ...createProvisioningActivities(deps),
     ...createJobControlActivities(deps),

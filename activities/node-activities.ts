@@ -1,6 +1,6 @@
 import type { Client } from '@temporalio/client';
 import type { Pool } from 'pg';
-import type { HangarConfig } from '../domain/config';
+import { nodeTaskQueue, type HangarConfig } from '../domain/config';
 import type { PlatformServices } from '../runtime/platform-services/platform-services';
 import type { RuntimeVolumeMount } from '../runtime/sandbox-runtime';
 import type { VolumeStore } from '../runtime/volume-store';
@@ -11,6 +11,7 @@ import { createDeploymentNodeActivities } from './deployment-node';
 import { createJobNodeActivities } from './job-node';
 import { createSandboxNodeActivities, type NodeRuntime } from './sandbox-node';
 import { createImageBuildNodeActivities, type ImageBuildRuntime } from './image-build-node';
+import { createImagePullNodeActivities } from './image-pull-node';
 import { registryAccountsFrom } from './support/registry-accounts';
 import { createSnapshotNodeActivities, type SnapshotRuntime } from './snapshot-node';
 import { createVolumeNodeActivities } from './volume-node';
@@ -32,7 +33,8 @@ export interface NodeActivityDeps {
 /** Every activity a node's runtime worker runs: what touches this machine's sandboxes and volumes. */
 export function createNodeActivities({ config, runtime, volumes, pg, platform, temporal, jobMounts }: NodeActivityDeps) {
   return {
-    ...createSandboxNodeActivities({ runtime, volumes, pg, registryAccounts: registryAccountsFrom(pg, config), nodeId: config.nodeId }),
+    ...createSandboxNodeActivities({ runtime, volumes, pg, registryAccounts: registryAccountsFrom(pg, config), nodeId: config.nodeId, nodeQueue: nodeTaskQueue(config) }),
+    ...createImagePullNodeActivities({ runtime, pg, registryAccounts: registryAccountsFrom(pg, config), nodeQueue: nodeTaskQueue(config) }),
     ...createSnapshotNodeActivities({ runtime, pg }),
     ...createImageBuildNodeActivities({ runtime, pg, dataDir: config.dataDir }),
     ...createVolumeNodeActivities({ volumes }),

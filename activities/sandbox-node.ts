@@ -3,20 +3,19 @@ import type { Pool } from 'pg';
 import { ResourceStore } from '../store/resources';
 import { StateHistory } from '../store/state-history';
 import { NodeImageStore } from '../store/node-images';
-import { BUILT_BASE_IMAGE, isRegistryImage, pullsEveryTime } from '../domain/images/builtin';
-import { ImagePullError } from '../domain/images/pull-failure';
+import { BUILT_BASE_IMAGE } from '../domain/images/builtin';
 import { DEFAULT_SANDBOX_IMAGE, DEFAULT_SANDBOX_MEMORY_MB, type SandboxKey, type SandboxSpec } from '../domain/sandbox/sandbox';
 import { SandboxNotFoundError, SandboxSpecError, type FreezeState, type RuntimeVolumeMount, type SandboxRemoval, type SandboxRuntime } from '../runtime/sandbox-runtime';
 import type { VolumeStore } from '../runtime/volume-store';
-import type { RegistryAccount } from '../domain/integrations/registry-credentials';
+import { RegistryImageStore } from '../store/registry-images';
+import { pullResourceImage, type ImagePullDeps, type PullRuntime } from './image-pull-node';
 import { whileHeartbeating } from './support/heartbeat';
 import type { RegistryAccounts } from './support/registry-accounts';
 
 /** The runtime plus what metering and images from registries need of it. */
-export type NodeRuntime = SandboxRuntime & {
+export type NodeRuntime = SandboxRuntime &
+  PullRuntime & {
   imageStorageBytes(id: string, image: string): Promise<number>;
-  pullImage(reference: string, options?: { credentials?: RegistryAccount }): Promise<{ digest: string }>;
-  findImage(reference: string): Promise<{ digest: string; authenticated: boolean } | undefined>;
   restoreFiles(id: string, snapshotId: string, restoreId: string): Promise<FreezeState>;
   ensureBaseImage(progress?: (step: string) => void): Promise<{ digest: string; storedBytes: number }>;
   findBaseImage(): Promise<{ digest: string; storedBytes: number } | undefined>;
@@ -36,6 +35,8 @@ export interface SandboxNodeDeps {
   registryAccounts?: RegistryAccounts;
   /** The node's id, under which it records the built-in images it builds (store/node-images.ts). */
   nodeId?: string;
+  /** This node's task queue, where the image pulls of its sandboxes run (image-pull-node.ts). */
+  nodeQueue: string;
 }
 
 /**
@@ -43,17 +44,17 @@ export interface SandboxNodeDeps {
  * activity is idempotent (start returns the running sandbox, remove of a missing one is a no-op),
  * so retries after a worker crash are safe.
  */
-export function createSandboxNodeActivities({ runtime, volumes, pg, registryAccounts, nodeId }: SandboxNodeDeps) {
+export function createSandboxNodeActivities({ runtime, volumes, pg, registryAccounts, nodeId, nodeQueue }: SandboxNodeDeps) {
   const store = new ResourceStore(pg);
+  const pulls: ImagePullDeps = { runtime, store, images: new RegistryImageStore(pg), nodeQueue, ...(registryAccounts ? { registryAccounts } : {}) };
   const history = new StateHistory(pg);
   const nodeImages = nodeId === undefined ? undefined : { store: new NodeImageStore(pg), nodeId };
   return {
     /** Starts the sandbox and marks it DEPLOYED; answers since when it runs (see startSandbox below). */
-    startSandbox: (key: SandboxKey, spec: SandboxSpec, seedSnapshotId?: string) =>
-      whileHeartbeating(() => startSandbox({ runtime, volumes, store, history }, key, spec, seedSnapshotId)),
+    startSandbox: (key: SandboxKey, spec: SandboxSpec, seedSnapshotId?: string) => whileHeartbeating(() => startSandbox({ runtime, volumes, store, history }, key, spec, seedSnapshotId)),
 
-    /** Pulls the sandbox's image onto this node when it comes from a registry (see pullSandboxImage below). */
-    pullSandboxImage: (key: SandboxKey, spec: SandboxSpec) => whileHeartbeating(() => pullSandboxImage({ runtime, store, registryAccounts }, key, spec)),
+    /** Pulls the sandbox's (a workload's, a job's) image onto this node when it comes from a registry, with its progress (image-pull-node.ts). */
+    pullSandboxImage: (key: SandboxKey, spec: SandboxSpec) => whileHeartbeating(() => pullResourceImage(pulls, key, spec)),
     /** Builds base-image unless the node has it, the sandbox saying it waits for it (prepareBaseImage below). */
     prepareBaseImage: (key: SandboxKey) => whileHeartbeating(() => prepareBaseImage({ runtime, store, nodeImages }, key)),
 
@@ -184,43 +185,6 @@ async function startSandbox(
   await store.transition(key.id, 'DEPLOYED', { type: 'Normal', message: 'sandbox is running' }, { state: 'RUNNING', lastUsedAt: new Date().toISOString() }, 'DEPLOYING');
   const sandbox = { workspaceId: key.workspaceId, resourceType: 'sandbox' as const, resourceUuid: key.id, resourceName: key.name };
   return { startedAt: await history.enter(sandbox, { state: 'RUNNING', memoryMb, storedBytes: 0 }, Date.now()) };
-}
-
-/**
- * Pulls the sandbox's image onto this node when it names a registry (a built-in image needs
- * nothing), saying on the sandbox's events that it waits for its image, then which digest came.
- * Answers the digest pulled. With `spec.runtime.registryConnection` the pull gives that
- * connection's credentials, and always asks the registry: they are checked every time. An image
- * last pulled with credentials is not started from the node's copy by a sandbox without them.
- * The registry's refusals (not found, unauthorized) and a malformed reference do not get better
- * by retrying; an unreachable registry may, and is retried.
- */
-async function pullSandboxImage(
-  { runtime, store, registryAccounts }: { runtime: NodeRuntime; store: ResourceStore; registryAccounts?: RegistryAccounts },
-  key: SandboxKey,
-  spec: SandboxSpec,
-): Promise<{ digest?: string }> {
-  const image = spec.runtime?.image;
-  if (image === undefined || !isRegistryImage(image)) return {};
-  const connection = spec.runtime?.registryConnection;
-  const found = pullsEveryTime(image) || connection !== undefined ? undefined : await runtime.findImage(image);
-  const present = found && !found.authenticated ? found : undefined;
-  if (present) {
-    await store.note(key.id, { type: 'Normal', message: `image '${image}' is on the node (${present.digest})` }, { image: { reference: image, digest: present.digest, pull: 'PRESENT' } });
-    return { digest: present.digest };
-  }
-  await store.note(key.id, { type: 'Normal', message: `waiting for its image: pulling '${image}' onto the node` }, { image: { reference: image, pull: 'PULLING' } });
-  try {
-    if (connection !== undefined && !registryAccounts) throw ApplicationFailure.nonRetryable('this node worker cannot open integration connections', 'RegistryCredentialsError');
-    const credentials = connection === undefined ? undefined : await registryAccounts!(key.workspaceId, connection, image);
-    const { digest } = await runtime.pullImage(image, credentials ? { credentials } : {});
-    await store.note(key.id, { type: 'Normal', message: `image '${image}' pulled (${digest})` }, { image: { reference: image, digest, pull: 'PULLED' } });
-    return { digest };
-  } catch (err) {
-    if (err instanceof ImagePullError && err.kind !== 'unreachable') throw ApplicationFailure.nonRetryable(err.message, 'ImagePullError');
-    if (err instanceof SandboxSpecError) throw ApplicationFailure.nonRetryable(err.message, 'SandboxSpecError');
-    throw err;
-  }
 }
 
 /**

@@ -11,10 +11,9 @@ import { SANDBOX_ETC_FILE_NAMES } from './etc-files';
 import { isSameProcess, processStartTicks } from './host-process';
 import { diskUsageBytes } from './disk-usage';
 import { DEFAULT_IMAGE, imageName } from './image';
-import type { StoredImage } from './image-store';
+import type { PullOptions, StoredImage } from './image-store';
 import { sandboxOwnedPaths } from './image-tree';
 import { SandboxImages, type WorkspaceImageBuild } from './sandbox-images';
-import type { RegistryCredentials } from './skopeo';
 import { SANDBOX_AGENT_CONFIG, assertSandboxId, sandboxLayout, snapshotFilesDir, type SandboxLayout } from './layout';
 import { SANDBOX_ENV, installCode, prepareSandboxFolders, writeIdentityFiles, type SandboxUser } from './sandbox-files';
 import { validateSpec } from './spec-validation';
@@ -220,7 +219,7 @@ export class BwrapRuntime implements SandboxRuntime {
    * one copy; a sandbox can then start from the reference. Anonymous unless credentials are
    * given. A failure is an ImagePullError naming the image and the registry's reason.
    */
-  pullImage(reference: string, options: { credentials?: RegistryCredentials } = {}): Promise<StoredImage> {
+  pullImage(reference: string, options: PullOptions = {}): Promise<StoredImage> {
     return this.images.pull(reference, options);
   }
 

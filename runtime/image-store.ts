@@ -2,10 +2,12 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { manifestOfIndex, parseImageConfig, parseManifest, type ImageRunConfig } from '../domain/images/oci-image';
+import { manifestOfIndex, parseImageConfig, parseManifest, type ImageRunConfig, type OciManifest } from '../domain/images/oci-image';
 import { canonicalImageReference, parseImageReference, DEFAULT_REGISTRY } from '../domain/images/reference';
 import { writeFileAtomically } from './atomic-file';
 import { diskUsageBytes } from './disk-usage';
+import { BlobFollower, type FollowedBlob } from './blob-follower';
+import { unpackLayers } from './layer-unpack';
 import { copyFromRegistry, type RegistryCredentials } from './skopeo';
 import { unpackImage } from './umoci';
 
@@ -32,6 +34,18 @@ export interface StoredImage {
   authenticated: boolean;
 }
 
+/** How far a pull is: bytes of layers received, layers unpacked while they came. */
+export interface PullProgress {
+  bytesDone: number;
+  layersDone: number;
+}
+
+export interface PullOptions {
+  credentials?: RegistryCredentials;
+  /** Told as the pull goes (often: every MiB); a pull joining one under way is not told. */
+  onProgress?: (progress: PullProgress) => void;
+}
+
 /** The record of an unpacked image, `image.json` beside its rootfs. */
 interface ImageRecord {
   digest: string;
@@ -39,6 +53,8 @@ interface ImageRecord {
   config: ImageRunConfig;
   blobBytes: number;
   unpackedBytes: number;
+  /** How its rootfs was made: its layers extracted and merged here, or umoci's unpack for what that cannot take. */
+  unpackedWith?: 'layers' | 'umoci';
 }
 
 export interface ImageStoreOptions {
@@ -73,17 +89,18 @@ const POLICY = { default: [{ type: 'insecureAcceptAnything' }] };
 export class OciImageStore {
   private readonly pulls = new Map<string, Promise<StoredImage>>();
   private readonly unpacks = new Map<string, Promise<ImageRecord>>();
+  private swept?: Promise<void>;
 
   constructor(private readonly options: ImageStoreOptions) {}
 
   /** Pulls the image a reference names from its registry (again: a tag may have moved) and unpacks it once. */
-  async pull(reference: string, options: { credentials?: RegistryCredentials } = {}): Promise<StoredImage> {
+  async pull(reference: string, options: PullOptions = {}): Promise<StoredImage> {
     const canonical = canonicalImageReference(parseImageReference(reference));
     // Pulls of one reference at once share one copy, unless they bring different credentials.
     const key = `${canonical}\0${options.credentials ? createHash('sha256').update(JSON.stringify(options.credentials)).digest('hex') : ''}`;
     let pull = this.pulls.get(key);
     if (!pull) {
-      pull = this.pullOnce(reference, canonical, options.credentials).finally(() => this.pulls.delete(key));
+      pull = this.pullOnce(reference, canonical, options).finally(() => this.pulls.delete(key));
       this.pulls.set(key, pull);
     }
     return pull;
@@ -161,28 +178,49 @@ export class OciImageStore {
     return names.filter((name) => /^[0-9a-f]{64}$/.test(name)).map((hex) => `sha256:${hex}`);
   }
 
-  private async pullOnce(reference: string, canonical: string, credentials: RegistryCredentials | undefined): Promise<StoredImage> {
+  private async pullOnce(reference: string, canonical: string, { credentials, onProgress }: PullOptions): Promise<StoredImage> {
     const parsed = parseImageReference(reference);
-    const workDir = path.join(this.dir('pulls'), randomBytes(8).toString('hex'));
+    const progress: PullProgress = { bytesDone: 0, layersDone: 0 };
+    const tell = () => onProgress?.({ ...progress });
+    // Named by this process, so the next one can tell a pull its dead predecessor left (sweepDeadPulls).
+    const workDir = path.join(this.dir('pulls'), `${process.pid}-${randomBytes(8).toString('hex')}`);
     const layoutDir = path.join(workDir, 'layout');
     try {
       await this.prepare();
       await fsp.mkdir(layoutDir, { recursive: true, mode: 0o700 });
       await fsp.symlink(path.relative(layoutDir, this.dir('blobs')), path.join(layoutDir, 'blobs'));
-      await copyFromRegistry({
-        reference,
-        canonical,
-        parsed: { ...parsed, registry: parsed.registry ?? DEFAULT_REGISTRY },
-        layoutDir,
-        tag: TAG,
-        workDir,
-        policyFile: this.policyFile(),
-        ...(credentials ? { credentials } : {}),
-        insecureRegistries: this.options.insecureRegistries ?? [],
-        skopeoPath: this.options.skopeoPath ?? 'skopeo',
+      // Layers are extracted while they download; the unpack takes those it can match to the manifest.
+      const follower = new BlobFollower(layoutDir, path.join(workDir, 'layers'), {
+        bytes: (count) => {
+          progress.bytesDone += count;
+          tell();
+        },
+        layer: () => {
+          progress.layersDone += 1;
+          tell();
+        },
       });
+      follower.start();
+      let followed: FollowedBlob[] = [];
+      try {
+        await copyFromRegistry({
+          reference,
+          canonical,
+          parsed: { ...parsed, registry: parsed.registry ?? DEFAULT_REGISTRY },
+          layoutDir,
+          tag: TAG,
+          workDir,
+          policyFile: this.policyFile(),
+          ...(credentials ? { credentials } : {}),
+          insecureRegistries: this.options.insecureRegistries ?? [],
+          skopeoPath: this.options.skopeoPath ?? 'skopeo',
+        });
+      } finally {
+        // Every follow ends, the copy failed or not, before the pull's folder is removed.
+        followed = await follower.finish();
+      }
       const manifest = manifestOfIndex(await fsp.readFile(path.join(layoutDir, 'index.json'), 'utf8'), TAG);
-      const record = await this.unpackOnce(manifest.digest, layoutDir);
+      const record = await this.unpackOnce(manifest.digest, layoutDir, TAG, followed);
       await writeFileAtomically(this.refFile(canonical), JSON.stringify({ reference: canonical, digest: record.digest, authenticated: credentials !== undefined }));
       return this.stored(canonical, record, credentials !== undefined);
     } finally {
@@ -191,24 +229,24 @@ export class OciImageStore {
   }
 
   /** Unpacks the manifest `digest` of a layout unless this node has it already: one rootfs per digest. */
-  private unpackOnce(digest: string, layoutDir: string, tag = TAG): Promise<ImageRecord> {
+  private unpackOnce(digest: string, layoutDir: string, tag = TAG, followed: FollowedBlob[] = []): Promise<ImageRecord> {
     let unpack = this.unpacks.get(digest);
     if (!unpack) {
-      unpack = this.unpack(digest, layoutDir, tag).finally(() => this.unpacks.delete(digest));
+      unpack = this.unpack(digest, layoutDir, tag, followed).finally(() => this.unpacks.delete(digest));
       this.unpacks.set(digest, unpack);
     }
     return unpack;
   }
 
-  private async unpack(digest: string, layoutDir: string, tag: string): Promise<ImageRecord> {
+  private async unpack(digest: string, layoutDir: string, tag: string, followed: FollowedBlob[]): Promise<ImageRecord> {
     const existing = await this.readRecord(digest);
     if (existing) return existing;
     const target = this.unpackedDir(digest);
     const staging = path.join(this.dir('unpacked'), `.${path.basename(target)}.${process.pid}.${randomBytes(4).toString('hex')}`);
     try {
-      await unpackImage({ layoutDir, tag, bundleDir: staging, umociPath: this.options.umociPath ?? 'umoci' });
       const manifestText = await fsp.readFile(this.blobFile(digest), 'utf8');
       const manifest = parseManifest(manifestText);
+      const unpackedWith = await this.unpackRootfs(manifest, { layoutDir, tag, followed }, staging);
       const config = parseImageConfig(await fsp.readFile(this.blobFile(manifest.config.digest), 'utf8'));
       const record: ImageRecord = {
         digest,
@@ -216,6 +254,7 @@ export class OciImageStore {
         config,
         blobBytes: Buffer.byteLength(manifestText) + manifest.config.size + manifest.layers.reduce((sum, layer) => sum + layer.size, 0),
         unpackedBytes: await diskUsageBytes([path.join(staging, 'rootfs')]),
+        unpackedWith,
       };
       await fsp.writeFile(path.join(staging, 'image.json'), JSON.stringify(record), { mode: 0o644 });
       await fsp.rename(staging, target).catch(async (err: NodeJS.ErrnoException) => {
@@ -225,6 +264,26 @@ export class OciImageStore {
       return (await this.readRecord(digest)) ?? record;
     } finally {
       await fsp.rm(staging, { recursive: true, force: true });
+    }
+  }
+
+  /**
+   * `<staging>/rootfs` from the image's layers (layer-unpack.ts: extracted during the copy or from
+   * the store, merged by renames). umoci's unpack is kept for what that path cannot take (a
+   * layer type it does not know, a hard link to a file of a lower layer, which GNU tar cannot make
+   * within one layer's folder): same result, slower.
+   */
+  private async unpackRootfs(manifest: OciManifest, source: { layoutDir: string; tag: string; followed: FollowedBlob[] }, staging: string): Promise<'layers' | 'umoci'> {
+    await fsp.mkdir(staging, { mode: 0o755 });
+    try {
+      const layersDir = path.join(staging, 'layers');
+      await unpackLayers({ manifest, blobFile: (digest) => this.blobFile(digest), followed: source.followed, layersDir, rootfs: path.join(staging, 'rootfs') });
+      await fsp.rm(layersDir, { recursive: true, force: true });
+      return 'layers';
+    } catch {
+      await fsp.rm(staging, { recursive: true, force: true });
+      await unpackImage({ layoutDir: source.layoutDir, tag: source.tag, bundleDir: staging, umociPath: this.options.umociPath ?? 'umoci' });
+      return 'umoci';
     }
   }
 
@@ -241,6 +300,8 @@ export class OciImageStore {
   private async prepare(): Promise<void> {
     for (const name of ['blobs', 'pulls', 'unpacked', 'refs'] as const) await fsp.mkdir(this.dir(name), { recursive: true, mode: 0o700 });
     if (!fs.existsSync(this.policyFile())) await writeFileAtomically(this.policyFile(), JSON.stringify(POLICY), 0o644);
+    this.swept ??= sweepDeadPulls(this.dir('pulls'), this.dir('unpacked'));
+    await this.swept;
   }
 
   private dir(name: 'blobs' | 'pulls' | 'unpacked' | 'refs'): string {
@@ -262,4 +323,30 @@ export class OciImageStore {
   private unpackedDir(digest: string): string {
     return path.join(this.dir('unpacked'), digest.slice('sha256:'.length));
   }
+}
+
+/**
+ * Removes what pulls of processes no longer alive left (a worker killed mid-pull): their folders
+ * under pulls/ (a layout, extracted layers, and the credentials file of a private pull) and their
+ * half-made rootfs under unpacked/. Each is named with its process's pid; one of a live process,
+ * this one included, is left alone.
+ */
+async function sweepDeadPulls(pulls: string, unpacked: string): Promise<void> {
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch (err) {
+      return (err as NodeJS.ErrnoException).code === 'EPERM';
+    }
+  };
+  const sweep = async (dir: string, pidOf: (name: string) => number | undefined) => {
+    for (const name of await fsp.readdir(dir).catch(() => [] as string[])) {
+      const pid = pidOf(name);
+      if (pid !== undefined && !alive(pid)) await fsp.rm(path.join(dir, name), { recursive: true, force: true });
+    }
+  };
+  const number = (match: RegExpExecArray | null) => (match ? Number(match[1]) : undefined);
+  await sweep(pulls, (name) => number(/^(\d+)-[0-9a-f]+$/.exec(name)));
+  await sweep(unpacked, (name) => number(/^\.[0-9a-f]{64}\.(\d+)\.[0-9a-f]+$/.exec(name)));
 }

@@ -9,8 +9,7 @@ import { prepareHostLoader, type HostLoader } from './host-loader';
 import { ImageCatalog, availableImages, imageExists, isHostImage, type ImageRunSettings, type ResolvedImage } from './image';
 import { buildImageEtc } from './image-etc';
 import { ImageBuilder, type ImageBuild } from './image-builder';
-import { OciImageStore, type StoredImage } from './image-store';
-import type { RegistryCredentials } from './skopeo';
+import { OciImageStore, type PullOptions, type StoredImage } from './image-store';
 import { rootfsMounts } from './image-tree';
 import { SandboxSpecError } from './sandbox-runtime';
 
@@ -101,7 +100,7 @@ export class SandboxImages {
   }
 
   /** Pulls an image from its registry into the node's store (see OciImageStore.pull). */
-  pull(reference: string, options: { credentials?: RegistryCredentials } = {}): Promise<StoredImage> {
+  pull(reference: string, options: PullOptions = {}): Promise<StoredImage> {
     if (this.isBuiltin(reference)) return Promise.reject(new SandboxSpecError(`image '${reference}' is built in: there is nothing to pull`));
     return this.store.pull(reference, options).catch((err: unknown) => {
       throw err instanceof ImageReferenceError ? new SandboxSpecError(err.message) : err;

@@ -13,6 +13,7 @@ import {
 } from '@temporalio/workflow';
 import type { DeploymentControlActivities } from '../activities/deployment-control';
 import type { DeploymentNodeActivities, StartRevisionInput } from '../activities/deployment-node';
+import type { ImagePullControlActivities } from '../activities/image-pull-control';
 import type { SandboxNodeActivities } from '../activities/sandbox-node';
 import { isRegistryImage } from '../domain/images/builtin';
 import type { WorkloadUsage } from '../domain/workloads/metering';
@@ -30,6 +31,7 @@ import type { DeploymentStart } from '../domain/workloads/deployment-start';
 import { DEFAULT_IDLE_TIMEOUT_MS, answersRequests, idleDeadline, isIdle, revisionToDeploy, scaledToZeroMessage, type ServingScale } from '../domain/workloads/scale-to-zero';
 import { meterDue, nextMeterAt } from '../domain/billing/meter-schedule';
 import { failureReason } from '../domain/failure-reason';
+import { AWAIT_PULL } from './image-pull';
 
 export interface DeploymentInput extends DeploymentStart {
   /** Carried over by continue-as-new: the revision serving now and those waiting. */
@@ -73,6 +75,8 @@ const REFUSE_WAKES_WHILE_DELETING_PATCH = 'refuse-wakes-while-deleting';
 const SERVE_NEW_BEFORE_REMOVING_OLD_PATCH = 'serve-new-before-removing-old';
 /** A revision on an image of a registry has it pulled onto the node before it starts, as a sandbox does. */
 const REGISTRY_IMAGE_PULL_PATCH = 'workload-registry-image-pull';
+/** The pull is the workspace's image-pull workflow, shared with whoever asks for the image at once (runs started before pulled with their own activity). */
+const PULL_WORKFLOW_PATCH = 'workload-image-pull-workflow';
 
 /**
  * One workload's deployments, for its whole life: each new revision goes BUILDING (unpack and
@@ -315,7 +319,9 @@ class DeploymentRun {
     const image = record.spec.runtime?.image;
     if (image === undefined || !isRegistryImage(image) || !patched(REGISTRY_IMAGE_PULL_PATCH)) return;
     const { registryConnection } = record.spec.runtime ?? {};
-    await this.pulls.pullSandboxImage(this.key, { runtime: { image, ...(registryConnection === undefined ? {} : { registryConnection }) } });
+    const spec = { runtime: { image, ...(registryConnection === undefined ? {} : { registryConnection }) } };
+    if (patched(PULL_WORKFLOW_PATCH)) await proxyActivities<ImagePullControlActivities>(AWAIT_PULL).awaitImagePull(this.key, spec, this.input.nodeQueue);
+    else await this.pulls.pullSandboxImage(this.key, spec);
   }
 
   /** DEPLOYING: the revision's process starts in its sandbox and takes over from the one serving. */

@@ -11,3 +11,4 @@ export * from './custom-domain-lifecycle';
 export * from './snapshot-lifecycle';
 export * from './image-build';
 export * from './node-loss-watch';
+export * from './image-pull';

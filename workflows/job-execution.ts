@@ -13,6 +13,8 @@ import {
 import type { JobControlActivities } from '../activities/job-control';
 import type { JobNodeActivities } from '../activities/job-node';
 import type { NodePlacementActivities, Placement } from '../activities/node-placement';
+import type { SandboxNodeActivities } from '../activities/sandbox-node';
+import { isRegistryImage } from '../domain/images/builtin';
 import { finalExecutionStatus, taskChunks, type ExecutionKey, type ExecutionStatus, type JobRuntimeSettings, type TaskOutcome } from '../domain/jobs/execution';
 
 export interface JobExecutionInput {
@@ -37,8 +39,28 @@ export const JOB_PLACEMENT_PATCH = 'job-placement';
 
 type Control = ReturnType<typeof proxyActivities<JobControlActivities & NodePlacementActivities>>;
 type NodeActivities = ReturnType<typeof proxyActivities<JobNodeActivities>>;
+type PullActivities = ReturnType<typeof proxyActivities<SandboxNodeActivities>>;
+
+/** Executions on an image of a registry pull it onto their node before their sandbox starts there (runs started before had no such step). */
+export const JOB_IMAGE_PULL_PATCH = 'job-registry-image-pull';
 
 const NODE_STEP: ActivityOptions = { startToCloseTimeout: '60s', retry: { initialInterval: '200ms', maximumInterval: '5s', maximumAttempts: 10 } };
+/** A pull takes as long as its image's download; the heartbeat tells a dead worker apart (as a sandbox's pull). */
+const PULL_STEP: ActivityOptions = { startToCloseTimeout: '30m', heartbeatTimeout: '10s', retry: { initialInterval: '1s', maximumInterval: '30s', maximumAttempts: 5 } };
+
+/**
+ * Starts the execution's sandbox on a node, pulling its image there first when it is a
+ * registry's, with the sandbox's pull step: the job's events say it waits for its image, and
+ * `spec.runtime.registryConnection` gives the pull its account.
+ */
+async function startSandboxOn(input: JobExecutionInput, node: NodeActivities, pulls: PullActivities): Promise<void> {
+  const { image, registryConnection } = input.settings;
+  if (isRegistryImage(image) && patched(JOB_IMAGE_PULL_PATCH)) {
+    const job = { id: input.key.jobId, workspace: input.key.workspace, workspaceId: input.key.workspaceId, name: input.key.jobName };
+    await pulls.pullSandboxImage(job, { runtime: { image, ...(registryConnection === undefined ? {} : { registryConnection }) } });
+  }
+  await node.startJobSandbox(input.key, input.settings, input.codeDir);
+}
 
 function chunkOptions(settings: JobRuntimeSettings, chunkSize: number): ActivityOptions {
   return {
@@ -61,10 +83,11 @@ interface ExecutionNode {
 function fixedNode(input: JobExecutionInput, chunkSize: number): ExecutionNode {
   const node = proxyActivities<JobNodeActivities>({ taskQueue: input.nodeQueue, ...NODE_STEP });
   const tasks = proxyActivities<JobNodeActivities>({ taskQueue: input.nodeQueue, ...chunkOptions(input.settings, chunkSize) });
+  const pulls = proxyActivities<SandboxNodeActivities>({ taskQueue: input.nodeQueue, ...PULL_STEP });
   let sandbox: Promise<void> | undefined;
   return {
     onNode: async (step) => {
-      sandbox ??= node.startJobSandbox(input.key, input.settings, input.codeDir);
+      sandbox ??= startSandboxOn(input, node, pulls);
       await sandbox;
       return step(node, tasks);
     },
@@ -154,13 +177,14 @@ class FollowedNode implements ExecutionNode {
     return {
       node: proxyActivities<JobNodeActivities>({ ...NODE_STEP, ...onQueue }),
       tasks: proxyActivities<JobNodeActivities>({ ...chunkOptions(this.input.settings, this.chunkSize), ...onQueue }),
+      pulls: proxyActivities<SandboxNodeActivities>({ ...PULL_STEP, ...onQueue }),
     };
   }
 
-  private sandboxOn(at: Placement, node: NodeActivities): Promise<void> {
+  private sandboxOn(at: Placement, node: NodeActivities, pulls: PullActivities): Promise<void> {
     let started = this.sandboxes.get(at.nodeId);
     if (!started) {
-      started = node.startJobSandbox(this.input.key, this.input.settings, this.input.codeDir).catch((err) => {
+      started = startSandboxOn(this.input, node, pulls).catch((err) => {
         this.sandboxes.delete(at.nodeId);
         throw err;
       });
@@ -172,9 +196,9 @@ class FollowedNode implements ExecutionNode {
   async onNode<T>(step: (node: NodeActivities, tasks: NodeActivities) => Promise<T>): Promise<T> {
     for (;;) {
       const at = this.current;
-      const { node, tasks } = this.activities(at);
+      const { node, tasks, pulls } = this.activities(at);
       try {
-        await this.sandboxOn(at, node);
+        await this.sandboxOn(at, node, pulls);
         return await step(node, tasks);
       } catch (err) {
         if (!mayBeNodeLoss(err)) throw err;

@@ -13,11 +13,13 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
+import type { ImagePullControlActivities } from '../activities/image-pull-control';
 import type { ResourcePlacementActivities } from '../activities/resource-placement';
 import type { SandboxControlActivities } from '../activities/sandbox-control';
 import type { RestoreRequest, SandboxNodeActivities } from '../activities/sandbox-node';
 import { failureReason } from '../domain/failure-reason';
 import { isBuiltBaseImage, isRegistryImage } from '../domain/images/builtin';
+import { AWAIT_PULL } from './image-pull';
 import { nextExpiry } from '../domain/sandbox/expiry';
 import { knownGeneration, lastChangeAt, noteObserved, noteThaw, sandboxState, usagePeriods, type StandbyLedger } from '../domain/sandbox/lifecycle';
 import { idlePeriodOver, nextSandboxStep } from '../domain/sandbox/next-step';
@@ -70,6 +72,8 @@ const MAX_HISTORY_EVENTS = 5_000;
 const IMAGE_PULL_PATCH = 'sandbox-image-pull';
 /** Sandboxes on base-image wait for the node to build it, saying so, before their start (runs started before did not). */
 const BASE_IMAGE_PATCH = 'sandbox-base-image-build';
+/** The pull is the image-pull workflow of the workspace, node and reference, which sandboxes asking at once share (runs started before ran it as their own activity). */
+const PULL_WORKFLOW_PATCH = 'sandbox-image-pull-workflow';
 /** A network policy is pushed until the node takes it, with events while it has not (runs started before gave up after the retries). */
 const NETWORK_UNTIL_APPLIED_PATCH = 'sandbox-network-until-applied';
 /** Restores to a snapshot run as a step of the lifecycle (runs started before had no such step). */
@@ -117,6 +121,7 @@ class SandboxRun {
   });
   private node!: ReturnType<typeof proxyActivities<SandboxNodeActivities>>;
   private pulls!: ReturnType<typeof proxyActivities<SandboxNodeActivities>>;
+  private readonly pullWaits = proxyActivities<ImagePullControlActivities>(AWAIT_PULL);
   private policyPush!: ReturnType<typeof proxyActivities<SandboxNodeActivities>>;
   /** The queue of the sandbox's node: the API's before placement, then the one placement chose. */
   private nodeQueue: string;
@@ -228,7 +233,11 @@ class SandboxRun {
         this.unplaced = false;
       }
       const image = this.spec.runtime?.image;
-      if (image !== undefined && isRegistryImage(image) && patched(IMAGE_PULL_PATCH)) await this.pulls.pullSandboxImage(this.key, this.spec);
+      if (image !== undefined && isRegistryImage(image) && patched(IMAGE_PULL_PATCH)) {
+        // The pull runs on the sandbox's node, the one placement chose.
+        if (patched(PULL_WORKFLOW_PATCH)) await this.pullWaits.awaitImagePull(this.key, this.spec, this.nodeQueue);
+        else await this.pulls.pullSandboxImage(this.key, this.spec);
+      }
       if (image !== undefined && isBuiltBaseImage(image) && patched(BASE_IMAGE_PATCH)) await this.pulls.prepareBaseImage(this.key);
       started = await this.node.startSandbox(this.key, this.spec, this.input.seedSnapshotId);
     } catch (err) {

@@ -19,7 +19,7 @@ import { repoRoot } from '../../scripts/stack/binaries';
  *     cached custom image), alternating (target: at most 1.2x);
  *   - the first build of base-image on a node (mmdebstrap, gzip, unpack, record) vs mmdebstrap
  *     alone writing the same tree to a tar, in the same run;
- *   - a pull into an empty store (skopeo copy, umoci unpack, the size measured) vs `skopeo copy`
+ *   - a pull into an empty store (skopeo copy, its layers unpacked as they come, the size measured) vs `skopeo copy`
  *     of the same image alone into an empty layout (target: at most 1.5x).
  * Options: BENCH_RUNS (20 starts of each), BENCH_PULLS (3; 0 skips the pulls), BENCH_IMAGE_MB (200).
  */

@@ -21,6 +21,8 @@ export const MAX_TASK_RETRIES = 100;
 /** The job's runtime settings an execution runs with (its spec.runtime, overridden per execution). */
 export interface JobRuntimeSettings {
   image: string;
+  /** The integration connection (`oci-registry`) whose account pulls `image` from its registry, if it is private. */
+  registryConnection?: string;
   /** argv of the task process, run from /app. */
   command: string[];
   memoryMb: number;
@@ -115,6 +117,7 @@ export function jobRuntimeSettings(runtime: Record<string, unknown> | undefined,
   const maxRetries = typeof r.maxRetries === 'number' && Number.isInteger(r.maxRetries) && r.maxRetries >= 0 ? Math.min(r.maxRetries, MAX_TASK_RETRIES) : 0;
   return {
     image: typeof r.image === 'string' && r.image ? r.image : 'base',
+    ...(typeof r.registryConnection === 'string' && r.registryConnection ? { registryConnection: r.registryConnection } : {}),
     command,
     memoryMb: request.memory ?? positiveInteger(r.memory, DEFAULT_JOB_MEMORY_MB, 65_536),
     envs: { ...envs, ...request.env },

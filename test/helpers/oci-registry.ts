@@ -55,6 +55,12 @@ export interface TestImage {
   randomFiles?: Record<string, number>;
   /** Symbolic links: path -> target. */
   links?: Record<string, string>;
+  /** Hard links: path -> the path (of this layer) it is another name of. */
+  hardLinks?: Record<string, string>;
+  /** Modes to set, after the files are written: path -> mode (setuid and sticky bits too). */
+  modes?: Record<string, number>;
+  /** Paths of the layers below that this layer deletes (umoci writes whiteouts for them). */
+  remove?: string[];
   /** busybox in /usr/bin with /bin a link to it, as Debian's merged /usr has it (else in /bin). */
   mergedUsr?: boolean;
   user?: string;
@@ -107,6 +113,9 @@ export function buildTestImage(layoutDir: string, tag: string, image: TestImage,
     fs.mkdirSync(path.dirname(path.join(bundle, 'rootfs', link)), { recursive: true, mode: 0o755 });
     fs.symlinkSync(target, path.join(bundle, 'rootfs', link));
   }
+  for (const [link, target] of Object.entries(image.hardLinks ?? {})) fs.linkSync(path.join(bundle, 'rootfs', target), path.join(bundle, 'rootfs', link));
+  for (const [file, mode] of Object.entries(image.modes ?? {})) fs.chmodSync(path.join(bundle, 'rootfs', file), mode);
+  for (const file of image.remove ?? []) fs.rmSync(path.join(bundle, 'rootfs', file), { recursive: true });
   umoci('repack', '--image', `${layoutDir}:${tag}`, bundle);
   const config = image.env.flatMap((entry) => ['--config.env', entry]);
   if (image.workingDir) config.push('--config.workingdir', image.workingDir);

@@ -10,6 +10,8 @@ import { BUILT_BASE_IMAGE } from '../../../domain/images/builtin';
 import { commonErrors } from '../common-schemas';
 import { requestWorkspace } from '../workspace-context';
 import { storeBuildContext } from './context-upload';
+import { RegistryImageStore } from '../../../store/registry-images';
+import { deleteRegistryImage, findRegistryImage, isRegistryImageName, registryImageViews, registryReferenceOf } from './registry-images';
 import { checkImageName, deleteImageTags, findImageTag, findImageTags, isBuiltinName, startImageBuild, type ImageServices } from './image-service';
 import { BuildQuery, Image, ImageParams, ImageTag, ImageTagParams } from './schemas';
 
@@ -66,17 +68,22 @@ export default async function imageRoutes(fastify: FastifyInstance, options: { c
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const services: ImageServices = { images: new WorkspaceImageStore(app.pg), temporal: app.temporal, config: app.config };
   const nodeImages = new NodeImageStore(app.pg);
+  const pulled = new RegistryImageStore(app.pg);
   const limit = options.contextLimitBytes ?? contextLimitBytes();
   // The body is the raw archive: parsed by nobody, streamed to disk by the handler.
   app.addContentTypeParser(CONTEXT_TYPES, { bodyLimit: Number.MAX_SAFE_INTEGER }, (_request, _payload, done) => done(null));
   const one = { 200: Image, 409: commonErrors[400], ...commonErrors };
 
-  app.get('/v0/images', { schema: { tags, summary: 'The built-in images and the workspace\'s own, with their tags', response: { 200: Type.Array(Image), ...commonErrors } } }, async (request) => {
+  app.get('/v0/images', { schema: { tags, summary: "The built-in images, the workspace's own and those of registries it pulled, with their tags", response: { 200: Type.Array(Image), ...commonErrors } } }, async (request) => {
     const workspace = requestWorkspace(request);
     const byName = new Map<string, WorkspaceImageRow[]>();
     for (const row of await services.images.list(workspace.id)) byName.set(row.name, [...(byName.get(row.name) ?? []), row]);
     const builtins = await Promise.all(availableImages().map((name) => builtinView(nodeImages, workspace.name, name)));
-    return [...builtins, ...[...byName].map(([name, rows]) => imageView(workspace.name, name, rows))];
+    return [
+      ...builtins,
+      ...[...byName].map(([name, rows]) => imageView(workspace.name, name, rows)),
+      ...registryImageViews(workspace.name, await pulled.list(workspace.id)),
+    ];
   });
   app.get('/v0/images/:name', { schema: { tags, summary: 'An image and its tags', params: ImageParams, response: one } }, async (request) => {
     const workspace = requestWorkspace(request);
@@ -91,11 +98,15 @@ export default async function imageRoutes(fastify: FastifyInstance, options: { c
   app.get('/v0/images/:name/tags/:tag', { schema: { tags, summary: 'One tag: its state, digest, size, progress and events', params: ImageTagParams, response: { 200: ImageTag, ...commonErrors } } }, async (request) => {
     const workspace = requestWorkspace(request);
     if (isBuiltinName(request.params.name)) return (await builtinView(nodeImages, workspace.name, request.params.name)).spec.tags[0];
+    if (isRegistryImageName(request.params.name)) {
+      return registryImageViews(workspace.name, await findRegistryImage(pulled, workspace, registryReferenceOf(request.params.name, request.params.tag)))[0].spec.tags[0];
+    }
     return tagView(await findImageTag(services, workspace, checkImageName(request.params.name, request.params.tag)));
   });
   app.delete('/v0/images/:name', { schema: { tags, summary: 'Delete an image, every tag (409 while one is used)', params: ImageParams, response: one } }, async (request) => {
     const workspace = requestWorkspace(request);
     if (isBuiltinName(request.params.name)) throw conflict(`image '${request.params.name}' is built in: it is read-only`);
+    if (isRegistryImageName(request.params.name)) return registryImageViews(workspace.name, await deleteRegistryImage(pulled, workspace, registryReferenceOf(request.params.name)))[0];
     const rows = await findImageTags(services, workspace, request.params.name);
     await deleteImageTags(services, workspace, rows);
     return imageView(workspace.name, request.params.name, rows);
@@ -103,6 +114,10 @@ export default async function imageRoutes(fastify: FastifyInstance, options: { c
   app.delete('/v0/images/:name/tags/:tag', { schema: { tags, summary: 'Delete one tag (409 while it is used)', params: ImageTagParams, response: { 200: ImageTag, 409: commonErrors[400], ...commonErrors } } }, async (request) => {
     const workspace = requestWorkspace(request);
     if (isBuiltinName(request.params.name)) throw conflict(`image '${request.params.name}' is built in: it is read-only`);
+    if (isRegistryImageName(request.params.name)) {
+      const rows = await deleteRegistryImage(pulled, workspace, registryReferenceOf(request.params.name, request.params.tag));
+      return registryImageViews(workspace.name, rows)[0].spec.tags[0];
+    }
     const row = await findImageTag(services, workspace, checkImageName(request.params.name, request.params.tag));
     await deleteImageTags(services, workspace, [row]);
     return tagView(row);

@@ -1,6 +1,5 @@
 import type { Pool } from 'pg';
 import { badRequest } from '../../../domain/errors';
-import { isRegistryImage } from '../../../domain/images/builtin';
 import { workloadNetworkProblem } from '../../../domain/workloads/network';
 import type { WorkloadSpec } from '../../../domain/workloads/workload';
 import type { WorkspaceGrant } from '../../../domain/principal';
@@ -17,24 +16,11 @@ export interface ResourceServices {
   nodesHaveNetwork: boolean;
 }
 
-/**
- * `spec.runtime.image` is checked as a sandbox's is. A registry image is refused for jobs for
- * now: their execution workflow has no pull step yet (a deployment pulls it for the other kinds),
- * and a job must not be stored as if it ran on an image it would not get.
- */
-async function checkWorkloadImage(pg: Pool, kind: ResourceKind, workspace: WorkspaceGrant, spec: RuntimeImageSpec, before?: RuntimeImageSpec): Promise<void> {
-  await checkRuntimeImage(pg, workspace, spec, before);
-  const image = spec.runtime?.image;
-  if (kind.path === 'jobs' && image !== undefined && isRegistryImage(image)) {
-    throw badRequest(`body.spec.runtime.image: image '${image}' is of a registry; jobs run on a built-in image or an image the workspace built (PUT /v0/images/{name}/build)`);
-  }
-}
-
 /** The kind's own checks, after those every workload's spec has (its `spec.network`). */
 async function checkSpec(services: ResourceServices, kind: ResourceKind, workspace: WorkspaceGrant, spec: Record<string, unknown>, before?: Record<string, unknown>): Promise<void> {
   const problem = workloadNetworkProblem(kind.path, spec as WorkloadSpec, services.nodesHaveNetwork);
   if (problem) throw badRequest(problem);
-  await checkWorkloadImage(services.pg, kind, workspace, spec as RuntimeImageSpec, before as RuntimeImageSpec | undefined);
+  await checkRuntimeImage(services.pg, workspace, spec as RuntimeImageSpec, before as RuntimeImageSpec | undefined);
   await kind.validate?.(services, workspace, spec);
 }
 

@@ -36,7 +36,16 @@ function sandboxEnvelope(config: HangarConfig, row: ResourceRow) {
     expiresIn: expiry ? Math.max(0, Math.round((expiry.at - Date.now()) / 1000)) : null,
     network: networkTraffic(config, row),
     node: row.node_id ?? null,
+    image: imagePull(row),
   };
+}
+
+/** Where the pull of its registry image stands, as its node wrote it (activities/image-pull-node.ts). */
+function imagePull(row: ResourceRow) {
+  const image = row.state.image as { reference?: string; pull?: 'PULLING' | 'PULLED' | 'PRESENT' | 'FAILED'; digest?: string; progress?: { bytesDone: number; layersDone: number }; message?: string } | undefined;
+  if (!image?.reference || !image.pull) return null;
+  const pulling = image.pull === 'PULLING';
+  return { reference: image.reference, pull: image.pull, digest: image.digest ?? null, progress: pulling ? (image.progress ?? null) : null, message: pulling ? (image.message ?? `pulling image '${image.reference}'`) : null };
 }
 
 /**

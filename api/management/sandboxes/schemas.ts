@@ -103,4 +103,17 @@ export const SandboxEnvelope = envelopeSchema({
   network: Type.Union([Type.Object({ bytesIn: Type.Integer(), bytesOut: Type.Integer() }), Type.Null()], {
     description: "Bytes its outbound connections carried in and out over its life (the egress proxy's payload count, updated every few seconds); null without outbound network.",
   }),
+  image: Type.Union(
+    [
+      Type.Object({
+        reference: Type.String(),
+        pull: Type.Union([Type.Literal('PULLING'), Type.Literal('PULLED'), Type.Literal('PRESENT'), Type.Literal('FAILED')]),
+        digest: Type.Union([Type.String(), Type.Null()]),
+        progress: Type.Union([Type.Object({ bytesDone: Type.Integer(), layersDone: Type.Integer() }), Type.Null()]),
+        message: Type.Union([Type.String(), Type.Null()]),
+      }),
+      Type.Null(),
+    ],
+    { description: "Its image of a registry on its node: PULLING (with progress and a message: 'pulling image ...: 12.5 MB received, 1 layer unpacked'), PULLED, PRESENT (already there) or FAILED; null for other images." },
+  ),
 });

@@ -66,3 +66,43 @@ test('a job on a workspace image: its task sees the image\'s files and ENV, its 
   expect(done.status).toBe('succeeded');
   expect(fs.readFileSync(path.join(outDir, 'seen.txt'), 'utf8')).toBe('from the base\nadded by the build\nfrom-the-image\nbusybox\n');
 });
+
+test("a job on an image of a registry: its execution pulls it onto its node (the job's events say so), then its task runs on it", async () => {
+  buildTestImage(path.join(scratch, 'layout'), 'greeter', { files: { '/etc/motd': 'from the registry\n' }, env: ['PATH=/bin', 'GREETING=hello from the image'] });
+  const image = `${registry.address}/${unique('test/greeter')}:1`;
+  pushTestImage(path.join(scratch, 'layout'), 'greeter', image);
+
+  const job = unique('job');
+  const created = await api('POST', '/v0/jobs', { metadata: { name: job }, spec: { runtime: { image, command: ['sh', '/app/task.sh'], memory: 256 } } });
+  expect(created.statusCode).toBe(200);
+  const row = await t.app.pg.query<{ id: string }>(`SELECT id FROM resources WHERE workspace_id = $1 AND kind = 'jobs' AND name = $2`, [tenant.workspaceId, job]);
+  // The code is filed as deployed without a deployment: only the execution can have pulled the image.
+  await deployJobCode(t.app.pg, t.config.dataDir, row.rows[0].id, { 'task.sh': 'cat /etc/motd > /out/registry.txt; echo "$GREETING" >> /out/registry.txt\n' });
+  expect(await runtime.findImage(image)).toBeUndefined();
+
+  expect((await api('POST', `/${tenant.workspace}/jobs/${job}/executions`, { tasks: [{}], id: 'pulled' })).statusCode).toBe(200);
+  const done = await eventually('execution ended', async () => {
+    const body = (await api('GET', `/${tenant.workspace}/jobs/${job}/executions/pulled`)).json();
+    return TERMINAL_EXECUTION_STATUSES.includes(body.status) ? body : undefined;
+  }, 90_000);
+  expect(done.status).toBe('succeeded');
+  expect(fs.readFileSync(path.join(outDir, 'registry.txt'), 'utf8')).toBe('from the registry\nhello from the image\n');
+  const events = (await api('GET', `/v0/jobs/${job}`)).json().events.map((event: { message: string }) => event.message);
+  expect(events).toEqual(expect.arrayContaining([`waiting for its image: pulling '${image}' onto the node`, expect.stringMatching(new RegExp(`^image '${image.replace(/[.]/g, '\\.')}' pulled \\(sha256:[0-9a-f]{64}\\)$`))]));
+});
+
+test("a job on an image its registry does not have: the execution fails, the job's events say why", async () => {
+  const job = unique('job');
+  const image = `${registry.address}/test/never-pushed:1`;
+  expect((await api('POST', '/v0/jobs', { metadata: { name: job }, spec: { runtime: { image, command: ['sh', '/app/task.sh'] } } })).statusCode).toBe(200);
+  const row = await t.app.pg.query<{ id: string }>(`SELECT id FROM resources WHERE workspace_id = $1 AND kind = 'jobs' AND name = $2`, [tenant.workspaceId, job]);
+  await deployJobCode(t.app.pg, t.config.dataDir, row.rows[0].id, { 'task.sh': 'true\n' });
+  expect((await api('POST', `/${tenant.workspace}/jobs/${job}/executions`, { tasks: [{}], id: 'missing' })).statusCode).toBe(200);
+  const done = await eventually('execution ended', async () => {
+    const body = (await api('GET', `/${tenant.workspace}/jobs/${job}/executions/missing`)).json();
+    return TERMINAL_EXECUTION_STATUSES.includes(body.status) ? body : undefined;
+  }, 90_000);
+  expect(done.status).toBe('failed');
+  const events = (await api('GET', `/v0/jobs/${job}`)).json().events;
+  expect(events.at(-1)).toEqual(expect.objectContaining({ type: 'Warning', message: expect.stringMatching(new RegExp(`^pull failed: image '${image.replace(/[.]/g, '\\.')}' was not found in its registry`)) }));
+});

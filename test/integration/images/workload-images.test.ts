@@ -80,14 +80,14 @@ test('a workspace image an agent runs on cannot be deleted (409 naming the agent
   expect((await api('DELETE', `/v0/images/${name}/tags/${tag}`)).statusCode).not.toBe(409);
 });
 
-test('registry images are refused for jobs (no pull step in executions yet), taken for agents; registryConnection is checked like a sandbox\'s', async () => {
-  const registry = await create('jobs', { image: '127.0.0.1:5000/team/box:1' });
-  expect(registry.statusCode).toBe(400);
-  expect(registry.json().message).toEqual(expect.stringContaining("body.spec.runtime.image: image '127.0.0.1:5000/team/box:1' is of a registry"));
+test('registry images are taken for jobs and agents; registryConnection is checked like a sandbox\'s', async () => {
+  expect((await create('jobs', { image: '127.0.0.1:5000/team/box:1' })).statusCode).toBe(200);
   expect((await create('agents', { image: '127.0.0.1:5000/team/box:1' })).statusCode).toBe(200);
-  const unknown = await create('agents', { image: '127.0.0.1:5000/team/box:1', registryConnection: 'nope' });
-  expect(unknown.statusCode).toBe(400);
-  expect(unknown.json().message).toEqual(expect.stringContaining("body.spec.runtime.registryConnection: integration connection 'nope' not found"));
+  for (const kind of ['agents', 'jobs'] as const) {
+    const unknown = await create(kind, { image: '127.0.0.1:5000/team/box:1', registryConnection: 'nope' });
+    expect(unknown.statusCode).toBe(400);
+    expect(unknown.json().message).toEqual(expect.stringContaining("body.spec.runtime.registryConnection: integration connection 'nope' not found"));
+  }
   const notRegistry = await create('agents', { image: 'base', registryConnection: 'nope' });
   expect(notRegistry.statusCode).toBe(400);
   expect(notRegistry.json().message).toEqual(expect.stringContaining('body.spec.runtime.registryConnection: applies only to an image of a registry'));

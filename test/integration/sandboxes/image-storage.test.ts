@@ -29,7 +29,7 @@ afterAll(async () => {
 
 /** Image storage of a sandbox as its lifecycle workflow measures it for billing, by a node that has not measured before. */
 async function imageStorage(id: string): Promise<number> {
-  const node = createSandboxNodeActivities({ runtime: testRuntime(dataDir), pg });
+  const node = createSandboxNodeActivities({ runtime: testRuntime(dataDir), pg, nodeQueue: 'test-node' });
   const measured = await node.measureSandbox({ id, workspace: 'w', workspaceId: 'ws-test', name: 'box' }, 'base');
   return measured.imageBytes;
 }

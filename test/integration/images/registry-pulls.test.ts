@@ -1,0 +1,164 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../../helpers/platform';
+import { buildTestImage, pushTestImage, startRegistry, type TestRegistry } from '../../helpers/oci-registry';
+import { tenantResources } from '../../helpers/resources';
+import { stopRuntimeTest } from '../../helpers/runtime-platform';
+import { exec, testRuntime } from '../../helpers/sandbox-runtime';
+import { startSlowProxy } from '../../helpers/slow-proxy';
+import { eventually, startControlWorker, startNodeWorker, type RunningWorker } from '../../helpers/workers';
+
+// Pulls of registry images as the workspace sees them: progress on the sandbox's status and the
+// image's row, the image under GET /v0/images, its deletion; and a node worker killed mid-pull.
+// The registry is reached through a relay that passes 1 MB/s, so a pull of 6 MB lasts seconds.
+jest.setTimeout(240_000);
+
+let t: TestApp;
+let tenant: TestTenant;
+let control: RunningWorker;
+let node: RunningWorker | undefined;
+let child: ChildProcess | undefined;
+let childOutput = '';
+let registry: TestRegistry;
+let slow: Awaited<ReturnType<typeof startSlowProxy>>;
+let scratch: string;
+const runtime = () => testRuntime(t.config.dataDir);
+// The node's store outlives this run: a repository of this run's own is never on the node before.
+const repository = unique('test/slow');
+
+beforeAll(async () => {
+  t = await startTestApp({ taskQueue: unique('pulls') });
+  tenant = await createTenant(t.app.pg, 'pulls');
+  control = await startControlWorker(t.config, t.app.pg);
+  scratch = path.join(t.config.dataDir, unique('pulls-scratch'));
+  registry = await startRegistry(path.join(scratch, 'registry'));
+  slow = await startSlowProxy(registry.address, 1_000_000);
+  buildTestImage(path.join(scratch, 'layout'), 'slow', { files: { '/marker.txt': 'pulled slowly\n' }, randomFiles: { '/data/noise': 6_000_000 }, env: ['PATH=/bin'] });
+  pushTestImage(path.join(scratch, 'layout'), 'slow', `${registry.address}/${repository}:1`);
+  buildTestImage(path.join(scratch, 'layout'), 'twin', { files: { '/marker.txt': 'one pull for two\n' }, randomFiles: { '/data/noise': 3_000_000 }, env: ['PATH=/bin'] });
+  pushTestImage(path.join(scratch, 'layout'), 'twin', `${registry.address}/${repository}-twin:1`);
+}, 120_000);
+
+afterAll(async () => {
+  if (child && child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, 'SIGKILL');
+  await slow?.close();
+  await registry?.close();
+  await stopRuntimeTest({ runtime: runtime(), node, control, t, scratch });
+}, 60_000);
+
+const resources = () => tenantResources(t, tenant);
+const api: ReturnType<typeof tenantResources>['api'] = (...args) => resources().api(...args);
+
+/** The node worker in a process of its own (and group: skopeo and tar die with it), as workers/node.ts would run. */
+function nodeWorkerProcess(): ChildProcess {
+  const register = path.join(scratch, 'register-ts.js');
+  fs.writeFileSync(
+    register,
+    `const { transformSync } = require(${JSON.stringify(require.resolve('@swc/core'))});
+require.extensions['.ts'] = (module, file) => {
+  const { code } = transformSync(require('fs').readFileSync(file, 'utf8'), { filename: file, jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } });
+  module._compile(code, file);
+};`,
+  );
+  const script = `
+    const { startNodeWorker } = require(${JSON.stringify(path.resolve('test/helpers/workers.ts'))});
+    const { testRuntime } = require(${JSON.stringify(path.resolve('test/helpers/sandbox-runtime.ts'))});
+    const config = JSON.parse(process.env.HANGAR_TEST_CONFIG);
+    startNodeWorker(config, testRuntime(config.dataDir)).then(() => console.log('polling'));`;
+  const started = spawn(process.execPath, ['-r', register, '-e', script], { cwd: process.cwd(), detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, HANGAR_TEST_CONFIG: JSON.stringify(t.config) } });
+  started.stdout!.on('data', (chunk: Buffer) => (childOutput += chunk.toString()));
+  started.stderr!.on('data', (chunk: Buffer) => (childOutput += chunk.toString()));
+  return started;
+}
+
+const encoded = (text: string) => encodeURIComponent(text);
+
+test('a node worker killed mid-pull: the pull starts again on the next worker, then the sandbox starts; progress shows on the way', async () => {
+  const image = `${slow.address}/${repository}:1`;
+  child = nodeWorkerProcess();
+  expect((await api('POST', '/v0/sandboxes', { metadata: { name: 'slow' }, spec: { runtime: { image, memory: 128 } } })).statusCode).toBe(200);
+
+  // Under way: the sandbox says it waits for its image and how far the pull is; so does the image's row.
+  const pulling = await eventually('the pull under way', async () => {
+    const body = (await api('GET', '/v0/sandboxes/slow')).json();
+    return body.image?.pull === 'PULLING' && body.image.progress?.bytesDone > 0 ? body : undefined;
+  }, 60_000).catch((err: Error) => {
+    throw new Error(`${err.message}; the node worker's output:\n${childOutput.slice(-3000)}`);
+  });
+  expect(pulling.status).toBe('DEPLOYING');
+  expect(pulling.image.message).toMatch(new RegExp(`^pulling image '${image.replace(/[.]/g, '\\.')}': \\d+\\.\\d MB received, 0 layers unpacked$`));
+  const listed = (await api('GET', '/v0/images')).json().find((entry: { metadata: { name: string } }) => entry.metadata.name === `${slow.address}/${repository}`);
+  expect(listed.metadata).toEqual(expect.objectContaining({ registry: true, builtIn: false }));
+  expect(listed.spec.tags[0]).toEqual(expect.objectContaining({ name: '1', reference: image, state: 'PULLING' }));
+
+  process.kill(-child.pid!, 'SIGKILL');
+  node = await startNodeWorker(t.config, runtime(), { pg: t.app.pg });
+  // The pull's heartbeat stops: Temporal runs it again on the worker that polls now.
+  const deployed = await resources().status('sandboxes', 'slow', 'DEPLOYED', 180_000);
+  expect(deployed.image).toEqual(expect.objectContaining({ reference: image, pull: 'PULLED', digest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/), progress: null, message: null }));
+  // What the killed pull left on the node (its layout, half-extracted layers) went with the next pull.
+  const pulls = fs.readdirSync(path.join(t.config.dataDir, 'images', 'oci', 'pulls'));
+  expect(pulls.filter((name) => name.startsWith(`${child!.pid}-`))).toEqual([]);
+  const socketPath = runtime().socketPath(await resources().idOf('sandboxes', 'slow'));
+  expect((await exec(socketPath, 'cat /marker.txt')).stdout).toBe('pulled slowly\n');
+
+  const ready = (await api('GET', `/v0/images/${encoded(`${slow.address}/${repository}`)}/tags/1`)).json();
+  expect(ready).toEqual(expect.objectContaining({ state: 'READY', digest: deployed.image.digest, reason: null }));
+  expect(ready.sizeBytes).toBeGreaterThan(6_000_000);
+  // The last pull's progress: every byte of its one layer received, the layer unpacked while it came.
+  expect(ready.progress).toEqual({ bytesDone: expect.any(Number), layersDone: 1 });
+  expect(ready.progress.bytesDone).toBeGreaterThan(6_000_000);
+  // Two pulls began: the killed worker's and the next one's; one ended.
+  const messages = ready.events.map((event: { message: string }) => event.message);
+  expect(messages.filter((message: string) => message === 'pulling for slow')).toHaveLength(2);
+  expect(messages).toContain(`pulled for slow (${deployed.image.digest})`);
+});
+
+test('a registry image in use cannot be deleted (409 naming its sandbox); once unused it is, and is no longer listed', async () => {
+  const name = `${slow.address}/${repository}`;
+  const refused = await api('DELETE', `/v0/images/${encoded(name)}/tags/1`);
+  expect(refused.statusCode).toBe(409);
+  expect(refused.json().message).toBe(`image '${name}:1' is used by sandboxes/slow; delete or move them to another image first`);
+  // The same reference written by the whole path is the same image.
+  expect((await api('DELETE', `/v0/images/${encoded(`${name}:1`)}`)).statusCode).toBe(409);
+
+  expect((await api('DELETE', '/v0/sandboxes/slow')).statusCode).toBe(200);
+  await resources().gone('sandboxes', 'slow');
+  const deleted = await api('DELETE', `/v0/images/${encoded(name)}/tags/1`);
+  expect(deleted.statusCode).toBe(200);
+  expect(deleted.json()).toEqual(expect.objectContaining({ reference: `${name}:1`, state: 'READY' }));
+  expect((await api('GET', '/v0/images')).json().map((entry: { metadata: { name: string } }) => entry.metadata.name)).not.toContain(name);
+  expect((await api('DELETE', `/v0/images/${encoded(name)}/tags/1`)).statusCode).toBe(404);
+});
+
+test('two sandboxes asking for one image at once share one pull: one workflow, one download', async () => {
+  const image = `${slow.address}/${repository}-twin:1`;
+  const created = await Promise.all(['twin-a', 'twin-b'].map((name) => api('POST', '/v0/sandboxes', { metadata: { name }, spec: { runtime: { image, memory: 128 } } })));
+  expect(created.map((res) => res.statusCode)).toEqual([200, 200]);
+  const deployed = await Promise.all(['twin-a', 'twin-b'].map((name) => resources().status('sandboxes', name, 'DEPLOYED', 120_000)));
+  expect(deployed[0].image.digest).toBe(deployed[1].image.digest);
+  for (const name of ['twin-a', 'twin-b']) {
+    const socketPath = runtime().socketPath(await resources().idOf('sandboxes', name));
+    expect((await exec(socketPath, 'cat /marker.txt')).stdout).toBe('one pull for two\n');
+  }
+  const row = (await api('GET', `/v0/images/${encoded(`${slow.address}/${repository}-twin`)}/tags/1`)).json();
+  const messages: string[] = row.events.map((event: { message: string }) => event.message);
+  expect(messages.filter((message) => message.startsWith('pulling for '))).toHaveLength(1);
+  expect(messages.filter((message) => message.startsWith('pulled for '))).toHaveLength(1);
+  // The pull is a workflow of its own, found by the workspace's search attributes like the others.
+  // (Temporal's visibility is updated a moment after the workflow's own record.)
+  const query = `HangarWorkspace = '${tenant.workspace}' AND HangarResourceKind = 'image' AND HangarResourceName = '${image}'`;
+  const ids = await eventually('the pull in visibility', async () => {
+    const found: string[] = [];
+    for await (const pull of t.app.temporal.workflow.list({ query })) found.push(pull.workflowId);
+    return found.length > 0 ? found : undefined;
+  });
+  expect(ids).toEqual([`image-pull/${tenant.workspace}/${t.config.taskQueue}-node-${t.config.nodeId}/${image}`]);
+});
+
+test('bad names: a malformed registry reference is a 400 naming the parameter', async () => {
+  const bad = await api('DELETE', `/v0/images/${encoded('127.0.0.1:5000/Team//box')}`);
+  expect(bad.statusCode).toBe(400);
+  expect(bad.json().message).toMatch(/^params\.name: image reference '127\.0\.0\.1:5000\/Team\/\/box' is malformed/);
+});
