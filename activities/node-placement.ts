@@ -15,7 +15,7 @@ export interface Placement {
 /** What to do about work whose node did not answer: go on where it was, wait, or run it here now. */
 export type NodeLossVerdict = { do: 'retry' } | { do: 'wait'; reason: string } | { do: 'moved'; to: Placement };
 
-/** A node's row as placement judges it, silent past `lostAfterSeconds`: LOST. */
+/** A node's row as placement judges it, silent past `lostAfterSeconds`: LOST; sandboxes placed since its report count against its memory. */
 export function placementCandidate(row: NodeRow, lostAfterSeconds: number): PlacementCandidate {
   const { capacity, load } = nodeFigures(row);
   return {
@@ -24,7 +24,7 @@ export function placementCandidate(row: NodeRow, lostAfterSeconds: number): Plac
     region: row.region,
     state: nodeState(row.silent_seconds, lostAfterSeconds),
     drained: row.drained_at !== null,
-    freeMemoryBytes: freeMemoryBytes(capacity, load),
+    freeMemoryBytes: freeMemoryBytes(capacity, { ...load, memoryCommittedBytes: load.memoryCommittedBytes + Number(row.pending_memory_bytes) }),
   };
 }
 

@@ -1,5 +1,6 @@
 import type { Pool } from 'pg';
-import type { NodeCapacity, NodeLoad, NodeReport } from '../domain/nodes/node';
+import { HEARTBEAT_INTERVAL_MS, type NodeCapacity, type NodeLoad, type NodeReport } from '../domain/nodes/node';
+import { DEFAULT_SANDBOX_MEMORY_MB } from '../domain/sandbox/sandbox';
 
 /** A node's row, with how long it has been silent by the database's clock. */
 export interface NodeRow {
@@ -18,6 +19,8 @@ export interface NodeRow {
   drained_at: Date | null;
   listener_url: string | null;
   silent_seconds: number;
+  /** Memory limits of sandboxes placed there that its last report may not count yet (bigint as text). */
+  pending_memory_bytes: string;
 }
 
 /** A row's capacity and load as numbers (PostgreSQL's bigints arrive as text). */
@@ -42,7 +45,15 @@ export async function recordHeartbeat(pg: Pool, report: NodeReport): Promise<voi
   );
 }
 
-const SELECT = `SELECT *, extract(epoch FROM now() - heartbeat_at)::float8 AS silent_seconds FROM nodes`;
+/**
+ * Sandboxes placed on a node since just before its last heartbeat are not in the load it reported
+ * (the report is read a moment before it is written): their memory limits, counted from their
+ * rows, so placement sees them at once. Over-counting one at most for a heartbeat's interval.
+ */
+const PENDING_MEMORY = `coalesce((SELECT sum(coalesce((r.spec->'runtime'->>'memory')::bigint, ${DEFAULT_SANDBOX_MEMORY_MB})) * 1048576 FROM resources r
+  WHERE r.node_id = nodes.id AND r.kind = 'sandboxes' AND r.placed_at >= nodes.heartbeat_at - interval '${HEARTBEAT_INTERVAL_MS} milliseconds'), 0)::bigint`;
+
+const SELECT = `SELECT *, extract(epoch FROM now() - heartbeat_at)::float8 AS silent_seconds, ${PENDING_MEMORY} AS pending_memory_bytes FROM nodes`;
 
 export async function listNodes(pg: Pool): Promise<NodeRow[]> {
   return (await pg.query<NodeRow>(`${SELECT} ORDER BY id`)).rows;

@@ -13,7 +13,7 @@ export async function resourceNode(pg: Pool, resourceId: string): Promise<string
 
 /** Places a resource on `nodeId` unless it is placed already; answers where it is. */
 export async function placeResourceNode(pg: Pool, resourceId: string, nodeId: string): Promise<string> {
-  await pg.query('UPDATE resources SET node_id = $2 WHERE id = $1 AND node_id IS NULL', [resourceId, nodeId]);
+  await pg.query('UPDATE resources SET node_id = $2, placed_at = now() WHERE id = $1 AND node_id IS NULL', [resourceId, nodeId]);
   const placed = await resourceNode(pg, resourceId);
   if (!placed) throw new Error(`resource ${resourceId} has no row`);
   return placed;
@@ -21,7 +21,7 @@ export async function placeResourceNode(pg: Pool, resourceId: string, nodeId: st
 
 /** Moves a resource from `fromNodeId` to `toNodeId`, unless it already moved elsewhere; answers where it is. */
 export async function moveResourceNode(pg: Pool, resourceId: string, fromNodeId: string, toNodeId: string): Promise<string> {
-  const moved = await pg.query('UPDATE resources SET node_id = $3 WHERE id = $1 AND node_id = $2', [resourceId, fromNodeId, toNodeId]);
+  const moved = await pg.query('UPDATE resources SET node_id = $3, placed_at = now() WHERE id = $1 AND node_id = $2', [resourceId, fromNodeId, toNodeId]);
   // Gateways cached the route to the old node: they drop it at once.
   if (moved.rowCount) await announceRouteChanges(pg, resourceId);
   const placed = await resourceNode(pg, resourceId);

@@ -121,3 +121,29 @@ test("a sandbox of a region goes to that region's nodes, however full; a region 
   await t.app.pg.query('UPDATE nodes SET drained_at = now() WHERE id = $1', [EU1]);
   await expect(placeIn('eu')).rejects.toMatchObject({ type: 'NoNodeAvailable', nonRetryable: false, message: expect.stringContaining("of region 'eu'") });
 });
+
+test('a burst of creates between two heartbeats spreads over the nodes: sandboxes placed since a report count against its memory', async () => {
+  const sizesArb = fc.array(fc.constantFrom(512, 1024, 2048, 4096), { minLength: 2, maxLength: 9 });
+  await fc.assert(
+    fc.asyncProperty(sizesArb, async (sizesMb) => {
+      // Nodes of their own (a platform of their own: another control queue), all reporting nothing taken.
+      const config = { ...t.config, taskQueue: unique('burst') };
+      const nodes = ['b1', 'b2', 'b3'].map((id) => unique(id));
+      for (const id of nodes) {
+        const taskQueue = nodeTaskQueue({ taskQueue: config.taskQueue, nodeId: id });
+        await recordHeartbeat(t.app.pg, { id, taskQueue, region: 'test', labels: {}, capacity: { memoryBytes: 16 * GiB, cpus: 2, diskBytes: 100 * GiB }, load: { sandboxes: 0, memoryCommittedBytes: 0, diskFreeBytes: 50 * GiB }, startedAt: new Date() });
+      }
+      const burst = createResourcePlacementActivities({ pg: t.app.pg, config });
+      const placedMb = new Map(nodes.map((id) => [id, 0]));
+      for (const memory of sizesMb) {
+        const row = await store.create({ workspaceId: tenant.workspaceId, kind: 'sandboxes', name: unique('sbx') }, { displayName: '', labels: {}, spec: { runtime: { memory } } }, 'DEPLOYING', 'test', 'test');
+        const { nodeId } = await burst.placeSandbox({ resourceId: row!.id, volumes: [], legacyQueue: 'none' });
+        placedMb.set(nodeId, placedMb.get(nodeId)! + memory);
+      }
+      // Each went to the node with the least placed so far: no node is ahead of another by more than one sandbox's memory.
+      const loads = [...placedMb.values()];
+      expect(Math.max(...loads) - Math.min(...loads)).toBeLessThanOrEqual(Math.max(...sizesMb));
+    }),
+    { numRuns: 15 },
+  );
+});
