@@ -13,7 +13,7 @@ import { diskUsageBytes } from './disk-usage';
 import { DEFAULT_IMAGE, imageName } from './image';
 import type { PullOptions, StoredImage } from './image-store';
 import { sandboxOwnedPaths } from './image-tree';
-import { SandboxImages, type WorkspaceImageBuild } from './sandbox-images';
+import { SandboxImages, type SandboxImagesOptions, type WorkspaceImageBuild } from './sandbox-images';
 import { SANDBOX_AGENT_CONFIG, assertSandboxId, sandboxLayout, snapshotFilesDir, type SandboxLayout } from './layout';
 import { SANDBOX_ENV, installCode, prepareSandboxFolders, writeIdentityFiles, type SandboxUser } from './sandbox-files';
 import { validateSpec } from './spec-validation';
@@ -53,16 +53,7 @@ export interface BwrapRuntimeOptions {
    * Images pulled from registries (runtime/image-store.ts): the tools, and registries reached
    * without TLS checks besides loopback ones; how base-image is built (runtime/base-image.ts).
    */
-  images?: {
-    skopeoPath?: string;
-    umociPath?: string;
-    insecureRegistries?: string[];
-    buildahPath?: string;
-    buildStorageDriver?: string;
-    mmdebstrapPath?: string;
-    baseImageSuite?: string;
-    baseImageMirror?: string;
-  };
+  images?: Omit<SandboxImagesOptions, 'dataDir' | 'identity' | 'nodeBinary' | 'setprivBinary'>;
   /** Host uid and gid of the sandbox user (named `user` inside). */
   uid?: number;
   gid?: number;

@@ -2,6 +2,7 @@ import { badRequest, conflict, notFound } from '../../../domain/errors';
 import { ImageReferenceError, parseImageReference } from '../../../domain/images/reference';
 import type { WorkspaceGrant } from '../../../domain/principal';
 import { canonicalReference, type RegistryImageRow, type RegistryImageStore } from '../../../store/registry-images';
+import { tagView } from './tag-view';
 
 /**
  * Images of registries under `/v0/images`: those the workspace's sandboxes, workloads and job
@@ -21,19 +22,9 @@ function split(reference: string): { repository: string; version: string } {
   return { repository: reference.slice(0, colon), version: reference.slice(colon + 1) };
 }
 
-function tagView(row: RegistryImageRow) {
-  return {
-    name: split(row.reference).version,
-    reference: row.reference,
-    state: row.state,
-    reason: row.reason,
-    digest: row.digest,
-    sizeBytes: row.size_bytes === null ? null : Number(row.size_bytes),
-    progress: row.progress,
-    events: row.events,
-    createdAt: row.created_at.toISOString(),
-    updatedAt: row.updated_at.toISOString(),
-  };
+/** A registry image's reference on the API, as a tag of its repository. */
+function registryTagView(row: RegistryImageRow) {
+  return tagView(split(row.reference).version, row.reference, row);
 }
 
 /** The workspace's registry images, one entry per repository, its references as tags. */
@@ -43,7 +34,7 @@ export function registryImageViews(workspace: string, rows: RegistryImageRow[]) 
     const { repository } = split(row.reference);
     byRepository.set(repository, [...(byRepository.get(repository) ?? []), row]);
   }
-  return [...byRepository].map(([name, tags]) => ({ metadata: { name, workspace, builtIn: false, registry: true }, spec: { tags: tags.map(tagView) } }));
+  return [...byRepository].map(([name, tags]) => ({ metadata: { name, workspace, builtIn: false, registry: true }, spec: { tags: tags.map(registryTagView) } }));
 }
 
 /** A reference named in a path (`name`, or `name` and `tag`), canonical; a malformed one is a 400 naming the parameter. */

@@ -8,6 +8,7 @@ import { WorkspaceImageStore, type WorkspaceImageRow } from '../../../store/work
 import { NodeImageStore } from '../../../store/node-images';
 import { BUILT_BASE_IMAGE } from '../../../domain/images/builtin';
 import { commonErrors } from '../common-schemas';
+import { tagView } from './tag-view';
 import { requestWorkspace } from '../workspace-context';
 import { storeBuildContext } from './context-upload';
 import { RegistryImageStore } from '../../../store/registry-images';
@@ -23,19 +24,9 @@ function contextLimitBytes(): number {
   return Number.isInteger(value) && value > 0 ? value : DEFAULT_BUILD_CONTEXT_LIMIT_BYTES;
 }
 
-function tagView(row: WorkspaceImageRow) {
-  return {
-    name: row.tag,
-    reference: `${row.name}:${row.tag}`,
-    state: row.state,
-    reason: row.reason,
-    digest: row.digest,
-    sizeBytes: row.size_bytes === null ? null : Number(row.size_bytes),
-    progress: row.progress,
-    events: row.events,
-    createdAt: row.created_at.toISOString(),
-    updatedAt: row.updated_at.toISOString(),
-  };
+/** A workspace image's tag on the API. */
+function workspaceTagView(row: WorkspaceImageRow) {
+  return tagView(row.tag, `${row.name}:${row.tag}`, row);
 }
 
 /**
@@ -55,7 +46,7 @@ async function builtinView(nodeImages: NodeImageStore, workspace: string, name: 
 }
 
 function imageView(workspace: string, name: string, rows: WorkspaceImageRow[]) {
-  return { metadata: { name, workspace, builtIn: false }, spec: { tags: rows.map(tagView) } };
+  return { metadata: { name, workspace, builtIn: false }, spec: { tags: rows.map(workspaceTagView) } };
 }
 
 /**
@@ -93,7 +84,7 @@ export default async function imageRoutes(fastify: FastifyInstance, options: { c
   app.get('/v0/images/:name/tags', { schema: { tags, summary: "An image's tags", params: ImageParams, response: { 200: Type.Array(ImageTag), ...commonErrors } } }, async (request) => {
     const workspace = requestWorkspace(request);
     if (isBuiltinName(request.params.name)) return (await builtinView(nodeImages, workspace.name, request.params.name)).spec.tags;
-    return (await findImageTags(services, workspace, request.params.name)).map(tagView);
+    return (await findImageTags(services, workspace, request.params.name)).map(workspaceTagView);
   });
   app.get('/v0/images/:name/tags/:tag', { schema: { tags, summary: 'One tag: its state, digest, size, progress and events', params: ImageTagParams, response: { 200: ImageTag, ...commonErrors } } }, async (request) => {
     const workspace = requestWorkspace(request);
@@ -101,7 +92,7 @@ export default async function imageRoutes(fastify: FastifyInstance, options: { c
     if (isRegistryImageName(request.params.name)) {
       return registryImageViews(workspace.name, await findRegistryImage(pulled, workspace, registryReferenceOf(request.params.name, request.params.tag)))[0].spec.tags[0];
     }
-    return tagView(await findImageTag(services, workspace, checkImageName(request.params.name, request.params.tag)));
+    return workspaceTagView(await findImageTag(services, workspace, checkImageName(request.params.name, request.params.tag)));
   });
   app.delete('/v0/images/:name', { schema: { tags, summary: 'Delete an image, every tag (409 while one is used)', params: ImageParams, response: one } }, async (request) => {
     const workspace = requestWorkspace(request);
@@ -120,7 +111,7 @@ export default async function imageRoutes(fastify: FastifyInstance, options: { c
     }
     const row = await findImageTag(services, workspace, checkImageName(request.params.name, request.params.tag));
     await deleteImageTags(services, workspace, [row]);
-    return tagView(row);
+    return workspaceTagView(row);
   });
   app.put(
     '/v0/images/:name/build',
@@ -132,7 +123,7 @@ export default async function imageRoutes(fastify: FastifyInstance, options: { c
       const context = await storeBuildContext(app.config.dataDir, request.raw, limit);
       const row = await startImageBuild(services, workspace, image, context, request.principal.clientId);
       reply.code(202);
-      return tagView(row);
+      return workspaceTagView(row);
     },
   );
 }
