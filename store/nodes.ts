@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import { HEARTBEAT_INTERVAL_MS, type NodeCapacity, type NodeLoad, type NodeReport } from '../domain/nodes/node';
+import type { NodeCapacity, NodeLoad, NodeReport } from '../domain/nodes/node';
 import { DEFAULT_SANDBOX_MEMORY_MB } from '../domain/sandbox/sandbox';
 
 /** A node's row, with how long it has been silent by the database's clock. */
@@ -46,12 +46,13 @@ export async function recordHeartbeat(pg: Pool, report: NodeReport): Promise<voi
 }
 
 /**
- * Sandboxes placed on a node since just before its last heartbeat are not in the load it reported
- * (the report is read a moment before it is written): their memory limits, counted from their
- * rows, so placement sees them at once. Over-counting one at most for a heartbeat's interval.
+ * Sandboxes placed on a node since its last heartbeat are not in the load it reported: their
+ * memory limits, counted from their rows, so placement sees them at once and a burst of creates
+ * between two heartbeats spreads over the nodes. (One placed in the instant between a report's
+ * reading and its writing is counted by neither, for one interval.)
  */
 const PENDING_MEMORY = `coalesce((SELECT sum(coalesce((r.spec->'runtime'->>'memory')::bigint, ${DEFAULT_SANDBOX_MEMORY_MB})) * 1048576 FROM resources r
-  WHERE r.node_id = nodes.id AND r.kind = 'sandboxes' AND r.placed_at >= nodes.heartbeat_at - interval '${HEARTBEAT_INTERVAL_MS} milliseconds'), 0)::bigint`;
+  WHERE r.node_id = nodes.id AND r.kind = 'sandboxes' AND r.placed_at > nodes.heartbeat_at), 0)::bigint`;
 
 const SELECT = `SELECT *, extract(epoch FROM now() - heartbeat_at)::float8 AS silent_seconds, ${PENDING_MEMORY} AS pending_memory_bytes FROM nodes`;
 

@@ -90,7 +90,13 @@ async function weighDown(node: TestNode): Promise<void> {
   const spec = sandboxSpec({ memoryMb: 4096 });
   await node.runtime.start(spec);
   ballast.push({ node, id: spec.id });
-  await reported(node.id, sandboxLoad(await node.runtime.list()).sandboxes);
+  // Until a heartbeat written after the start reports what the node runs now (a sandbox of the
+  // last test may still be going away meanwhile).
+  const started = (await t.app.pg.query<{ now: Date }>('SELECT now()')).rows[0].now;
+  await eventually(`node ${node.id} to report its ballast`, async () => {
+    const { rows } = await t.app.pg.query<{ sandboxes: number }>('SELECT sandboxes FROM nodes WHERE id = $1 AND heartbeat_at > $2', [node.id, started]);
+    return rows[0] !== undefined && rows[0].sandboxes === sandboxLoad(await node.runtime.list()).sandboxes ? true : undefined;
+  });
 }
 
 async function liftAll(): Promise<void> {
@@ -103,14 +109,6 @@ async function reportedAsRunning(node: TestNode): Promise<void> {
   await eventually(`node ${node.id} to report what it runs`, async () => {
     const { rows } = await t.app.pg.query<{ sandboxes: number }>('SELECT sandboxes FROM nodes WHERE id = $1', [node.id]);
     return rows[0]?.sandboxes === sandboxLoad(await node.runtime.list()).sandboxes ? true : undefined;
-  });
-}
-
-/** Waits for the node `id` to report `sandboxes` sandboxes (its heartbeat comes every 2 s). */
-async function reported(id: string, sandboxes: number): Promise<void> {
-  await eventually(`node ${id} to report at least ${sandboxes} sandboxes`, async () => {
-    const { rows } = await t.app.pg.query<{ sandboxes: number }>('SELECT sandboxes FROM nodes WHERE id = $1', [id]);
-    return (rows[0]?.sandboxes ?? -1) >= sandboxes ? true : undefined;
   });
 }
 
