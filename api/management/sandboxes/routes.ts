@@ -42,10 +42,12 @@ function sandboxEnvelope(config: HangarConfig, row: ResourceRow) {
 
 /** Where the pull of its registry image stands, as its node wrote it (activities/image-pull-node.ts). */
 function imagePull(row: ResourceRow) {
-  const image = row.state.image as { reference?: string; pull?: 'PULLING' | 'PULLED' | 'PRESENT' | 'FAILED'; digest?: string; progress?: { bytesDone: number; layersDone: number }; message?: string } | undefined;
+  type Pull = 'PULLING' | 'PULLED' | 'BUILDING' | 'BUILT' | 'PRESENT' | 'FAILED';
+  const image = row.state.image as { reference?: string; pull?: Pull; digest?: string; progress?: { bytesDone: number; layersDone: number }; message?: string } | undefined;
   if (!image?.reference || !image.pull) return null;
   const pulling = image.pull === 'PULLING';
-  return { reference: image.reference, pull: image.pull, digest: image.digest ?? null, progress: pulling ? (image.progress ?? null) : null, message: pulling ? (image.message ?? `pulling image '${image.reference}'`) : null };
+  const waitMessage = pulling ? (image.message ?? `pulling image '${image.reference}'`) : image.pull === 'BUILDING' ? `building image '${image.reference}' on the node` : null;
+  return { reference: image.reference, pull: image.pull, digest: image.digest ?? null, progress: pulling ? (image.progress ?? null) : null, message: waitMessage };
 }
 
 /**

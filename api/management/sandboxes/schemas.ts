@@ -107,13 +107,16 @@ export const SandboxEnvelope = envelopeSchema({
     [
       Type.Object({
         reference: Type.String(),
-        pull: Type.Union([Type.Literal('PULLING'), Type.Literal('PULLED'), Type.Literal('PRESENT'), Type.Literal('FAILED')]),
+        pull: Type.Union([Type.Literal('PULLING'), Type.Literal('PULLED'), Type.Literal('BUILDING'), Type.Literal('BUILT'), Type.Literal('PRESENT'), Type.Literal('FAILED')]),
         digest: Type.Union([Type.String(), Type.Null()]),
         progress: Type.Union([Type.Object({ bytesDone: Type.Integer(), layersDone: Type.Integer() }), Type.Null()]),
         message: Type.Union([Type.String(), Type.Null()]),
       }),
       Type.Null(),
     ],
-    { description: "Its image of a registry on its node: PULLING (with progress and a message: 'pulling image ...: 12.5 MB received, 1 layer unpacked'), PULLED, PRESENT (already there) or FAILED; null for other images." },
+    {
+      description:
+        "Its image on its node: one of a registry PULLING (with progress and a message: 'pulling image ...: 12.5 MB received, 1 layer unpacked') then PULLED; base-image BUILDING (the node builds it from Debian's packages) then BUILT; PRESENT (already there) or FAILED; null for the host's own image.",
+    },
   ),
 });

@@ -45,7 +45,9 @@ test('the first sandbox on base-image waits for its build, across a node worker 
   standIn.setDelay(8_000);
   expect((await api('POST', '/v0/sandboxes', { metadata: { name: 'first' }, spec: { runtime: { image: 'base-image', memory: 128 } } })).statusCode).toBe(200);
   await eventually('the sandbox to say it waits for its image', async () => ((await messages('first')).includes("waiting for its image: building 'base-image' on the node from Debian's packages") ? true : undefined), 60_000);
-  expect((await api('GET', '/v0/sandboxes/first')).json().status).toBe('DEPLOYING');
+  const waiting = (await api('GET', '/v0/sandboxes/first')).json();
+  expect(waiting.status).toBe('DEPLOYING');
+  expect(waiting.image).toEqual(expect.objectContaining({ pull: 'BUILDING', message: expect.stringContaining('building image') }));
   // The event comes first, then the build: the restart below lands while it runs.
   await eventually('the build to start', async () => (standIn.runs().started === 1 ? true : undefined), 60_000);
   expect(standIn.runs()).toEqual({ started: 1, finished: 0 });
