@@ -66,3 +66,15 @@ export async function principalForToken(pg: Pool, serviceAccountId: string, acco
   });
   return rows[0] && toPrincipal(rows[0], 'jwt');
 }
+
+/** The service account behind a live API key, and the seconds the key has left (null: no expiry); undefined for a dead or unknown key. */
+export async function apiKeyGrant(pg: Pool, apiKey: string): Promise<{ serviceAccountId: string; clientId: string; accountId: string; secondsLeft: number | null } | undefined> {
+  const { rows } = await pg.query<{ id: string; client_id: string; account_id: string; seconds_left: number | null }>(
+    `SELECT sa.id, sa.client_id, sa.account_id, floor(extract(epoch FROM k.expires_at - now()))::int AS seconds_left
+       FROM api_keys k JOIN service_accounts sa ON sa.id = k.principal_id
+      WHERE k.key_hash = $1 AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())`,
+    [digest(apiKey)],
+  );
+  const row = rows[0];
+  return row && { serviceAccountId: row.id, clientId: row.client_id, accountId: row.account_id, secondsLeft: row.seconds_left };
+}

@@ -46,7 +46,9 @@ export class TokenService {
     this.store = new SigningKeyStore(pg);
   }
 
-  async issue(claims: { sub: string; clientId: string; accountId: string }): Promise<{ token: string; expiresIn: number }> {
+  /** A token for the service account; `maxSeconds` shortens it (a token never outlives the API key it was exchanged for). */
+  async issue(claims: { sub: string; clientId: string; accountId: string }, maxSeconds?: number): Promise<{ token: string; expiresIn: number }> {
+    const expiresIn = maxSeconds === undefined ? this.ttlSeconds : Math.min(this.ttlSeconds, maxSeconds);
     const signing = await this.signingKey();
     const token = await new SignJWT({ client_id: claims.clientId, account_id: claims.accountId })
       .setProtectedHeader({ alg: ALG, kid: signing.kid, typ: 'at+jwt' })
@@ -55,9 +57,9 @@ export class TokenService {
       .setAudience(this.audience)
       .setIssuedAt()
       .setJti(newId('key').slice(4))
-      .setExpirationTime(`${this.ttlSeconds}s`)
+      .setExpirationTime(`${expiresIn}s`)
       .sign(signing.key);
-    return { token, expiresIn: this.ttlSeconds };
+    return { token, expiresIn };
   }
 
   /** Verifies signature, algorithm, issuer, audience and expiry; throws on any failure. */

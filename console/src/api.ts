@@ -4,12 +4,10 @@
  */
 
 export interface Session {
-  /** An API key, or an access token from the token endpoint. */
+  /** An access token from the token endpoint, for an API key or service-account credentials. */
   credential: string;
-  /** How it was had: an API key, or service-account credentials exchanged for a token. */
-  kind: 'api-key' | 'token';
-  /** When the access token expires (ms since epoch); undefined for API keys. */
-  expiresAt?: number;
+  /** When the access token expires (ms since epoch): the session ends then. */
+  expiresAt: number;
   accountId: string;
   workspaces: string[];
   workspace: string;
@@ -57,21 +55,33 @@ export function call<T>(session: Session, path: string, options: CallOptions = {
   return callWith(session.credential, path, { workspace: session.workspace, ...options }) as Promise<T>;
 }
 
-/** Client credentials of a service account exchanged at the token endpoint for a short-lived access token. */
-export async function exchangeClientCredentials(clientId: string, clientSecret: string): Promise<{ token: string; expiresAt: number }> {
-  const body = new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret });
-  const response = await fetch('/v0/oauth/token', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body });
+/**
+ * An API key exchanged at the token endpoint (RFC 8693 token exchange) for a short-lived access
+ * token of its service account: the page keeps the token, never the key.
+ */
+export async function exchangeApiKey(apiKey: string): Promise<{ token: string; expiresAt: number }> {
+  const body = new URLSearchParams({ grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange', subject_token: apiKey, subject_token_type: 'urn:hangar:params:oauth:token-type:api-key' });
+  return tokenFrom(await fetch('/v0/oauth/token', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body }));
+}
+
+async function tokenFrom(response: Response): Promise<{ token: string; expiresAt: number }> {
   if (!response.ok) throw await failure(response);
   const answer = (await response.json()) as { access_token: string; expires_in: number };
   return { token: answer.access_token, expiresAt: Date.now() + answer.expires_in * 1000 };
 }
 
+/** Client credentials of a service account exchanged at the token endpoint for a short-lived access token. */
+export async function exchangeClientCredentials(clientId: string, clientSecret: string): Promise<{ token: string; expiresAt: number }> {
+  const body = new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret });
+  return tokenFrom(await fetch('/v0/oauth/token', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body }));
+}
+
 /** Checks a credential against the API and opens a session with what it may see. */
-export async function openSession(credential: string, kind: Session['kind'], expiresAt?: number): Promise<Session> {
+export async function openSession({ token: credential, expiresAt }: { token: string; expiresAt: number }): Promise<Session> {
   const [accounts, workspaceList] = (await Promise.all([callWith(credential, '/v0/accounts'), callWith(credential, '/v0/workspaces')])) as [{ id: string }[], { name: string }[]];
   const workspaces = workspaceList.map((w) => w.name);
   if (!accounts[0]) throw new ApiError(403, 'this credential belongs to no account');
-  return { credential, kind, expiresAt, accountId: accounts[0].id, workspaces, workspace: workspaces[0] ?? '' };
+  return { credential, expiresAt, accountId: accounts[0].id, workspaces, workspace: workspaces[0] ?? '' };
 }
 
 /** What the platform tells the console about itself (GET /console/config.json). */

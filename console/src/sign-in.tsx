@@ -1,9 +1,9 @@
 import { useState } from 'preact/hooks';
-import { exchangeClientCredentials, openSession, type Session } from './api';
+import { exchangeApiKey, exchangeClientCredentials, openSession, type Session } from './api';
 
 type Method = 'api-key' | 'client-credentials';
 
-/** Sign-in with an API key, or a service account's client id and secret exchanged for a short-lived token. */
+/** Sign-in with an API key, or a service account's client id and secret, either exchanged for a short-lived token. */
 export function SignIn({ onSignedIn }: { onSignedIn: (session: Session) => void }) {
   const [method, setMethod] = useState<Method>('api-key');
   const [error, setError] = useState('');
@@ -17,12 +17,11 @@ export function SignIn({ onSignedIn }: { onSignedIn: (session: Session) => void 
     setBusy(true);
     setError('');
     try {
-      if (method === 'api-key') {
-        onSignedIn(await openSession(String(form.get('apiKey') ?? '').trim(), 'api-key'));
-      } else {
-        const { token, expiresAt } = await exchangeClientCredentials(String(form.get('clientId') ?? '').trim(), String(form.get('clientSecret') ?? ''));
-        onSignedIn(await openSession(token, 'token', expiresAt));
-      }
+      const token =
+        method === 'api-key'
+          ? await exchangeApiKey(String(form.get('apiKey') ?? '').trim())
+          : await exchangeClientCredentials(String(form.get('clientId') ?? '').trim(), String(form.get('clientSecret') ?? ''));
+      onSignedIn(await openSession(token));
     } catch (err) {
       setError(`Sign-in refused: ${(err as Error).message}`);
     } finally {

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import { secretMatches } from '../../../domain/credentials';
+import { apiKeyGrant } from '../../../store/principals';
 import { clientCredentials } from '../../../store/service-accounts';
 import { ErrorBody } from '../common-schemas';
 
@@ -10,6 +11,8 @@ const TokenRequest = Type.Object(
     client_id: Type.Optional(Type.String({ maxLength: 200 })),
     client_secret: Type.Optional(Type.String({ maxLength: 500 })),
     scope: Type.Optional(Type.String({ maxLength: 1000 })),
+    subject_token: Type.Optional(Type.String({ maxLength: 500 })),
+    subject_token_type: Type.Optional(Type.String({ maxLength: 200 })),
   },
   { additionalProperties: true },
 );
@@ -17,6 +20,7 @@ const TokenResponse = Type.Object({
   access_token: Type.String(),
   token_type: Type.Literal('Bearer'),
   expires_in: Type.Integer(),
+  issued_token_type: Type.Optional(Type.String()),
 });
 
 /** OAuth errors carry RFC 6749's `error_description` and our usual `message`, with the same text. */
@@ -41,6 +45,34 @@ function basicCredentials(header: string | undefined): { clientId: string; clien
   }
 }
 
+interface TokenRequestBody {
+  grant_type?: string;
+  client_id?: string;
+  client_secret?: string;
+  subject_token?: string;
+  subject_token_type?: string;
+}
+
+/** RFC 8693 token exchange: an API key (the subject token) for a short-lived access token of its service account. */
+const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
+export const API_KEY_TOKEN_TYPE = 'urn:hangar:params:oauth:token-type:api-key';
+
+/**
+ * Lets a client that holds an API key (the console's sign-in) keep a short-lived token in memory
+ * instead of the key. The token names the key's service account, as one from its client
+ * credentials would, and expires no later than the key.
+ */
+async function exchangeApiKey(app: FastifyInstance, reply: FastifyReply, body: TokenRequestBody) {
+  if (!body.subject_token) return oauthError(reply, 400, 'invalid_request', 'subject_token is required (the API key)');
+  if (body.subject_token_type !== API_KEY_TOKEN_TYPE) {
+    return oauthError(reply, 400, 'invalid_request', `subject_token_type must be ${API_KEY_TOKEN_TYPE}`);
+  }
+  const grant = await apiKeyGrant(app.pg, body.subject_token);
+  if (!grant) return oauthError(reply, 400, 'invalid_grant', 'invalid, revoked or expired API key');
+  const { token, expiresIn } = await app.tokens.issue({ sub: grant.serviceAccountId, clientId: grant.clientId, accountId: grant.accountId }, grant.secondsLeft === null ? undefined : Math.max(1, grant.secondsLeft));
+  return { access_token: token, token_type: 'Bearer' as const, expires_in: expiresIn, issued_token_type: 'urn:ietf:params:oauth:token-type:access_token' };
+}
+
 export default async function oauthRoutes(app: FastifyInstance) {
   app.post(
     '/v0/oauth/token',
@@ -49,7 +81,8 @@ export default async function oauthRoutes(app: FastifyInstance) {
       schema: {
         tags: ['auth'],
         summary: 'Exchange client credentials for a short-lived access token (JWT)',
-        description: 'grant_type=client_credentials with HTTP Basic auth or client_id and client_secret in the form.',
+        description:
+          'grant_type=client_credentials with HTTP Basic auth or client_id and client_secret in the form; or grant_type=urn:ietf:params:oauth:grant-type:token-exchange with an API key as subject_token (subject_token_type=urn:hangar:params:oauth:token-type:api-key).',
         security: [],
         consumes: ['application/x-www-form-urlencoded', 'application/json'],
         body: TokenRequest,
@@ -57,11 +90,12 @@ export default async function oauthRoutes(app: FastifyInstance) {
       },
     },
     async (request, reply) => {
-      const body = (request.body ?? {}) as { grant_type?: string; client_id?: string; client_secret?: string };
+      const body = (request.body ?? {}) as TokenRequestBody;
       reply.header('Cache-Control', 'no-store').header('Pragma', 'no-cache');
       if (!body.grant_type) return oauthError(reply, 400, 'invalid_request', 'grant_type is required');
+      if (body.grant_type === TOKEN_EXCHANGE) return exchangeApiKey(app, reply, body);
       if (body.grant_type !== 'client_credentials') {
-        return oauthError(reply, 400, 'unsupported_grant_type', `grant_type '${body.grant_type}' is not supported; use client_credentials`);
+        return oauthError(reply, 400, 'unsupported_grant_type', `grant_type '${body.grant_type}' is not supported; use client_credentials or ${TOKEN_EXCHANGE}`);
       }
       const basic = basicCredentials(request.headers.authorization);
       const clientId = basic?.clientId ?? body.client_id;
@@ -97,7 +131,7 @@ export default async function oauthRoutes(app: FastifyInstance) {
         issuer: base,
         token_endpoint: `${base}/v0/oauth/token`,
         jwks_uri: `${base}/.well-known/jwks.json`,
-        grant_types_supported: ['client_credentials'],
+        grant_types_supported: ['client_credentials', TOKEN_EXCHANGE],
         token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
         response_types_supported: ['token'],
         subject_types_supported: ['public'],

@@ -141,6 +141,41 @@ describe('OAuth client credentials and JWTs', () => {
     expect(grant.json().error).toBe('unsupported_grant_type');
   });
 
+  test("an API key is exchanged for a token of its service account that expires no later than the key; a dead key, a missing or wrong type are refused", async () => {
+    const exchange = (fields: Record<string, string>) =>
+      t.app.inject({ method: 'POST', url: '/v0/oauth/token', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: new URLSearchParams({ grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange', ...fields }).toString() });
+    const member = await addIdentity(t.app.pg, { accountId: tenantA.accountId, workspaceId: tenantA.workspaceId, role: 'member' });
+    const asKey = { subject_token_type: 'urn:hangar:params:oauth:token-type:api-key' };
+    const res = await exchange({ ...asKey, subject_token: member.apiKey });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['cache-control']).toBe('no-store');
+    expect(res.json()).toEqual({ access_token: expect.any(String), token_type: 'Bearer', expires_in: t.config.tokenTtlSeconds, issued_token_type: 'urn:ietf:params:oauth:token-type:access_token' });
+    expect(res.body).not.toContain(member.apiKey);
+    const token = res.json().access_token;
+    expect(JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString())).toEqual(expect.objectContaining({ sub: member.id, client_id: member.clientId, account_id: tenantA.accountId }));
+    const listed = await listWorkspaces({ authorization: `Bearer ${token}` });
+    expect(listed.statusCode).toBe(200);
+    expect(listed.json().map((w: { name: string }) => w.name)).toEqual([tenantA.workspace]);
+
+    // A key with 90 s left gives a token of at most 90 s.
+    await t.app.pg.query(`UPDATE api_keys SET expires_at = now() + interval '90 seconds' WHERE principal_id = $1`, [member.id]);
+    const short = (await exchange({ ...asKey, subject_token: member.apiKey })).json();
+    expect(short.expires_in).toBeGreaterThan(80);
+    expect(short.expires_in).toBeLessThanOrEqual(90);
+    const claims = JSON.parse(Buffer.from(short.access_token.split('.')[1], 'base64url').toString());
+    expect(claims.exp - claims.iat).toBe(short.expires_in);
+
+    await t.app.pg.query(`UPDATE api_keys SET revoked_at = now() WHERE principal_id = $1`, [member.id]);
+    const revoked = await exchange({ ...asKey, subject_token: member.apiKey });
+    expect(revoked.statusCode).toBe(400);
+    expect(revoked.json().error).toBe('invalid_grant');
+    const missing = await exchange(asKey);
+    expect([missing.statusCode, missing.json().error_description]).toEqual([400, 'subject_token is required (the API key)']);
+    const wrongType = await exchange({ subject_token: tenantA.admin.apiKey, subject_token_type: 'urn:ietf:params:oauth:token-type:access_token' });
+    expect(wrongType.statusCode).toBe(400);
+    expect(wrongType.json().error_description).toContain('subject_token_type must be urn:hangar:params:oauth:token-type:api-key');
+  });
+
   test('an expired token is 401', async () => {
     const expired = new TokenService(t.app.pg, t.app.secrets, t.config.baseUrl, -120);
     const { token } = await expired.issue({ sub: tenantA.admin.id, clientId: tenantA.admin.clientId, accountId: tenantA.accountId });
@@ -223,7 +258,7 @@ describe('OAuth client credentials and JWTs', () => {
         issuer: t.config.baseUrl,
         token_endpoint: `${t.config.baseUrl}/v0/oauth/token`,
         jwks_uri: `${t.config.baseUrl}/.well-known/jwks.json`,
-        grant_types_supported: ['client_credentials'],
+        grant_types_supported: ['client_credentials', 'urn:ietf:params:oauth:grant-type:token-exchange'],
       }),
     );
     const jwks = (await t.app.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json();

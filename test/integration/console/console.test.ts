@@ -88,10 +88,18 @@ describe('sign-in', () => {
     await page.close();
   });
 
-  it('signs in with an API key, keeps it in memory only (a reload signs out), and signs out', async () => {
+  it('signs in with an API key exchanged for a token, kept in memory only (a reload signs out), and signs out', async () => {
     const page = await newPage();
+    // After the exchange at the token endpoint, the page's calls carry the short-lived token, never the key.
+    const credentials: string[] = [];
+    page.on('request', (request) => {
+      const authorization = request.headers()['authorization'];
+      if (authorization && new URL(request.url()).pathname.startsWith('/v0/')) credentials.push(authorization);
+    });
     await signInWithKey(page, `${origin}/console/resources/sandboxes`, p.tenant.admin.apiKey);
     await expect(page.getByRole('combobox', { name: 'Workspace' }).inputValue()).resolves.toBe(p.tenant.workspace);
+    expect(credentials.length).toBeGreaterThan(0);
+    for (const credential of credentials) expect(credential).toMatch(/^Bearer [\w-]+\.[\w-]+\.[\w-]+$/);
     const stored = await page.evaluate(() => JSON.stringify([{ ...(globalThis as any).localStorage }, { ...(globalThis as any).sessionStorage }, (globalThis as any).document.cookie]));
     expect(stored).not.toContain(p.tenant.admin.apiKey);
     await page.reload();
