@@ -13,6 +13,7 @@ import {
 } from '@temporalio/workflow';
 import type { DeploymentControlActivities } from '../activities/deployment-control';
 import type { DeploymentNodeActivities, StartRevisionInput } from '../activities/deployment-node';
+import type { ResourcePlacementActivities } from '../activities/resource-placement';
 import type { SandboxNodeActivities } from '../activities/sandbox-node';
 import { isRegistryImage } from '../domain/images/builtin';
 import type { WorkloadUsage } from '../domain/workloads/metering';
@@ -34,6 +35,8 @@ import { failureReason } from '../domain/failure-reason';
 export interface DeploymentInput extends DeploymentStart {
   /** Carried over by continue-as-new: the revision serving now and those waiting. */
   serving?: ServingRevision | ProviderServingRevision;
+  /** The task queue of the serving revision's node (none: `nodeQueue`, where revisions ran before placement). */
+  servingQueue?: string;
   /** How the serving revision starts again; set only while it may scale to zero. */
   restart?: StartRevisionInput;
   scale?: WorkloadScaleState;
@@ -73,6 +76,37 @@ const REFUSE_WAKES_WHILE_DELETING_PATCH = 'refuse-wakes-while-deleting';
 const SERVE_NEW_BEFORE_REMOVING_OLD_PATCH = 'serve-new-before-removing-old';
 /** A revision on an image of a registry has it pulled onto the node before it starts, as a sandbox does. */
 const REGISTRY_IMAGE_PULL_PATCH = 'workload-registry-image-pull';
+/**
+ * Each revision is placed on a node (a control activity, recorded on the revision's row) and its
+ * node steps run on that node's queue; before, every step ran on the queue of the API that
+ * started the workflow.
+ */
+export const DEPLOYMENT_PLACEMENT_PATCH = 'deployment-placement';
+
+/** The node activities of one node's queue. */
+interface NodeSteps {
+  node: ReturnType<typeof proxyActivities<DeploymentNodeActivities>>;
+  pulls: ReturnType<typeof proxyActivities<SandboxNodeActivities>>;
+}
+
+/** The deployment's node activities on `taskQueue`, with their timeouts. */
+function nodeSteps(taskQueue: string): NodeSteps {
+  return {
+    node: proxyActivities<DeploymentNodeActivities>({
+      taskQueue,
+      startToCloseTimeout: '6m',
+      heartbeatTimeout: '30s',
+      retry: { initialInterval: '500ms', maximumInterval: '10s', maximumAttempts: 5 },
+    }),
+    // The sandbox's pull activity, with its timeouts: a pull moves as many bytes as the image has.
+    pulls: proxyActivities<SandboxNodeActivities>({
+      taskQueue,
+      startToCloseTimeout: '30m',
+      heartbeatTimeout: '10s',
+      retry: { initialInterval: '1s', maximumInterval: '30s', maximumAttempts: 5 },
+    }),
+  };
+}
 
 /**
  * One workload's deployments, for its whole life: each new revision goes BUILDING (unpack and
@@ -102,12 +136,13 @@ export async function deployment(input: DeploymentInput): Promise<void> {
  * has: histories of runs started on earlier code replay on this one.
  */
 class DeploymentRun {
-  private readonly control = proxyActivities<DeploymentControlActivities>({
+  private readonly control = proxyActivities<DeploymentControlActivities & Pick<ResourcePlacementActivities, 'placeRevision'>>({
     startToCloseTimeout: '30s',
     retry: { initialInterval: '200ms', maximumInterval: '10s' },
   });
-  private readonly node: ReturnType<typeof proxyActivities<DeploymentNodeActivities>>;
-  private readonly pulls: ReturnType<typeof proxyActivities<SandboxNodeActivities>>;
+  private readonly queues = new Map<string, NodeSteps>();
+  /** The queue of the serving revision's node. */
+  private servingQueue: string;
   private readonly key: DeploymentInput['key'];
   private readonly idleTimeoutMs: number;
   private serving: ServingRevision | ProviderServingRevision | undefined;
@@ -126,19 +161,7 @@ class DeploymentRun {
   private wakeFailure = '';
 
   constructor(private readonly input: DeploymentInput) {
-    this.node = proxyActivities<DeploymentNodeActivities>({
-      taskQueue: input.nodeQueue,
-      startToCloseTimeout: '6m',
-      heartbeatTimeout: '30s',
-      retry: { initialInterval: '500ms', maximumInterval: '10s', maximumAttempts: 5 },
-    });
-    // The sandbox's pull activity, with its timeouts: a pull moves as many bytes as the image has.
-    this.pulls = proxyActivities<SandboxNodeActivities>({
-      taskQueue: input.nodeQueue,
-      startToCloseTimeout: '30m',
-      heartbeatTimeout: '10s',
-      retry: { initialInterval: '1s', maximumInterval: '30s', maximumAttempts: 5 },
-    });
+    this.servingQueue = input.servingQueue ?? input.nodeQueue;
     this.key = input.key;
     this.idleTimeoutMs = input.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
     this.serving = input.serving;
@@ -148,6 +171,18 @@ class DeploymentRun {
     this.pending = [...(input.pending ?? [])];
     this.usage = input.usage;
     this.meteredUntil = input.meteredUntil ?? Date.now();
+  }
+
+  /** The node activities on `queue`. */
+  private on(queue: string): NodeSteps {
+    let steps = this.queues.get(queue);
+    if (!steps) this.queues.set(queue, (steps = nodeSteps(queue)));
+    return steps;
+  }
+
+  /** The node activities of the serving revision's node. */
+  private get node(): NodeSteps['node'] {
+    return this.on(this.servingQueue).node;
   }
 
   listen(): void {
@@ -189,8 +224,8 @@ class DeploymentRun {
   async serveUntilDeleted(): Promise<void> {
     for (;;) {
       if (workflowInfo().historyLength > MAX_HISTORY_EVENTS && allHandlersFinished()) {
-        const { serving, restart, scale, lastUsedAt, pending, usage, meteredUntil } = this;
-        await continueAsNew<typeof deployment>({ ...this.input, serving, restart, scale, lastUsedAt, pending, usage, meteredUntil });
+        const { serving, servingQueue, restart, scale, lastUsedAt, pending, usage, meteredUntil } = this;
+        await continueAsNew<typeof deployment>({ ...this.input, serving, servingQueue, restart, scale, lastUsedAt, pending, usage, meteredUntil });
       }
       const signalled = await this.waitForWork();
       if (this.deleting) return;
@@ -290,40 +325,51 @@ class DeploymentRun {
     if (!record) return 'gone';
     if (key.kind === 'models' && isProviderModel(record.spec)) return this.deployProvider(record);
     const sandboxId = revisionSandboxId(key.id, revision);
+    const queue = await this.placeRevision(revision);
+    const { node } = this.on(queue);
     try {
       await control.markRevisionProgress(key, revision, 'BUILDING', 'unpacking and checking the code bundle');
       // A workload without a bundle runs built-in code (an integration's MCP server), resolved on the node.
       const builtin = !record.bundleSha256;
-      const appDir = record.bundleSha256 ? await this.node.unpackBundle(record.bundleSha256, record.spec) : await this.node.prepareBuiltin(key, record.spec);
-      await this.pullImage(record);
+      const appDir = record.bundleSha256 ? await node.unpackBundle(record.bundleSha256, record.spec) : await node.prepareBuiltin(key, record.spec);
+      await this.pullImage(record, queue);
       if (key.kind === 'jobs') {
         // Jobs run per execution; deploying one means its code is ready.
         await control.markRevisionDeployed(key, revision, { revision, codeDir: appDir }, 'code ready for executions');
         await this.switchUsage({ memoryMb: 0, bundleBytes: record.bundleBytes, image: record.spec.runtime?.image });
         return 'done';
       }
-      await this.startProcess(record, { key, revision, spec: record.spec, appDir, builtin }, sandboxId);
+      await this.startProcess(record, { key, revision, spec: record.spec, appDir, builtin }, sandboxId, queue);
     } catch (err) {
-      await this.node.removeRevision(sandboxId);
+      await node.removeRevision(sandboxId);
       await control.markRevisionFailed(key, revision, failureReason(err), this.serving?.revision);
     }
     return 'done';
   }
 
-  /** The revision's image of a registry onto the node (progress in the workload's events), before anything starts on it. */
-  private async pullImage(record: RevisionRecord): Promise<void> {
+  /**
+   * The queue of the node `revision` runs on. A job's revisions are not placed: deploying one
+   * readies its code where the API is, and each execution is placed by itself.
+   */
+  private async placeRevision(revision: number): Promise<string> {
+    if (this.key.kind === 'jobs' || !patched(DEPLOYMENT_PLACEMENT_PATCH)) return this.input.nodeQueue;
+    return (await this.control.placeRevision({ resourceId: this.key.id, revision })).nodeQueue;
+  }
+
+  /** The revision's image of a registry onto its node (progress in the workload's events), before anything starts on it. */
+  private async pullImage(record: RevisionRecord, queue: string): Promise<void> {
     const image = record.spec.runtime?.image;
     if (image === undefined || !isRegistryImage(image) || !patched(REGISTRY_IMAGE_PULL_PATCH)) return;
     const { registryConnection } = record.spec.runtime ?? {};
-    await this.pulls.pullSandboxImage(this.key, { runtime: { image, ...(registryConnection === undefined ? {} : { registryConnection }) } });
+    await this.on(queue).pulls.pullSandboxImage(this.key, { runtime: { image, ...(registryConnection === undefined ? {} : { registryConnection }) } });
   }
 
   /** DEPLOYING: the revision's process starts in its sandbox and takes over from the one serving. */
-  private async startProcess(record: RevisionRecord, start: StartRevisionInput, sandboxId: string): Promise<void> {
+  private async startProcess(record: RevisionRecord, start: StartRevisionInput, sandboxId: string, queue: string): Promise<void> {
     const { key, control } = this;
     const { revision } = start;
     await control.markRevisionProgress(key, revision, 'DEPLOYING', 'starting the command and waiting for it to listen');
-    const socketPath = await this.node.startRevision(start);
+    const socketPath = await this.on(queue).node.startRevision(start);
     const next = { revision, sandboxId, socketPath };
     const scaling = scalesToZero(record.spec);
     await control.markRevisionDeployed(key, revision, next, scaling ? 'serving; scales to zero when idle' : 'serving', scaling ? 'RUNNING' : null);
@@ -332,11 +378,14 @@ class DeploymentRun {
       // The new revision serves before the old one goes: a wake answered while the old one is
       // being removed would send its request to a socket about to disappear.
       const previous = this.serving;
+      const previousNode = this.node;
       this.serving = next;
-      if (previous && 'sandboxId' in previous) await this.node.removeRevision(previous.sandboxId);
+      this.servingQueue = queue;
+      if (previous && 'sandboxId' in previous) await previousNode.removeRevision(previous.sandboxId);
     } else {
       await this.removeServingSandbox();
       this.serving = next;
+      this.servingQueue = queue;
     }
     this.restart = scaling ? start : undefined;
     this.scale = 'RUNNING';
