@@ -3,7 +3,7 @@ import type { Pool } from 'pg';
 import { nodeTaskQueue, type HangarConfig } from '../domain/config';
 import { chooseNode, type PlacementCandidate } from '../domain/nodes/placement';
 import { platformNodes } from '../store/nodes';
-import { placeResourceNode, placeRevisionNode, resourceNode, revisionNode } from '../store/resource-nodes';
+import { moveRevisionNode, placeResourceNode, placeRevisionNode, resourceNode, revisionNode } from '../store/resource-nodes';
 import { placementCandidate, type Placement } from './node-placement';
 
 /** What decides a sandbox's node: its region, the volumes it mounts, the snapshot it is forked from. */
@@ -63,6 +63,21 @@ export function createResourcePlacementActivities({ pg, config }: { pg: Pool; co
       if (recorded) return placement(recorded);
       const chosen = await bestNode(undefined, `revision ${request.revision}`);
       return placement(await placeRevisionNode(pg, request.resourceId, request.revision, chosen));
+    },
+
+    /**
+     * Moves a revision off `fromNodeId` if that node is LOST and the revision is still placed
+     * there, to the best node by free memory; answers where the revision is. Asked again (a retry,
+     * a second signal), it answers the node of the first move.
+     */
+    async moveRevision(request: { resourceId: string; revision: number; fromNodeId: string }): Promise<Placement> {
+      const { resourceId, revision, fromNodeId } = request;
+      const recorded = await revisionNode(pg, resourceId, revision);
+      if (!recorded) throw ApplicationFailure.nonRetryable(`revision ${revision} is not placed`, 'NotPlaced');
+      const from = (await candidates()).find((node) => node.id === fromNodeId);
+      if (recorded !== fromNodeId || from?.state !== 'LOST') return placement(recorded);
+      const chosen = await bestNode(undefined, `revision ${revision}, whose node '${fromNodeId}' is LOST,`);
+      return placement(await moveRevisionNode(pg, resourceId, revision, fromNodeId, chosen));
     },
 
     async placeVolume(resourceId: string): Promise<Placement> {

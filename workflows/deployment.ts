@@ -37,6 +37,10 @@ export interface DeploymentInput extends DeploymentStart {
   serving?: ServingRevision | ProviderServingRevision;
   /** The task queue of the serving revision's node (none: `nodeQueue`, where revisions ran before placement). */
   servingQueue?: string;
+  /** The LOST node the serving revision is to be moved off, not acted on yet. */
+  lostNode?: string;
+  /** The serving revision, at zero, was moved to another node: its code is readied there before it wakes. */
+  prepareOnWake?: boolean;
   /** How the serving revision starts again; set only while it may scale to zero. */
   restart?: StartRevisionInput;
   scale?: WorkloadScaleState;
@@ -59,6 +63,14 @@ export const workloadTouchSignal = defineSignal<[number]>('touch');
  * every update waiting on it with the reason.
  */
 export const wakeUpdate = defineUpdate<string>('wake');
+/**
+ * From the node-loss watch, each pass while it holds: the node `[1]` of revision `[0]` is LOST.
+ * If that revision serves, it is moved to another node (a compare-and-set, so however many
+ * signals arrive it moves once) and its instance starts there: at once when it runs, on its next
+ * wake when it scales to zero. Nothing is asked of the lost node: what ran there is removed by
+ * its worker if it comes back (runtime/moved-revision-instances.ts).
+ */
+export const servingNodeLostSignal = defineSignal<[number, string]>('nodeLost');
 
 const MAX_HISTORY_EVENTS = 2_000;
 /**
@@ -136,7 +148,7 @@ export async function deployment(input: DeploymentInput): Promise<void> {
  * has: histories of runs started on earlier code replay on this one.
  */
 class DeploymentRun {
-  private readonly control = proxyActivities<DeploymentControlActivities & Pick<ResourcePlacementActivities, 'placeRevision'>>({
+  private readonly control = proxyActivities<DeploymentControlActivities & Pick<ResourcePlacementActivities, 'placeRevision' | 'moveRevision'>>({
     startToCloseTimeout: '30s',
     retry: { initialInterval: '200ms', maximumInterval: '10s' },
   });
@@ -159,9 +171,13 @@ class DeploymentRun {
   private wakeWanted = false;
   private wakeAttempts = 0;
   private wakeFailure = '';
+  private lostNode: string | undefined;
+  private prepareOnWake: boolean;
 
   constructor(private readonly input: DeploymentInput) {
     this.servingQueue = input.servingQueue ?? input.nodeQueue;
+    this.lostNode = input.lostNode;
+    this.prepareOnWake = input.prepareOnWake ?? false;
     this.key = input.key;
     this.idleTimeoutMs = input.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
     this.serving = input.serving;
@@ -196,6 +212,9 @@ class DeploymentRun {
       this.lastUsedAt = Math.max(this.lastUsedAt, at);
     });
     setHandler(wakeUpdate, () => this.answerWake());
+    setHandler(servingNodeLostSignal, (revision, nodeId) => {
+      if (this.serving?.revision === revision) this.lostNode = nodeId;
+    });
   }
 
   /** A gateway's `wake`: the socket of the serving process, started again first if it is at zero. */
@@ -224,11 +243,16 @@ class DeploymentRun {
   async serveUntilDeleted(): Promise<void> {
     for (;;) {
       if (workflowInfo().historyLength > MAX_HISTORY_EVENTS && allHandlersFinished()) {
-        const { serving, servingQueue, restart, scale, lastUsedAt, pending, usage, meteredUntil } = this;
-        await continueAsNew<typeof deployment>({ ...this.input, serving, servingQueue, restart, scale, lastUsedAt, pending, usage, meteredUntil });
+        const { serving, servingQueue, lostNode, prepareOnWake, restart, scale, lastUsedAt, pending, usage, meteredUntil } = this;
+        await continueAsNew<typeof deployment>({ ...this.input, serving, servingQueue, lostNode, prepareOnWake, restart, scale, lastUsedAt, pending, usage, meteredUntil });
       }
       const signalled = await this.waitForWork();
       if (this.deleting) return;
+      if (this.lostNode !== undefined) {
+        // Before anything else: the serving revision runs nowhere until it starts on its new node.
+        await this.moveServing(this.lostNode);
+        continue;
+      }
       if (this.wakeWanted) {
         // Before a new revision: requests are held until this start is done.
         await this.wake();
@@ -251,7 +275,7 @@ class DeploymentRun {
    * a signal or update rather than a deadline.
    */
   private async waitForWork(): Promise<boolean> {
-    const woken = () => this.deleting || this.pending.length > 0 || this.wakeWanted;
+    const woken = () => this.deleting || this.pending.length > 0 || this.wakeWanted || this.lostNode !== undefined;
     const due = Math.min(idleDeadline(this.servingScale(), this.idleTimeoutMs), nextMeterAt(this.meteredUntil, this.usage !== undefined));
     // Nothing billable and nothing to stop: nothing to wake up for but signals and updates.
     return due === Infinity ? await condition(woken).then(() => true) : await condition(woken, Math.max(1, due - Date.now()));
@@ -298,8 +322,9 @@ class DeploymentRun {
     }
     let failure: string | undefined;
     try {
+      const start = this.prepareOnWake ? await this.prepareAgain(restart) : restart;
       // Also records the start (event, RUNNING, the gateways' notice): see the activity.
-      const socketPath = await this.node.wakeRevision(restart);
+      const socketPath = await this.node.wakeRevision(start);
       this.serving = { ...serving, socketPath };
       this.scale = 'RUNNING';
       this.lastUsedAt = Date.now();
@@ -319,6 +344,63 @@ class DeploymentRun {
     }
   }
 
+  /**
+   * The serving revision's node `lostNode` is LOST: the revision is moved to another node. One
+   * that scales to zero is at zero from then on and is started there by its next wake; any other
+   * starts there now, its code readied there first. The lost node is asked nothing.
+   */
+  private async moveServing(lostNode: string): Promise<void> {
+    this.lostNode = undefined;
+    const serving = this.serving;
+    if (!serving || !('sandboxId' in serving)) return;
+    const { key, control } = this;
+    const { nodeQueue: queue } = await control.moveRevision({ resourceId: key.id, revision: serving.revision, fromNodeId: lostNode });
+    if (queue === this.servingQueue) return;
+    this.servingQueue = queue;
+    const message = `revision ${serving.revision}: its node was lost; moved to another node`;
+    if (this.restart) {
+      this.prepareOnWake = true;
+      if (this.scale === 'RUNNING') {
+        this.scale = 'SCALED_TO_ZERO';
+        await control.markScale(key, 'SCALED_TO_ZERO', { type: 'Warning', message: `${message}, where the next request starts it` });
+        if (this.usage) await this.switchUsage({ ...this.usage, memoryMb: 0 });
+      }
+      return;
+    }
+    const record = await control.loadRevision(key, serving.revision);
+    if (!record) return;
+    try {
+      const start = await this.prepareOn(queue, record);
+      const socketPath = await this.on(queue).node.startRevision(start);
+      this.serving = { ...serving, socketPath };
+      await control.markRevisionDeployed(key, serving.revision, this.serving, `${message}, serving there`);
+    } catch (err) {
+      await this.on(queue).node.removeRevision(serving.sandboxId);
+      await control.markRevisionFailed(key, serving.revision, `${message}, where it could not start: ${failureReason(err)}`, undefined);
+    }
+  }
+
+  /**
+   * The revision's code readied on the node of `queue`: its bundle unpacked, or the built-in code
+   * of a workload without one (an integration's MCP server) resolved; its image pulled. How it starts there.
+   */
+  private async prepareOn(queue: string, record: RevisionRecord): Promise<StartRevisionInput> {
+    const { node } = this.on(queue);
+    const builtin = !record.bundleSha256;
+    const appDir = record.bundleSha256 ? await node.unpackBundle(record.bundleSha256, record.spec) : await node.prepareBuiltin(this.key, record.spec);
+    await this.pullImage(record, queue);
+    return { key: this.key, revision: record.revision, spec: record.spec, appDir, builtin };
+  }
+
+  /** A revision at zero moved to another node: its code readied there before it starts again. */
+  private async prepareAgain(restart: StartRevisionInput): Promise<StartRevisionInput> {
+    const record = await this.control.loadRevision(this.key, restart.revision);
+    if (!record) throw startFailure('the revision no longer exists');
+    this.restart = await this.prepareOn(this.servingQueue, record);
+    this.prepareOnWake = false;
+    return this.restart;
+  }
+
   private async deploy(revision: number): Promise<'done' | 'gone'> {
     const { key, control } = this;
     const record = await control.loadRevision(key, revision);
@@ -326,22 +408,18 @@ class DeploymentRun {
     if (key.kind === 'models' && isProviderModel(record.spec)) return this.deployProvider(record);
     const sandboxId = revisionSandboxId(key.id, revision);
     const queue = await this.placeRevision(revision);
-    const { node } = this.on(queue);
     try {
       await control.markRevisionProgress(key, revision, 'BUILDING', 'unpacking and checking the code bundle');
-      // A workload without a bundle runs built-in code (an integration's MCP server), resolved on the node.
-      const builtin = !record.bundleSha256;
-      const appDir = record.bundleSha256 ? await node.unpackBundle(record.bundleSha256, record.spec) : await node.prepareBuiltin(key, record.spec);
-      await this.pullImage(record, queue);
+      const start = await this.prepareOn(queue, record);
       if (key.kind === 'jobs') {
         // Jobs run per execution; deploying one means its code is ready.
-        await control.markRevisionDeployed(key, revision, { revision, codeDir: appDir }, 'code ready for executions');
+        await control.markRevisionDeployed(key, revision, { revision, codeDir: start.appDir }, 'code ready for executions');
         await this.switchUsage({ memoryMb: 0, bundleBytes: record.bundleBytes, image: record.spec.runtime?.image });
         return 'done';
       }
-      await this.startProcess(record, { key, revision, spec: record.spec, appDir, builtin }, sandboxId, queue);
+      await this.startProcess(record, start, sandboxId, queue);
     } catch (err) {
-      await node.removeRevision(sandboxId);
+      await this.on(queue).node.removeRevision(sandboxId);
       await control.markRevisionFailed(key, revision, failureReason(err), this.serving?.revision);
     }
     return 'done';

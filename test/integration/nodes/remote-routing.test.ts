@@ -160,7 +160,7 @@ test("an agent on the second node answers through the run gateway, over the seco
   // Placed by its deployment workflow: with this host's node drained, on the second one.
   await setNodeDrained(t.app.pg, t.config.nodeId, true);
   try {
-    const deployed = await deployFolder(dir, deployTarget(t, tenant));
+    const deployed = await deployFolder(dir, deployTarget(t2, tenant));
     if (deployed.status !== 'DEPLOYED') throw new Error(`the agent is ${deployed.status}: ${JSON.stringify(deployed.events)}\n${second.log()}`);
   } finally {
     await setNodeDrained(t.app.pg, t.config.nodeId, false);
