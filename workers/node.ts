@@ -47,7 +47,7 @@ async function main() {
       })
     : undefined;
   await network?.start();
-  const runtime = new BwrapRuntime({ dataDir: config.dataDir, warmPool: config.sandboxWarmPool, network });
+  const runtime = new BwrapRuntime({ dataDir: config.dataDir, warmPool: config.sandboxWarmPool, network, cgroup: { name: config.sandboxCgroupName } });
   const volumes = new VolumeStore({ dataDir: config.dataDir });
   const heartbeat = NodeHeartbeat.forNode(config, pg, () => runtime.list(), (line) => console.error(line));
   const removed = await removeMovedJobSandboxes(runtime, pg, config.nodeId);

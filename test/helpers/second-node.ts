@@ -102,6 +102,8 @@ function workerEnv(config: HangarConfig, node: { id: string; hostSide: string; a
     HANGAR_REGION: config.region,
     HANGAR_SANDBOX_NETWORK: 'false',
     HANGAR_SANDBOX_WARM_POOL: '0',
+    // Its sandboxes' cgroups apart from this host's: a moved revision's instance has the same id on both.
+    HANGAR_SANDBOX_CGROUP: `hangar-${node.id}`,
     DATABASE_URL: at(config.databaseUrl!),
     CLICKHOUSE_URL: at(config.clickhouseUrl!),
     CLICKHOUSE_DATABASE: config.clickhouseDatabase,

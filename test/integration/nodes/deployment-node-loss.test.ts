@@ -7,6 +7,7 @@ import { Client, Connection } from '@temporalio/client';
 import { temporal as proto } from '@temporalio/proto';
 import { deployFolder } from '../../../cli/deploy';
 import { agentRequestWorkflowId } from '../../../domain/agents/async-requests';
+import { nodeTaskQueue } from '../../../domain/config';
 import { deploymentWorkflowId, revisionSandboxId } from '../../../domain/workloads/workload';
 import { BwrapRuntime } from '../../../runtime/bwrap-runtime';
 import { repoRoot } from '../../../scripts/stack/binaries';
@@ -131,10 +132,16 @@ test('an agent whose node is lost serves again from another node; its request in
   });
   await second.crash();
 
-  // Once the node is LOST, the revision moves here and serves again through run_url.
-  await eventually('the agent serving again', async () => ((await ask()).status === 200 ? true : undefined), LOST_AFTER_SECONDS * 1000 + 90_000);
+  // Once the node is LOST, the revision moves here and serves again through run_url. (Both hosts
+  // are this machine: the dead host's instance, still running, is not what is checked.)
+  const servingHere = async () => {
+    const { rows } = await t.app.pg.query<{ socket: string }>(`SELECT state #>> '{serving,socketPath}' AS socket FROM resources WHERE id = $1`, [id]);
+    return rows[0]?.socket?.startsWith(t.config.dataDir) && (await instancesOn(t.config.dataDir)).includes(instance) ? true : undefined;
+  };
+  await eventually('the agent started on this host', servingHere, LOST_AFTER_SECONDS * 1000 + 90_000);
   expect(await revisionNode(t.app.pg, id, 1)).toBe(t.config.nodeId);
   expect(await instancesOn(t.config.dataDir)).toEqual([instance]);
+  await eventually('the agent serving from this host', async () => ((await ask()).status === 200 ? true : undefined));
   const again = await ask();
   expect([again.status, await again.json()]).toEqual([200, { output: 'bundle' }]);
 
@@ -149,6 +156,16 @@ test('an agent whose node is lost serves again from another node; its request in
   expect(done).toMatchObject({ status: 'succeeded', result: { statusCode: 200, body: '{"output":"bundle"}' }, callback: { status: 'delivered' } });
   expect(callbackBodies).toHaveLength(1);
   expect(JSON.parse(callbackBodies[0])).toMatchObject({ id: requestId, status: 'succeeded' });
+  // The call was tried on the lost node, then on this one, whence the callback left.
+  const events = (await temporal.workflow.getHandle(agentRequestWorkflowId(tenant.workspace, 'mover', requestId)).fetchHistory()).events ?? [];
+  const scheduled = events.flatMap((event) => {
+    const attributes = event.activityTaskScheduledEventAttributes;
+    return attributes ? [[attributes.activityType?.name, attributes.taskQueue?.name]] : [];
+  });
+  const queueOf = (nodeId: string) => nodeTaskQueue({ taskQueue: t.config.taskQueue, nodeId });
+  expect(scheduled.filter(([name]) => name === 'callAgent')[0]).toEqual(['callAgent', queueOf(second.id)]);
+  expect(scheduled.filter(([name]) => name === 'callAgent').at(-1)).toEqual(['callAgent', queueOf(t.config.nodeId)]);
+  expect(scheduled.filter(([name]) => name === 'deliverAgentRequestCallback')).toEqual([['deliverAgentRequestCallback', queueOf(t.config.nodeId)]]);
 
   // The second host comes back: its worker removes the instance of the moved revision before it takes work.
   expect(await instancesOn(second.dataDir)).toEqual([instance]);
