@@ -27,7 +27,8 @@ import { eventually } from '../../helpers/workers';
  * in flight there; once the node is LOST the node-loss watch tells the deployment, whose workflow
  * moves the revision to this host's node and starts it there: run_url serves again, the async
  * request is run again there and completes, its callback POSTed once. The second host comes back:
- * its worker removes the stale instance before taking work, and only this host serves.
+ * its worker removes the stale instance before taking work, and only this host serves. An agent
+ * with `minScale: 0` is moved at zero, and its next request starts it on this host.
  */
 jest.setTimeout(300_000);
 
@@ -182,6 +183,40 @@ test('an agent whose node is lost serves again from another node; its request in
     expect((await tenantResources(t, tenant).api('DELETE', '/v0/agents/mover')).statusCode).toBe(200);
     await record('deployment-placed-node-lost', deploymentWorkflowId(tenant.workspace, 'agents', 'mover'), true);
   }
+});
+
+test('an agent with minScale 0 whose node is lost is at zero, and its next request starts it on another node', async () => {
+  const dir = path.join(scratch, 'sleeper');
+  fs.mkdirSync(dir);
+  fs.writeFileSync(path.join(dir, 'hangar.json'), JSON.stringify({ kind: 'agents', name: 'sleeper', spec: { runtime: { memory: 256, minScale: 0 } } }));
+  fs.writeFileSync(path.join(dir, 'main.js'), AGENT);
+  fs.writeFileSync(path.join(dir, 'host.txt'), 'sleeper');
+  await setNodeDrained(t.app.pg, t.config.nodeId, true);
+  try {
+    const deployed = await deployFolder(dir, deployTarget(t, tenant));
+    if (deployed.status !== 'DEPLOYED') throw new Error(`the agent is ${deployed.status}: ${JSON.stringify(deployed.events)}\n${second.log()}`);
+  } finally {
+    await setNodeDrained(t.app.pg, t.config.nodeId, false);
+  }
+  const id = await tenantResources(t, tenant).idOf('agents', 'sleeper');
+  const instance = revisionSandboxId(id, 1);
+  expect(await revisionNode(t.app.pg, id, 1)).toBe(second.id);
+  const askSleeper = () => fetch(`${run.runUrl}/${tenant.workspace}/agents/sleeper`, { method: 'POST', headers: { authorization: `Bearer ${tenant.admin.apiKey}`, 'content-type': 'application/json' }, body: '{}' });
+  expect((await askSleeper()).status).toBe(200);
+
+  await second.crash();
+  // Moved, and at zero: nothing of it runs here until a request comes.
+  const scale = async () => (await t.app.pg.query<{ scale: string | null }>(`SELECT state ->> 'scale' AS scale FROM resources WHERE id = $1`, [id])).rows[0]?.scale;
+  await eventually('the agent moved and at zero', async () => ((await revisionNode(t.app.pg, id, 1)) === t.config.nodeId && (await scale()) === 'SCALED_TO_ZERO' ? true : undefined), LOST_AFTER_SECONDS * 1000 + 90_000);
+  expect((await instancesOn(t.config.dataDir)).filter((name) => name === instance)).toEqual([]);
+  const woken = await askSleeper();
+  expect([woken.status, await woken.json()]).toEqual([200, { output: 'sleeper' }]);
+  expect(await scale()).toBe('RUNNING');
+  expect((await instancesOn(t.config.dataDir)).filter((name) => name === instance)).toEqual([instance]);
+
+  await second.restart();
+  expect((await instancesOn(second.dataDir)).filter((name) => name === instance)).toEqual([]);
+  expect((await askSleeper()).status).toBe(200);
 });
 
 /** Writes the history of the workflow `workflowId` (once ended, when `ended`) as a replay fixture named `name`. */
