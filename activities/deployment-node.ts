@@ -284,7 +284,9 @@ export function createDeploymentNodeActivities({
     async wakeRevision(input: StartRevisionInput): Promise<string> {
       const began = Date.now();
       const socketPath = await startRevision(node, input);
-      await resources.note(input.key.id, { type: 'Normal', message: `revision ${input.revision}: started again for a request in ${Date.now() - began} ms` }, { scale: 'RUNNING' });
+      // The serving socket with it: a revision moved off a lost node while at zero wakes on another node, at another path.
+      const serving = { revision: input.revision, sandboxId: revisionSandboxId(input.key.id, input.revision), socketPath };
+      await resources.note(input.key.id, { type: 'Normal', message: `revision ${input.revision}: started again for a request in ${Date.now() - began} ms` }, { scale: 'RUNNING', serving });
       return socketPath;
     },
 

@@ -2,6 +2,7 @@ import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { Pool } from 'pg';
 import type { HangarConfig } from '../domain/config';
 import { NODE_LOST_SIGNAL, sandboxWorkflowId } from '../domain/sandbox/sandbox';
+import { deploymentWorkflowId } from '../domain/workloads/workload';
 import { abandonSandboxes, abandonedSandboxes } from '../store/abandoned-sandboxes';
 import { platformNodes } from '../store/nodes';
 import { ResourceStore, type ResourceRow } from '../store/resources';
@@ -52,10 +53,34 @@ export function createNodeLossActivities({ pg, config, temporal }: { pg: Pool; c
     return true;
   }
 
+  const lostNodes = async () => (await platformNodes(pg, config.taskQueue)).filter((row) => placementCandidate(row, config.nodeLostSeconds).state === 'LOST');
+
   return {
+    /**
+     * One pass over the platform's nodes: each deployment whose serving revision is placed on a
+     * LOST node is told so (its workflow moves the revision, once, and starts it elsewhere).
+     * Told again each pass until the revision has moved: a signal lost with a crash is sent
+     * again, and a repeated one changes nothing. Answers the workloads told.
+     */
+    async tellDeploymentsOfLostNodes(): Promise<{ resourceId: string; revision: number; nodeId: string }[]> {
+      const told: { resourceId: string; revision: number; nodeId: string }[] = [];
+      for (const node of await lostNodes()) {
+        for (const workload of await servingRevisionsOn(pg, node.id)) {
+          try {
+            await temporal.workflow.getHandle(deploymentWorkflowId(workload.workspace, workload.kind, workload.name)).signal('nodeLost', workload.revision, node.id);
+            told.push({ resourceId: workload.id, revision: workload.revision, nodeId: node.id });
+          } catch (err) {
+            // A deployment whose workflow has ended runs nothing.
+            if (!(err instanceof WorkflowNotFoundError)) throw err;
+          }
+        }
+      }
+      return told;
+    },
+
     /** One pass over the platform's nodes: the sandboxes of each LOST one are written off. Answers those it wrote off. */
     async writeOffSandboxesOfLostNodes(): Promise<LostSandbox[]> {
-      const lost = (await platformNodes(pg, config.taskQueue)).filter((row) => placementCandidate(row, config.nodeLostSeconds).state === 'LOST');
+      const lost = await lostNodes();
       const written: LostSandbox[] = [];
       for (const node of lost) {
         for (const sandbox of await sandboxesOn(pg, node.id)) {
@@ -72,6 +97,18 @@ async function sandboxesOn(pg: Pool, nodeId: string): Promise<ResourceRow[]> {
   const { rows } = await pg.query<ResourceRow>(
     `SELECT r.id, w.name AS workspace, r.name, r.status FROM resources r JOIN workspaces w ON w.id = r.workspace_id
       WHERE r.kind = 'sandboxes' AND r.node_id = $1 AND r.status IN ('DEPLOYING', 'DEPLOYED', 'DELETING') ORDER BY r.id`,
+    [nodeId],
+  );
+  return rows;
+}
+
+/** The workloads whose serving revision is placed on `nodeId`. */
+async function servingRevisionsOn(pg: Pool, nodeId: string): Promise<{ id: string; workspace: string; kind: string; name: string; revision: number }[]> {
+  const { rows } = await pg.query<{ id: string; workspace: string; kind: string; name: string; revision: number }>(
+    `SELECT r.id, w.name AS workspace, r.kind, r.name, wr.revision FROM resources r
+       JOIN workspaces w ON w.id = r.workspace_id
+       JOIN workload_revisions wr ON wr.resource_id = r.id AND wr.revision = (r.state #>> '{serving,revision}')::int
+      WHERE wr.node_id = $1 ORDER BY r.id`,
     [nodeId],
   );
   return rows;

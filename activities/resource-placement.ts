@@ -3,7 +3,7 @@ import type { Pool } from 'pg';
 import { nodeTaskQueue, type HangarConfig } from '../domain/config';
 import { chooseNode, type PlacementCandidate } from '../domain/nodes/placement';
 import { platformNodes } from '../store/nodes';
-import { placeResourceNode, resourceNode } from '../store/resource-nodes';
+import { moveRevisionNode, placeResourceNode, placeRevisionNode, resourceNode, revisionNode } from '../store/resource-nodes';
 import { placementCandidate, type Placement } from './node-placement';
 
 /** What decides a sandbox's node: its region, the volumes it mounts, the snapshot it is forked from. */
@@ -24,8 +24,8 @@ interface Pin {
 }
 
 /**
- * Placement of sandboxes and volumes (domain/nodes/placement.ts), from the control worker, inside
- * their lifecycle workflows: the choice is written to the resource's row with a compare-and-set
+ * Placement of sandboxes, volumes and workload revisions (domain/nodes/placement.ts), from the
+ * control worker, inside their lifecycle (or deployment) workflows: the choice is written to the resource's row with a compare-and-set
  * (store/resource-nodes.ts), so a retried activity, or two racing, answer the one choice made.
  * Nothing fits: retried until a node does (the resource stays DEPLOYING). A sandbox whose volume
  * or snapshot is on a node that is not READY is refused for good, saying which and why.
@@ -40,14 +40,46 @@ export function createResourcePlacementActivities({ pg, config }: { pg: Pool; co
    * URL, as on a platform of one machine: the reference SDK sends one whatever the installation.
    */
   async function placeByMemory(resourceId: string, region: string | undefined, what: string): Promise<Placement> {
+    return placement(await placeResourceNode(pg, resourceId, await bestNode(region, what)));
+  }
+
+  /** The READY undrained node with the most free memory (of `region`, when some node has it); none: retried. */
+  async function bestNode(region: string | undefined, what: string): Promise<string> {
     const nodes = await candidates();
     const regional = region !== undefined && nodes.some((node) => node.region === region);
     const chosen = chooseNode(nodes, regional ? { region } : {});
     if (!chosen) throw ApplicationFailure.retryable(`no node${regional ? ` of region '${region}'` : ''} is READY and undrained: the ${what} waits for one`, 'NoNodeAvailable');
-    return placement(await placeResourceNode(pg, resourceId, chosen.id));
+    return chosen.id;
   }
 
   return {
+    /**
+     * The node a workload revision's instances run on: recorded, else the best by free memory.
+     * Revisions of one workload are placed each on their own: the next one may start elsewhere
+     * while the one serving keeps serving where it is.
+     */
+    async placeRevision(request: { resourceId: string; revision: number }): Promise<Placement> {
+      const recorded = await revisionNode(pg, request.resourceId, request.revision);
+      if (recorded) return placement(recorded);
+      const chosen = await bestNode(undefined, `revision ${request.revision}`);
+      return placement(await placeRevisionNode(pg, request.resourceId, request.revision, chosen));
+    },
+
+    /**
+     * Moves a revision off `fromNodeId` if that node is LOST and the revision is still placed
+     * there, to the best node by free memory; answers where the revision is. Asked again (a retry,
+     * a second signal), it answers the node of the first move.
+     */
+    async moveRevision(request: { resourceId: string; revision: number; fromNodeId: string }): Promise<Placement> {
+      const { resourceId, revision, fromNodeId } = request;
+      const recorded = await revisionNode(pg, resourceId, revision);
+      if (!recorded) throw ApplicationFailure.nonRetryable(`revision ${revision} is not placed`, 'NotPlaced');
+      const from = (await candidates()).find((node) => node.id === fromNodeId);
+      if (recorded !== fromNodeId || from?.state !== 'LOST') return placement(recorded);
+      const chosen = await bestNode(undefined, `revision ${revision}, whose node '${fromNodeId}' is LOST,`);
+      return placement(await moveRevisionNode(pg, resourceId, revision, fromNodeId, chosen));
+    },
+
     async placeVolume(resourceId: string): Promise<Placement> {
       const recorded = await resourceNode(pg, resourceId);
       return recorded ? placement(recorded) : placeByMemory(resourceId, undefined, 'volume');

@@ -66,6 +66,8 @@ export interface HangarConfig {
   sandboxIdleSeconds: number;
   /** Sandboxes kept started ahead of demand on each node, so creating one takes a started one. */
   sandboxWarmPool: number;
+  /** The cgroup folder this node's sandboxes go under (HANGAR_SANDBOX_CGROUP, `hangar`); node workers sharing a machine need one each. */
+  sandboxCgroupName: string;
   /**
    * Whether this platform's nodes give sandboxes outbound network by their `spec.network` (on
    * unless HANGAR_SANDBOX_NETWORK=off): without it every sandbox has loopback only.
@@ -239,6 +241,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HangarConfig {
     ...nodeListenFrom(env),
     sandboxIdleSeconds: intFrom(env, 'HANGAR_SANDBOX_IDLE_SECONDS', 15),
     sandboxWarmPool: intFrom(env, 'HANGAR_SANDBOX_WARM_POOL', 2),
+    sandboxCgroupName: cgroupNameFrom(env),
     sandboxNetwork: switchFrom(env, 'HANGAR_SANDBOX_NETWORK', true),
     sandboxSubnet: env.HANGAR_SANDBOX_SUBNET || '10.200.0.0/16',
     sandboxDefaultNetwork: defaultNetworkFrom(env),
@@ -266,4 +269,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HangarConfig {
 /** Where Temporal's frontend listens: TEMPORAL_ADDRESS, or the local dev server's port. */
 export function temporalAddress(config: HangarConfig): string {
   return config.temporalAddress ?? `127.0.0.1:${config.temporalPort}`;
+}
+
+/** HANGAR_SANDBOX_CGROUP: one folder name (letters, digits, `.`, `_`, `-`), never a path. */
+function cgroupNameFrom(env: NodeJS.ProcessEnv): string {
+  const name = env.HANGAR_SANDBOX_CGROUP || 'hangar';
+  if (!/^[A-Za-z0-9_][A-Za-z0-9._-]{0,63}$/.test(name)) throw new Error(`HANGAR_SANDBOX_CGROUP must be one folder name (letters, digits, '.', '_', '-'), not '${name}'`);
+  return name;
 }

@@ -52,6 +52,12 @@ export interface CgroupOptions {
    * service should set Delegate=yes and point this at its delegated subtree).
    */
   parent?: string;
+  /**
+   * The name of the default parent's folder (`hangar`). Node workers sharing one machine each
+   * need their own, since a sandbox's group is named by its id: an instance of a revision moved
+   * from one to the other has the same id on both.
+   */
+  name?: string;
   /** Force one version; by default a pure v2 host uses v2 and every other host v1. */
   version?: 1 | 2;
 }
@@ -63,14 +69,14 @@ export function detectCgroupDriver(options: CgroupOptions = {}): CgroupDriver {
   const version = options.version ?? (pureV2 ? 2 : 1);
   if (version === 2) {
     if (!mounts.v2) throw new Error('cgroup v2 requested but no cgroup2 filesystem is mounted');
-    return new CgroupV2Driver(path.join(mounts.v2, options.parent ?? '/hangar'));
+    return new CgroupV2Driver(path.join(mounts.v2, options.parent ?? `/${options.name ?? 'hangar'}`));
   }
   const needed = ['memory', 'freezer'];
   const missing = needed.filter((controller) => !mounts.v1.has(controller));
   if (missing.length > 0) throw new Error(`cgroup v1 controllers not mounted: ${missing.join(', ')}`);
   const parents = new Map<string, string>();
   for (const [controller, mountPoint] of mounts.v1) {
-    parents.set(controller, path.join(mountPoint, options.parent ?? path.join(own.get(controller) ?? '/', 'hangar')));
+    parents.set(controller, path.join(mountPoint, options.parent ?? path.join(own.get(controller) ?? '/', options.name ?? 'hangar')));
   }
   return new CgroupV1Driver(parents);
 }

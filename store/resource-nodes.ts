@@ -42,3 +42,15 @@ export async function placeRevisionNode(pg: Pool, resourceId: string, revision: 
   if (!placed) throw new Error(`revision ${revision} of ${resourceId} has no row`);
   return placed;
 }
+
+/**
+ * Moves a revision from `fromNodeId` to `toNodeId` (off a lost node), unless it already moved
+ * elsewhere; answers where it is. Gateways drop their cached route to the old node at once.
+ */
+export async function moveRevisionNode(pg: Pool, resourceId: string, revision: number, fromNodeId: string, toNodeId: string): Promise<string> {
+  const moved = await pg.query('UPDATE workload_revisions SET node_id = $4 WHERE resource_id = $1 AND revision = $2 AND node_id = $3', [resourceId, revision, fromNodeId, toNodeId]);
+  if (moved.rowCount) await announceRouteChanges(pg, resourceId);
+  const placed = await revisionNode(pg, resourceId, revision);
+  if (!placed) throw new Error(`revision ${revision} of ${resourceId} has no row`);
+  return placed;
+}

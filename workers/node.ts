@@ -12,6 +12,7 @@ import { NodeListener } from '../runtime/node-listener';
 import { nodeCredentialKey } from '../domain/nodes/node-credential';
 import { loadMasterKey } from '../store/master-key';
 import { removeMovedJobSandboxes } from '../runtime/moved-job-sandboxes';
+import { removeMovedRevisionInstances } from '../runtime/moved-revision-instances';
 import { SandboxNetwork } from '../runtime/network/sandbox-network';
 import { refusalReporter } from '../runtime/network/refusal-events';
 import { TrafficRecorder } from '../runtime/network/traffic-recorder';
@@ -46,7 +47,7 @@ async function main() {
       })
     : undefined;
   await network?.start();
-  const runtime = new BwrapRuntime({ dataDir: config.dataDir, warmPool: config.sandboxWarmPool, network });
+  const runtime = new BwrapRuntime({ dataDir: config.dataDir, warmPool: config.sandboxWarmPool, network, cgroup: { name: config.sandboxCgroupName } });
   const volumes = new VolumeStore({ dataDir: config.dataDir });
   const heartbeat = NodeHeartbeat.forNode(config, pg, () => runtime.list(), (line) => console.error(line));
   const removed = await removeMovedJobSandboxes(runtime, pg, config.nodeId);
@@ -54,6 +55,9 @@ async function main() {
   // Sandboxes written off while this node was LOST: never run again.
   const abandoned = await removeAbandonedSandboxes(runtime, pg, config.nodeId);
   if (abandoned.length > 0) console.log(`removed ${abandoned.length} sandboxes written off while this node was lost`);
+  // Workload instances whose revision moved to another node while this one was LOST: never two serving copies.
+  const movedInstances = await removeMovedRevisionInstances(runtime, pg, config.nodeId, config.dataDir);
+  if (movedInstances.length > 0) console.log(`removed ${movedInstances.length} workload instances whose revision moved to another node meanwhile`);
   // Listening before the heartbeat advertises it: a gateway that reads the URL finds it answering.
   const listener = config.nodeListen
     ? new NodeListener({ nodeId: config.nodeId, key: nodeCredentialKey(loadMasterKey(config)), dataDir: config.dataDir, sandboxes: runtime, listen: config.nodeListen })

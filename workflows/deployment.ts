@@ -14,6 +14,7 @@ import {
 import type { DeploymentControlActivities } from '../activities/deployment-control';
 import type { DeploymentNodeActivities, StartRevisionInput } from '../activities/deployment-node';
 import type { ImagePullControlActivities } from '../activities/image-pull-control';
+import type { ResourcePlacementActivities } from '../activities/resource-placement';
 import type { SandboxNodeActivities } from '../activities/sandbox-node';
 import { isRegistryImage } from '../domain/images/builtin';
 import type { WorkloadUsage } from '../domain/workloads/metering';
@@ -36,6 +37,12 @@ import { AWAIT_PULL } from './image-pull';
 export interface DeploymentInput extends DeploymentStart {
   /** Carried over by continue-as-new: the revision serving now and those waiting. */
   serving?: ServingRevision | ProviderServingRevision;
+  /** The task queue of the serving revision's node (none: `nodeQueue`, where revisions ran before placement). */
+  servingQueue?: string;
+  /** The LOST node the serving revision is to be moved off, not acted on yet. */
+  lostNode?: string;
+  /** The serving revision, at zero, was moved to another node: its code is readied there before it wakes. */
+  prepareOnWake?: boolean;
   /** How the serving revision starts again; set only while it may scale to zero. */
   restart?: StartRevisionInput;
   scale?: WorkloadScaleState;
@@ -58,6 +65,14 @@ export const workloadTouchSignal = defineSignal<[number]>('touch');
  * every update waiting on it with the reason.
  */
 export const wakeUpdate = defineUpdate<string>('wake');
+/**
+ * From the node-loss watch, each pass while it holds: the node `[1]` of revision `[0]` is LOST.
+ * If that revision serves, it is moved to another node (a compare-and-set, so however many
+ * signals arrive it moves once) and its instance starts there: at once when it runs, on its next
+ * wake when it scales to zero. Nothing is asked of the lost node: what ran there is removed by
+ * its worker if it comes back (runtime/moved-revision-instances.ts).
+ */
+export const servingNodeLostSignal = defineSignal<[number, string]>('nodeLost');
 
 const MAX_HISTORY_EVENTS = 2_000;
 /**
@@ -77,6 +92,38 @@ const SERVE_NEW_BEFORE_REMOVING_OLD_PATCH = 'serve-new-before-removing-old';
 const REGISTRY_IMAGE_PULL_PATCH = 'workload-registry-image-pull';
 /** The pull is the workspace's image-pull workflow, shared with whoever asks for the image at once (runs started before pulled with their own activity). */
 const PULL_WORKFLOW_PATCH = 'workload-image-pull-workflow';
+
+/**
+ * Each revision is placed on a node (a control activity, recorded on the revision's row) and its
+ * node steps run on that node's queue; before, every step ran on the queue of the API that
+ * started the workflow.
+ */
+export const DEPLOYMENT_PLACEMENT_PATCH = 'deployment-placement';
+
+/** The node activities of one node's queue. */
+interface NodeSteps {
+  node: ReturnType<typeof proxyActivities<DeploymentNodeActivities>>;
+  pulls: ReturnType<typeof proxyActivities<SandboxNodeActivities>>;
+}
+
+/** The deployment's node activities on `taskQueue`, with their timeouts. */
+function nodeSteps(taskQueue: string): NodeSteps {
+  return {
+    node: proxyActivities<DeploymentNodeActivities>({
+      taskQueue,
+      startToCloseTimeout: '6m',
+      heartbeatTimeout: '30s',
+      retry: { initialInterval: '500ms', maximumInterval: '10s', maximumAttempts: 5 },
+    }),
+    // The sandbox's pull activity, with its timeouts: a pull moves as many bytes as the image has.
+    pulls: proxyActivities<SandboxNodeActivities>({
+      taskQueue,
+      startToCloseTimeout: '30m',
+      heartbeatTimeout: '10s',
+      retry: { initialInterval: '1s', maximumInterval: '30s', maximumAttempts: 5 },
+    }),
+  };
+}
 
 /**
  * One workload's deployments, for its whole life: each new revision goes BUILDING (unpack and
@@ -106,12 +153,13 @@ export async function deployment(input: DeploymentInput): Promise<void> {
  * has: histories of runs started on earlier code replay on this one.
  */
 class DeploymentRun {
-  private readonly control = proxyActivities<DeploymentControlActivities>({
+  private readonly control = proxyActivities<DeploymentControlActivities & Pick<ResourcePlacementActivities, 'placeRevision' | 'moveRevision'>>({
     startToCloseTimeout: '30s',
     retry: { initialInterval: '200ms', maximumInterval: '10s' },
   });
-  private readonly node: ReturnType<typeof proxyActivities<DeploymentNodeActivities>>;
-  private readonly pulls: ReturnType<typeof proxyActivities<SandboxNodeActivities>>;
+  private readonly queues = new Map<string, NodeSteps>();
+  /** The queue of the serving revision's node. */
+  private servingQueue: string;
   private readonly key: DeploymentInput['key'];
   private readonly idleTimeoutMs: number;
   private serving: ServingRevision | ProviderServingRevision | undefined;
@@ -128,21 +176,13 @@ class DeploymentRun {
   private wakeWanted = false;
   private wakeAttempts = 0;
   private wakeFailure = '';
+  private lostNode: string | undefined;
+  private prepareOnWake: boolean;
 
   constructor(private readonly input: DeploymentInput) {
-    this.node = proxyActivities<DeploymentNodeActivities>({
-      taskQueue: input.nodeQueue,
-      startToCloseTimeout: '6m',
-      heartbeatTimeout: '30s',
-      retry: { initialInterval: '500ms', maximumInterval: '10s', maximumAttempts: 5 },
-    });
-    // The sandbox's pull activity, with its timeouts: a pull moves as many bytes as the image has.
-    this.pulls = proxyActivities<SandboxNodeActivities>({
-      taskQueue: input.nodeQueue,
-      startToCloseTimeout: '30m',
-      heartbeatTimeout: '10s',
-      retry: { initialInterval: '1s', maximumInterval: '30s', maximumAttempts: 5 },
-    });
+    this.servingQueue = input.servingQueue ?? input.nodeQueue;
+    this.lostNode = input.lostNode;
+    this.prepareOnWake = input.prepareOnWake ?? false;
     this.key = input.key;
     this.idleTimeoutMs = input.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
     this.serving = input.serving;
@@ -152,6 +192,18 @@ class DeploymentRun {
     this.pending = [...(input.pending ?? [])];
     this.usage = input.usage;
     this.meteredUntil = input.meteredUntil ?? Date.now();
+  }
+
+  /** The node activities on `queue`. */
+  private on(queue: string): NodeSteps {
+    let steps = this.queues.get(queue);
+    if (!steps) this.queues.set(queue, (steps = nodeSteps(queue)));
+    return steps;
+  }
+
+  /** The node activities of the serving revision's node. */
+  private get node(): NodeSteps['node'] {
+    return this.on(this.servingQueue).node;
   }
 
   listen(): void {
@@ -165,6 +217,9 @@ class DeploymentRun {
       this.lastUsedAt = Math.max(this.lastUsedAt, at);
     });
     setHandler(wakeUpdate, () => this.answerWake());
+    setHandler(servingNodeLostSignal, (revision, nodeId) => {
+      if (this.serving?.revision === revision) this.lostNode = nodeId;
+    });
   }
 
   /** A gateway's `wake`: the socket of the serving process, started again first if it is at zero. */
@@ -193,11 +248,16 @@ class DeploymentRun {
   async serveUntilDeleted(): Promise<void> {
     for (;;) {
       if (workflowInfo().historyLength > MAX_HISTORY_EVENTS && allHandlersFinished()) {
-        const { serving, restart, scale, lastUsedAt, pending, usage, meteredUntil } = this;
-        await continueAsNew<typeof deployment>({ ...this.input, serving, restart, scale, lastUsedAt, pending, usage, meteredUntil });
+        const { serving, servingQueue, lostNode, prepareOnWake, restart, scale, lastUsedAt, pending, usage, meteredUntil } = this;
+        await continueAsNew<typeof deployment>({ ...this.input, serving, servingQueue, lostNode, prepareOnWake, restart, scale, lastUsedAt, pending, usage, meteredUntil });
       }
       const signalled = await this.waitForWork();
       if (this.deleting) return;
+      if (this.lostNode !== undefined) {
+        // Before anything else: the serving revision runs nowhere until it starts on its new node.
+        await this.moveServing(this.lostNode);
+        continue;
+      }
       if (this.wakeWanted) {
         // Before a new revision: requests are held until this start is done.
         await this.wake();
@@ -220,7 +280,7 @@ class DeploymentRun {
    * a signal or update rather than a deadline.
    */
   private async waitForWork(): Promise<boolean> {
-    const woken = () => this.deleting || this.pending.length > 0 || this.wakeWanted;
+    const woken = () => this.deleting || this.pending.length > 0 || this.wakeWanted || this.lostNode !== undefined;
     const due = Math.min(idleDeadline(this.servingScale(), this.idleTimeoutMs), nextMeterAt(this.meteredUntil, this.usage !== undefined));
     // Nothing billable and nothing to stop: nothing to wake up for but signals and updates.
     return due === Infinity ? await condition(woken).then(() => true) : await condition(woken, Math.max(1, due - Date.now()));
@@ -267,8 +327,9 @@ class DeploymentRun {
     }
     let failure: string | undefined;
     try {
+      const start = this.prepareOnWake ? await this.prepareAgain(restart) : restart;
       // Also records the start (event, RUNNING, the gateways' notice): see the activity.
-      const socketPath = await this.node.wakeRevision(restart);
+      const socketPath = await this.node.wakeRevision(start);
       this.serving = { ...serving, socketPath };
       this.scale = 'RUNNING';
       this.lastUsedAt = Date.now();
@@ -288,48 +349,113 @@ class DeploymentRun {
     }
   }
 
+  /**
+   * The serving revision's node `lostNode` is LOST: the revision is moved to another node. One
+   * that scales to zero is at zero from then on and is started there by its next wake; any other
+   * starts there now, its code readied there first. The lost node is asked nothing.
+   */
+  private async moveServing(lostNode: string): Promise<void> {
+    this.lostNode = undefined;
+    const serving = this.serving;
+    if (!serving || !('sandboxId' in serving)) return;
+    const { key, control } = this;
+    const { nodeQueue: queue } = await control.moveRevision({ resourceId: key.id, revision: serving.revision, fromNodeId: lostNode });
+    if (queue === this.servingQueue) return;
+    this.servingQueue = queue;
+    const message = `revision ${serving.revision}: its node was lost; moved to another node`;
+    if (this.restart) {
+      this.prepareOnWake = true;
+      if (this.scale === 'RUNNING') {
+        this.scale = 'SCALED_TO_ZERO';
+        await control.markScale(key, 'SCALED_TO_ZERO', { type: 'Warning', message: `${message}, where the next request starts it` });
+        if (this.usage) await this.switchUsage({ ...this.usage, memoryMb: 0 });
+      }
+      return;
+    }
+    const record = await control.loadRevision(key, serving.revision);
+    if (!record) return;
+    try {
+      const start = await this.prepareOn(queue, record);
+      const socketPath = await this.on(queue).node.startRevision(start);
+      this.serving = { ...serving, socketPath };
+      await control.markRevisionDeployed(key, serving.revision, this.serving, `${message}, serving there`);
+    } catch (err) {
+      await this.on(queue).node.removeRevision(serving.sandboxId);
+      await control.markRevisionFailed(key, serving.revision, `${message}, where it could not start: ${failureReason(err)}`, undefined);
+    }
+  }
+
+  /**
+   * The revision's code readied on the node of `queue`: its bundle unpacked, or the built-in code
+   * of a workload without one (an integration's MCP server) resolved; its image pulled. How it starts there.
+   */
+  private async prepareOn(queue: string, record: RevisionRecord): Promise<StartRevisionInput> {
+    const { node } = this.on(queue);
+    const builtin = !record.bundleSha256;
+    const appDir = record.bundleSha256 ? await node.unpackBundle(record.bundleSha256, record.spec) : await node.prepareBuiltin(this.key, record.spec);
+    await this.pullImage(record, queue);
+    return { key: this.key, revision: record.revision, spec: record.spec, appDir, builtin };
+  }
+
+  /** A revision at zero moved to another node: its code readied there before it starts again. */
+  private async prepareAgain(restart: StartRevisionInput): Promise<StartRevisionInput> {
+    const record = await this.control.loadRevision(this.key, restart.revision);
+    if (!record) throw startFailure('the revision no longer exists');
+    this.restart = await this.prepareOn(this.servingQueue, record);
+    this.prepareOnWake = false;
+    return this.restart;
+  }
+
   private async deploy(revision: number): Promise<'done' | 'gone'> {
     const { key, control } = this;
     const record = await control.loadRevision(key, revision);
     if (!record) return 'gone';
     if (key.kind === 'models' && isProviderModel(record.spec)) return this.deployProvider(record);
     const sandboxId = revisionSandboxId(key.id, revision);
+    const queue = await this.placeRevision(revision);
     try {
       await control.markRevisionProgress(key, revision, 'BUILDING', 'unpacking and checking the code bundle');
-      // A workload without a bundle runs built-in code (an integration's MCP server), resolved on the node.
-      const builtin = !record.bundleSha256;
-      const appDir = record.bundleSha256 ? await this.node.unpackBundle(record.bundleSha256, record.spec) : await this.node.prepareBuiltin(key, record.spec);
-      await this.pullImage(record);
+      const start = await this.prepareOn(queue, record);
       if (key.kind === 'jobs') {
         // Jobs run per execution; deploying one means its code is ready.
-        await control.markRevisionDeployed(key, revision, { revision, codeDir: appDir }, 'code ready for executions');
+        await control.markRevisionDeployed(key, revision, { revision, codeDir: start.appDir }, 'code ready for executions');
         await this.switchUsage({ memoryMb: 0, bundleBytes: record.bundleBytes, image: record.spec.runtime?.image });
         return 'done';
       }
-      await this.startProcess(record, { key, revision, spec: record.spec, appDir, builtin }, sandboxId);
+      await this.startProcess(record, start, sandboxId, queue);
     } catch (err) {
-      await this.node.removeRevision(sandboxId);
+      await this.on(queue).node.removeRevision(sandboxId);
       await control.markRevisionFailed(key, revision, failureReason(err), this.serving?.revision);
     }
     return 'done';
   }
 
-  /** The revision's image of a registry onto the node (progress in the workload's events), before anything starts on it. */
-  private async pullImage(record: RevisionRecord): Promise<void> {
+  /**
+   * The queue of the node `revision` runs on. A job's revisions are not placed: deploying one
+   * readies its code where the API is, and each execution is placed by itself.
+   */
+  private async placeRevision(revision: number): Promise<string> {
+    if (this.key.kind === 'jobs' || !patched(DEPLOYMENT_PLACEMENT_PATCH)) return this.input.nodeQueue;
+    return (await this.control.placeRevision({ resourceId: this.key.id, revision })).nodeQueue;
+  }
+
+  /** The revision's image of a registry onto its node (progress in the workload's events), before anything starts on it. */
+  private async pullImage(record: RevisionRecord, queue: string): Promise<void> {
     const image = record.spec.runtime?.image;
     if (image === undefined || !isRegistryImage(image) || !patched(REGISTRY_IMAGE_PULL_PATCH)) return;
     const { registryConnection } = record.spec.runtime ?? {};
     const spec = { runtime: { image, ...(registryConnection === undefined ? {} : { registryConnection }) } };
-    if (patched(PULL_WORKFLOW_PATCH)) await proxyActivities<ImagePullControlActivities>(AWAIT_PULL).awaitImagePull(this.key, spec, this.input.nodeQueue);
-    else await this.pulls.pullSandboxImage(this.key, spec);
+    // The pull runs on the revision's node, the one placement chose.
+    if (patched(PULL_WORKFLOW_PATCH)) await proxyActivities<ImagePullControlActivities>(AWAIT_PULL).awaitImagePull(this.key, spec, queue);
+    else await this.on(queue).pulls.pullSandboxImage(this.key, spec);
   }
 
   /** DEPLOYING: the revision's process starts in its sandbox and takes over from the one serving. */
-  private async startProcess(record: RevisionRecord, start: StartRevisionInput, sandboxId: string): Promise<void> {
+  private async startProcess(record: RevisionRecord, start: StartRevisionInput, sandboxId: string, queue: string): Promise<void> {
     const { key, control } = this;
     const { revision } = start;
     await control.markRevisionProgress(key, revision, 'DEPLOYING', 'starting the command and waiting for it to listen');
-    const socketPath = await this.node.startRevision(start);
+    const socketPath = await this.on(queue).node.startRevision(start);
     const next = { revision, sandboxId, socketPath };
     const scaling = scalesToZero(record.spec);
     await control.markRevisionDeployed(key, revision, next, scaling ? 'serving; scales to zero when idle' : 'serving', scaling ? 'RUNNING' : null);
@@ -338,11 +464,14 @@ class DeploymentRun {
       // The new revision serves before the old one goes: a wake answered while the old one is
       // being removed would send its request to a socket about to disappear.
       const previous = this.serving;
+      const previousNode = this.node;
       this.serving = next;
-      if (previous && 'sandboxId' in previous) await this.node.removeRevision(previous.sandboxId);
+      this.servingQueue = queue;
+      if (previous && 'sandboxId' in previous) await previousNode.removeRevision(previous.sandboxId);
     } else {
       await this.removeServingSandbox();
       this.serving = next;
+      this.servingQueue = queue;
     }
     this.restart = scaling ? start : undefined;
     this.scale = 'RUNNING';

@@ -34,6 +34,13 @@ export interface SecondNode {
   dataDir: string;
   /** Its worker's output, for a failing test to show. */
   log(): string;
+  /**
+   * The host goes silent: its worker is killed (SIGKILL) and its network cut (the veth down);
+   * its sandboxes and data stay, as on a host that died or was cut off.
+   */
+  crash(): Promise<void>;
+  /** The host comes back: its network up and its worker started again (same id and folder), waiting until it reports. */
+  restart(): Promise<void>;
   /** Stops its worker (as a crash would: SIGKILL when `kill`), removes its sandboxes, namespace, veth, relays and data folder. */
   stop(options?: { kill?: boolean }): Promise<void>;
 }
@@ -95,6 +102,8 @@ function workerEnv(config: HangarConfig, node: { id: string; hostSide: string; a
     HANGAR_REGION: config.region,
     HANGAR_SANDBOX_NETWORK: 'false',
     HANGAR_SANDBOX_WARM_POOL: '0',
+    // Its sandboxes' cgroups apart from this host's: a moved revision's instance has the same id on both.
+    HANGAR_SANDBOX_CGROUP: `hangar-${node.id}`,
     DATABASE_URL: at(config.databaseUrl!),
     CLICKHOUSE_URL: at(config.clickhouseUrl!),
     CLICKHOUSE_DATABASE: config.clickhouseDatabase,
@@ -133,6 +142,29 @@ export async function startSecondNode(config: HangarConfig, pg: Pool): Promise<S
   const relays: net.Server[] = [];
   let output = '';
   let worker: ChildProcess | undefined;
+  const endWorker = async (signal: NodeJS.Signals) => {
+    if (!worker || worker.exitCode !== null || worker.signalCode !== null) return;
+    const exited = new Promise((resolve) => worker!.once('exit', resolve));
+    worker.kill(signal);
+    const timer = setTimeout(() => worker!.kill('SIGKILL'), 15_000);
+    await exited;
+    clearTimeout(timer);
+  };
+  const startWorker = async () => {
+    // nsenter enters the network namespace alone: `ip netns exec` would also mount a sysfs of its
+    // own over /sys, hiding the cgroup file systems the runtime needs.
+    const started = spawn('nsenter', [`--net=/var/run/netns/${host.netns}`, process.execPath, workerFile], { env: workerEnv(config, { id, dataDir, ...host }), stdio: ['ignore', 'pipe', 'pipe'] });
+    worker = started;
+    for (const stream of [started.stdout!, started.stderr!]) stream.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-20_000)));
+    const exited = new Promise<never>((_, reject) => started.once('exit', (code) => reject(new Error(`the node worker exited (${code})`))));
+    exited.catch(() => undefined);
+    const since = Date.now();
+    const reported = async () => {
+      const row = await getNode(pg, id);
+      return row?.listener_url === node.listenerUrl && row.heartbeat_at.getTime() >= since ? true : undefined;
+    };
+    await Promise.race([exited, eventually(`node ${id} reporting with its listener`, reported, 60_000)]);
+  };
   const node: SecondNode = {
     id,
     netns: host.netns,
@@ -142,14 +174,17 @@ export async function startSecondNode(config: HangarConfig, pg: Pool): Promise<S
     listenPort: LISTEN_PORT,
     dataDir,
     log: () => output,
+    async crash() {
+      await endWorker('SIGKILL');
+      ip('link', 'set', host.hostInterface, 'down');
+    },
+    async restart() {
+      ip('link', 'set', host.hostInterface, 'up');
+      ip('-n', host.netns, 'link', 'set', 'eth0', 'up');
+      await startWorker();
+    },
     async stop({ kill = false } = {}) {
-      if (worker && worker.exitCode === null && worker.signalCode === null) {
-        const exited = new Promise((resolve) => worker!.once('exit', resolve));
-        worker.kill(kill ? 'SIGKILL' : 'SIGTERM');
-        const timer = setTimeout(() => worker!.kill('SIGKILL'), 15_000);
-        await exited;
-        clearTimeout(timer);
-      }
+      await endWorker(kill ? 'SIGKILL' : 'SIGTERM');
       // Sandboxes are not the worker's children: they outlive it, as on a real node.
       const runtime = new BwrapRuntime({ dataDir, warmPool: 0 });
       for (const sandbox of await runtime.list()) await runtime.remove(sandbox.id).catch(() => undefined);
@@ -166,14 +201,7 @@ export async function startSecondNode(config: HangarConfig, pg: Pool): Promise<S
   };
   try {
     for (const port of servicePorts(config)) relays.push(await relay(host.hostSide, port));
-    // nsenter enters the network namespace alone: `ip netns exec` would also mount a sysfs of its
-    // own over /sys, hiding the cgroup file systems the runtime needs.
-    const started = spawn('nsenter', [`--net=/var/run/netns/${host.netns}`, process.execPath, workerFile], { env: workerEnv(config, { id, dataDir, ...host }), stdio: ['ignore', 'pipe', 'pipe'] });
-    worker = started;
-    for (const stream of [started.stdout!, started.stderr!]) stream.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-20_000)));
-    const exited = new Promise<never>((_, reject) => started.once('exit', (code) => reject(new Error(`the node worker exited (${code})`))));
-    exited.catch(() => undefined);
-    await Promise.race([exited, eventually(`node ${id} reporting with its listener`, async () => ((await getNode(pg, id))?.listener_url === node.listenerUrl ? true : undefined), 60_000)]);
+    await startWorker();
     return node;
   } catch (err) {
     await node.stop({ kill: true }).catch(() => undefined);

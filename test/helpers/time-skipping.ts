@@ -174,9 +174,10 @@ export function perWorkflowActivities(names: readonly string[], of: Map<string, 
 
 /**
  * The placement activities of a platform with one node, whose queue is `taskQueue` (the test's
- * worker): sandboxes and volumes placed by their workflows run their node steps there.
+ * worker): sandboxes, volumes and workload revisions placed by their workflows run their node
+ * steps there (and a revision "moved" stays on it).
  */
 export function oneNodePlacement(taskQueue: string) {
   const placed = async () => ({ nodeId: 'unit', nodeQueue: taskQueue });
-  return { placeSandbox: placed, placeVolume: placed };
+  return { placeSandbox: placed, placeVolume: placed, placeRevision: placed, moveRevision: placed };
 }

@@ -4,13 +4,15 @@ import { nodeTaskQueue } from '../../../domain/config';
 import type { NodeReport } from '../../../domain/nodes/node';
 import { recordHeartbeat } from '../../../store/nodes';
 import { ResourceStore } from '../../../store/resources';
+import { RevisionStore } from '../../../store/revisions';
 import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../../helpers/platform';
 
 /**
  * Placement of sandboxes and volumes against the real database, with generated interleavings:
  * attempts of the placement activity (a retry, or a duplicate delivery) racing each other and
  * heartbeats that change which node is the roomier. Every attempt must answer the one node
- * recorded on the resource's row, whatever the order; a volume's sandbox follows the volume.
+ * recorded on the resource's row, whatever the order; a volume's sandbox follows the volume. A
+ * workload revision likewise, and its move off a LOST node happens once however many attempts race.
  */
 jest.setTimeout(120_000);
 
@@ -50,7 +52,7 @@ async function beat(id: string, committedGiB: number, region = 'test'): Promise<
   await recordHeartbeat(t.app.pg, report);
 }
 
-async function newResource(kind: 'sandboxes' | 'volumes'): Promise<string> {
+async function newResource(kind: 'sandboxes' | 'volumes' | 'agents'): Promise<string> {
   const row = await store.create({ workspaceId: tenant.workspaceId, kind, name: unique(kind.slice(0, 3)) }, { displayName: '', labels: {}, spec: {} }, 'DEPLOYING', 'test', 'test');
   return row!.id;
 }
@@ -85,6 +87,42 @@ test('racing attempts of a placement answer one node, the one recorded, whatever
       for (const node of NODES) await beat(node, 0);
     }),
     { numRuns: Number(process.env.HANGAR_INTERLEAVING_RUNS || 60), seed: process.env.HANGAR_INTERLEAVING_SEED ? Number(process.env.HANGAR_INTERLEAVING_SEED) : undefined },
+  );
+});
+
+test('racing placements of a revision answer one node; racing moves off its LOST node move it once, to a READY node', async () => {
+  const revisions = new RevisionStore(t.app.pg);
+  await fc.assert(
+    fc.asyncProperty(scheduleArb, scheduleArb, async (placing, moving) => {
+      const id = await newResource('agents');
+      const revision = await revisions.create({ resourceId: id, bundleSha256: null, bundleBytes: null, spec: {}, actor: null });
+      const run = (schedule: typeof placing, attempt: () => Promise<string>, skipNode?: string) =>
+        Promise.all(
+          schedule.map(async (step) => {
+            await after(step.delayMs);
+            // A lost node does not report during the moves (its coming back is another story).
+            if (step.kind === 'beat') return step.node === skipNode ? undefined : beat(step.node, step.committedGiB).then(() => undefined);
+            return attempt();
+          }),
+        );
+      const recorded = async () => (await t.app.pg.query<{ node_id: string }>('SELECT node_id FROM workload_revisions WHERE resource_id = $1 AND revision = $2', [id, revision])).rows[0].node_id;
+      const placedAnswers = await run(placing, async () => (await placement.placeRevision({ resourceId: id, revision })).nodeId);
+      const placed = await recorded();
+      expect(NODES).toContain(placed);
+      for (const answer of placedAnswers.filter((answer) => answer !== undefined)) expect(answer).toBe(placed);
+
+      // Its node goes LOST: every attempt at the move answers the one node it moved to.
+      await t.app.pg.query(`UPDATE nodes SET heartbeat_at = now() - interval '1 hour' WHERE id = $1`, [placed]);
+      const movedAnswers = await run(moving, async () => (await placement.moveRevision({ resourceId: id, revision, fromNodeId: placed })).nodeId, placed);
+      const moved = await recorded();
+      expect(NODES.filter((node) => node !== placed)).toContain(moved);
+      for (const answer of movedAnswers.filter((answer) => answer !== undefined)) expect(answer).toBe(moved);
+      // Back (READY), the old node is not moved to again by a late attempt: the revision stays.
+      await beat(placed, 0);
+      expect((await placement.moveRevision({ resourceId: id, revision, fromNodeId: placed })).nodeId).toBe(moved);
+      for (const node of NODES) await beat(node, 0);
+    }),
+    { numRuns: Number(process.env.HANGAR_INTERLEAVING_RUNS || 40), seed: process.env.HANGAR_INTERLEAVING_SEED ? Number(process.env.HANGAR_INTERLEAVING_SEED) : undefined },
   );
 });
 

@@ -14,7 +14,7 @@ import { NodeListenerAddresses } from '../../../runtime/network/node-listener-ad
 import type { SandboxNetwork } from '../../../runtime/network/sandbox-network';
 import { loadMasterKey } from '../../../store/master-key';
 import { setNodeDrained } from '../../../store/nodes';
-import { moveResourceNode } from '../../../store/resource-nodes';
+import { moveResourceNode, revisionNode } from '../../../store/resource-nodes';
 import { announceRouteChanges } from '../../../store/route-notices';
 import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../../helpers/platform';
 import { tenantResources } from '../../helpers/resources';
@@ -28,10 +28,8 @@ import { eventually } from '../../helpers/workers';
 /**
  * Two hosts on one machine: this process is the platform's host (API, gateways, control worker,
  * node 'local'), and a second node worker runs in a network namespace of its own
- * (helpers/second-node.ts). A sandbox and an agent whose node is the second one (the sandbox
- * placed there by its workflow while this host's node is drained; the agent, whose revisions are
- * not placed yet, created through an API configured as that node, its node recorded on the
- * revision's row by the test) are reached
+ * (helpers/second-node.ts). A sandbox and an agent whose node is the second one (each placed
+ * there by its workflow while this host's node is drained) are reached
  * through the gateways of this host over the second node's listener, for every kind of call;
  * the listener refuses requests without the platform's credential; a sandbox of this host is
  * refused the listener's address.
@@ -159,11 +157,16 @@ test("an agent on the second node answers through the run gateway, over the seco
   // here the second node sees the same folder, as a shared file system would give it.
   fs.mkdirSync(path.join(t.config.dataDir, 'bundles'), { recursive: true });
   fs.symlinkSync(path.join(t.config.dataDir, 'bundles'), path.join(second.dataDir, 'bundles'));
-  const deployed = await deployFolder(dir, deployTarget(t2, tenant));
-  if (deployed.status !== 'DEPLOYED') throw new Error(`the agent is ${deployed.status}: ${JSON.stringify(deployed.events)}\n${second.log()}`);
+  // Placed by its deployment workflow: with this host's node drained, on the second one.
+  await setNodeDrained(t.app.pg, t.config.nodeId, true);
+  try {
+    const deployed = await deployFolder(dir, deployTarget(t2, tenant));
+    if (deployed.status !== 'DEPLOYED') throw new Error(`the agent is ${deployed.status}: ${JSON.stringify(deployed.events)}\n${second.log()}`);
+  } finally {
+    await setNodeDrained(t.app.pg, t.config.nodeId, false);
+  }
   const id = await tenantResources(t, tenant).idOf('agents', 'far');
-  await t.app.pg.query('UPDATE workload_revisions SET node_id = $2 WHERE resource_id = $1', [id, second.id]);
-  await announceRouteChanges(t.app.pg, id);
+  expect(await revisionNode(t.app.pg, id, 1)).toBe(second.id);
   expect(fs.readdirSync(path.join(second.dataDir, 'workload-sockets')).some((name) => name.endsWith('.sock'))).toBe(true);
   const ask = () => fetch(`${run.runUrl}/${tenant.workspace}/agents/far`, { method: 'POST', headers: { authorization: `Bearer ${tenant.admin.apiKey}`, 'content-type': 'application/json' }, body: '{}' });
   const answer = await ask();

@@ -59,6 +59,7 @@ const ACTIVITIES = [
   'wakeRevision',
   'removeRevision',
   'loadRevision',
+  'placeRevision',
   'markRevisionProgress',
   'markRevisionDeployed',
   'markScale',
@@ -96,7 +97,9 @@ async function startServer(): Promise<void> {
         name,
         (...args: unknown[]) => {
           const node = nodes.get(Context.current().info.workflowExecution?.workflowId ?? '')!;
-          const all = { ...node.nodeActivities(), ...node.controlActivities() } as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>;
+          // One node: every revision is placed on it, its queue the worker's.
+          const placeRevision = async () => ({ nodeId: 'model', nodeQueue: TASK_QUEUE });
+          const all = { ...node.nodeActivities(), ...node.controlActivities(), placeRevision } as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>;
           return all[name](...args);
         },
       ]),
