@@ -98,12 +98,16 @@ async function instancesOn(dataDir: string): Promise<string[]> {
   }
 }
 
-test('an agent whose node is lost serves again from another node; its request in flight completes, its callback once; the node back runs nothing of it', async () => {
-  const dir = path.join(scratch, 'agent');
+/**
+ * Deploys agent `name` (answering `content`) with `minScale`, placed on the second node (this
+ * host drained for the deploy); answers its id and its revision 1 instance.
+ */
+async function deployOnSecondNode(name: string, minScale: number, content: string): Promise<{ id: string; instance: string }> {
+  const dir = path.join(scratch, name);
   fs.mkdirSync(dir);
-  fs.writeFileSync(path.join(dir, 'hangar.json'), JSON.stringify({ kind: 'agents', name: 'mover', spec: { runtime: { memory: 256, minScale: 1 } } }));
+  fs.writeFileSync(path.join(dir, 'hangar.json'), JSON.stringify({ kind: 'agents', name, spec: { runtime: { memory: 256, minScale } } }));
   fs.writeFileSync(path.join(dir, 'main.js'), AGENT);
-  fs.writeFileSync(path.join(dir, 'host.txt'), 'bundle');
+  fs.writeFileSync(path.join(dir, 'host.txt'), content);
   await setNodeDrained(t.app.pg, t.config.nodeId, true);
   try {
     const deployed = await deployFolder(dir, deployTarget(t, tenant));
@@ -111,9 +115,13 @@ test('an agent whose node is lost serves again from another node; its request in
   } finally {
     await setNodeDrained(t.app.pg, t.config.nodeId, false);
   }
-  const id = await tenantResources(t, tenant).idOf('agents', 'mover');
-  const instance = revisionSandboxId(id, 1);
+  const id = await tenantResources(t, tenant).idOf('agents', name);
   expect(await revisionNode(t.app.pg, id, 1)).toBe(second.id);
+  return { id, instance: revisionSandboxId(id, 1) };
+}
+
+test('an agent whose node is lost serves again from another node; its request in flight completes, its callback once; the node back runs nothing of it', async () => {
+  const { id, instance } = await deployOnSecondNode('mover', 1, 'bundle');
   expect(await instancesOn(second.dataDir)).toEqual([instance]);
   expect(await instancesOn(t.config.dataDir)).toEqual([]);
   const first = await ask();
@@ -186,21 +194,7 @@ test('an agent whose node is lost serves again from another node; its request in
 });
 
 test('an agent with minScale 0 whose node is lost is at zero, and its next request starts it on another node', async () => {
-  const dir = path.join(scratch, 'sleeper');
-  fs.mkdirSync(dir);
-  fs.writeFileSync(path.join(dir, 'hangar.json'), JSON.stringify({ kind: 'agents', name: 'sleeper', spec: { runtime: { memory: 256, minScale: 0 } } }));
-  fs.writeFileSync(path.join(dir, 'main.js'), AGENT);
-  fs.writeFileSync(path.join(dir, 'host.txt'), 'sleeper');
-  await setNodeDrained(t.app.pg, t.config.nodeId, true);
-  try {
-    const deployed = await deployFolder(dir, deployTarget(t, tenant));
-    if (deployed.status !== 'DEPLOYED') throw new Error(`the agent is ${deployed.status}: ${JSON.stringify(deployed.events)}\n${second.log()}`);
-  } finally {
-    await setNodeDrained(t.app.pg, t.config.nodeId, false);
-  }
-  const id = await tenantResources(t, tenant).idOf('agents', 'sleeper');
-  const instance = revisionSandboxId(id, 1);
-  expect(await revisionNode(t.app.pg, id, 1)).toBe(second.id);
+  const { id, instance } = await deployOnSecondNode('sleeper', 0, 'sleeper');
   const askSleeper = () => fetch(`${run.runUrl}/${tenant.workspace}/agents/sleeper`, { method: 'POST', headers: { authorization: `Bearer ${tenant.admin.apiKey}`, 'content-type': 'application/json' }, body: '{}' });
   expect((await askSleeper()).status).toBe(200);
 
