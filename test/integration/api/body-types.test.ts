@@ -78,6 +78,7 @@ const BODY_METHODS = ['POST', 'PUT', 'PATCH'];
 const UNSWEPT_BODIES: Record<string, string> = {
   'base_url POST /v0/workspaces/:name/callback-secret/rotate': 'takes no body',
   'base_url POST /v0/sandboxes/:name/snapshots/:snapshotId/restore': 'takes no body: the path names the sandbox and the snapshot',
+  ...Object.fromEntries(['drain', 'undrain'].map((action) => [`base_url POST /v0/nodes/:nodeId/${action}`, 'takes no body: the path names the node'])),
   ...Object.fromEntries(['agents', 'functions', 'models', 'jobs'].map((kind) => [`base_url PUT /v0/${kind}/:name/code`, 'a tar.gz archive, streamed to disk'])),
   'base_url PUT /v0/images/:name/build': 'a tar.gz build context, streamed to disk and checked entry by entry (test/integration/images/image-builds.test.ts)',
   'base_url POST /v0/accounts/:accountId/usage-events':
