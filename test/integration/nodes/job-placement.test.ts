@@ -1,12 +1,11 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { TERMINAL_EXECUTION_STATUSES, jobSandboxId } from '../../../domain/jobs/execution';
-import type { HangarConfig } from '../../../domain/config';
 import { setNodeDrained } from '../../../store/nodes';
 import { deployJobCode } from '../jobs/helpers';
 import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../../helpers/platform';
-import { sandboxSpec, testRuntime } from '../../helpers/sandbox-runtime';
+import { sandboxSpec } from '../../helpers/sandbox-runtime';
+import { inProcessNode, removeInProcessNode, type InProcessNode } from '../../helpers/in-process-nodes';
 import { eventually, startControlWorker, startNodeWorker, type RunningWorker } from '../../helpers/workers';
 
 /**
@@ -31,21 +30,14 @@ fs.writeFileSync(dir + '/start-' + tag, '');
 setTimeout(() => { fs.writeFileSync(dir + '/end-' + tag, ''); }, args.sleepMs || 0);
 `;
 
-interface TestNode {
-  id: string;
-  config: HangarConfig;
-  runtime: ReturnType<typeof testRuntime>;
-  worker?: RunningWorker;
-}
-
 let t: TestApp;
 let tenant: TestTenant;
 let control: RunningWorker;
 let outDir: string;
 let job: string;
-const nodes: Record<'a' | 'b', TestNode> = {} as Record<'a' | 'b', TestNode>;
+const nodes: Record<'a' | 'b', InProcessNode> = {} as Record<'a' | 'b', InProcessNode>;
 
-async function startNode(node: TestNode): Promise<void> {
+async function startNode(node: InProcessNode): Promise<void> {
   node.worker = await startNodeWorker(node.config, node.runtime, { pg: t.app.pg, jobMounts: [{ hostPath: outDir, mountPath: '/out', readOnly: false }] });
 }
 
@@ -56,9 +48,7 @@ beforeAll(async () => {
   fs.chmodSync(outDir, 0o777);
   control = await startControlWorker(t.config, t.app.pg);
   for (const id of ['a', 'b'] as const) {
-    // Short: a job sandbox's socket path (<dataDir>/sandboxes/job-<uuid>/api/agent.sock) must fit in 107 bytes.
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `hn${id}-`));
-    nodes[id] = { id, config: { ...t.config, nodeId: id, dataDir }, runtime: testRuntime(dataDir) };
+    nodes[id] = inProcessNode(t.config, id, `hn${id}-`);
     await startNode(nodes[id]);
   }
   job = unique('job');
@@ -69,12 +59,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  for (const node of Object.values(nodes)) {
-    await node.worker?.stop();
-    for (const sandbox of await node.runtime.list()) await node.runtime.remove(sandbox.id).catch(() => undefined);
-    await node.runtime.close();
-    fs.rmSync(node.config.dataDir, { recursive: true, force: true });
-  }
+  for (const node of Object.values(nodes)) await removeInProcessNode(node);
   await control?.stop();
   await t?.close();
 });

@@ -1,17 +1,16 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { temporal as proto } from '@temporalio/proto';
 import { sandboxWorkflowId } from '../../../domain/sandbox/sandbox';
 import { volumeWorkflowId } from '../../../domain/volume/volume';
 import { repoRoot } from '../../../scripts/stack/binaries';
-import type { HangarConfig } from '../../../domain/config';
 import { sandboxLoad } from '../../../runtime/node-heartbeat';
 import { setNodeDrained } from '../../../store/nodes';
 import { startNodeLossWatch } from '../../../workers/singletons';
 import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../../helpers/platform';
-import { sandboxSpec, testRuntime } from '../../helpers/sandbox-runtime';
+import { sandboxSpec } from '../../helpers/sandbox-runtime';
+import { inProcessNode, removeInProcessNode, type InProcessNode } from '../../helpers/in-process-nodes';
 import { eventually, startControlWorker, startNodeWorker, type RunningWorker } from '../../helpers/workers';
 
 /**
@@ -27,26 +26,19 @@ jest.setTimeout(240_000);
 
 const LOST_AFTER_SECONDS = 12;
 
-interface TestNode {
-  id: string;
-  config: HangarConfig;
-  runtime: ReturnType<typeof testRuntime>;
-  worker?: RunningWorker;
-}
-
 let t: TestApp;
 let tenant: TestTenant;
 let control: RunningWorker;
 let temporal: Client;
 const watchId = unique('node-loss-watch');
-const nodes: Record<'a' | 'b', TestNode> = {} as Record<'a' | 'b', TestNode>;
+const nodes: Record<'a' | 'b', InProcessNode> = {} as Record<'a' | 'b', InProcessNode>;
 // Node ids are the platform's, shared by the test files running at once: this file's own.
 const A = unique('pa');
 const B = unique('pb');
 /** Sandboxes started on a node's runtime directly, whose memory limits make the other node the roomier. */
-const ballast: { node: TestNode; id: string }[] = [];
+const ballast: { node: InProcessNode; id: string }[] = [];
 
-async function startNode(node: TestNode): Promise<void> {
+async function startNode(node: InProcessNode): Promise<void> {
   node.worker = await startNodeWorker(node.config, node.runtime, { pg: t.app.pg });
 }
 
@@ -57,26 +49,13 @@ beforeAll(async () => {
   temporal = new Client({ connection: await Connection.connect({ address: t.config.temporalAddress }), namespace: t.config.temporalNamespace });
   await startNodeLossWatch(temporal, t.config.taskQueue, { workflowId: watchId, intervalMs: 500 });
   for (const id of ['a', 'b'] as const) {
-    // Short: a sandbox's socket path (<dataDir>/sandboxes/<uuid>/api/agent.sock) must fit in 107 bytes.
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `hr${id}-`));
-    const nodeId = id === 'a' ? A : B;
-    nodes[id] = { id: nodeId, config: { ...t.config, nodeId, dataDir }, runtime: testRuntime(dataDir) };
+    nodes[id] = inProcessNode(t.config, id === 'a' ? A : B, `hr${id}-`);
     await startNode(nodes[id]);
   }
 }, 120_000);
 
 afterAll(async () => {
-  for (const node of Object.values(nodes)) {
-    await node.worker?.stop();
-    for (const sandbox of await node.runtime.list()) await node.runtime.remove(sandbox.id).catch(() => undefined);
-    await node.runtime.close();
-    // A volume a failed test left mounted keeps its folder busy: leave it to the system's tmp cleaning.
-    try {
-      fs.rmSync(node.config.dataDir, { recursive: true, force: true });
-    } catch (err) {
-      console.warn(`left ${node.config.dataDir}: ${(err as Error).message}`);
-    }
-  }
+  for (const node of Object.values(nodes)) await removeInProcessNode(node);
   await temporal?.workflow.getHandle(watchId).terminate('test over').catch(() => undefined);
   await temporal?.connection.close();
   await control?.stop();
@@ -86,7 +65,7 @@ afterAll(async () => {
 const api = (method: 'GET' | 'POST' | 'DELETE', url: string, payload?: object) => t.call(tenant.admin.apiKey, { method, url, payload, workspace: tenant.workspace });
 
 /** Makes `node` the one with less free memory: a sandbox with a 4 GiB limit on its runtime. */
-async function weighDown(node: TestNode): Promise<void> {
+async function weighDown(node: InProcessNode): Promise<void> {
   const spec = sandboxSpec({ memoryMb: 4096 });
   await node.runtime.start(spec);
   ballast.push({ node, id: spec.id });
@@ -105,7 +84,7 @@ async function liftAll(): Promise<void> {
 }
 
 /** Waits for `node` to report the sandboxes its runtime runs (removals may still be under way). */
-async function reportedAsRunning(node: TestNode): Promise<void> {
+async function reportedAsRunning(node: InProcessNode): Promise<void> {
   await eventually(`node ${node.id} to report what it runs`, async () => {
     const { rows } = await t.app.pg.query<{ sandboxes: number }>('SELECT sandboxes FROM nodes WHERE id = $1', [node.id]);
     return rows[0]?.sandboxes === sandboxLoad(await node.runtime.list()).sandboxes ? true : undefined;
@@ -126,7 +105,7 @@ async function settled(kind: 'sandboxes' | 'volumes', name: string, timeoutMs = 
   }, timeoutMs);
 }
 
-const onRuntime = async (node: TestNode) => (await node.runtime.list()).map((sandbox) => sandbox.id);
+const onRuntime = async (node: InProcessNode) => (await node.runtime.list()).map((sandbox) => sandbox.id);
 const idOf = async (name: string) => (await t.app.pg.query<{ id: string }>(`SELECT id FROM resources WHERE workspace_id = $1 AND kind = 'sandboxes' AND name = $2`, [tenant.workspaceId, name])).rows[0].id;
 
 test('a sandbox goes to the node with more free memory, never to a drained one, and says where it is', async () => {
