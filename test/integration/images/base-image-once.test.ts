@@ -4,24 +4,18 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { runtimeDataDir } from '../../helpers/sandbox-runtime';
 import { standInMmdebstrap } from '../../helpers/stand-in-mmdebstrap';
+import { typescriptRegister } from '../../helpers/typescript-child';
 
 // Node processes building base-image at once, on a loaded 2-core machine: generous limits.
 jest.setTimeout(600_000);
 
 const dataDir = runtimeDataDir('base-image-once');
-const register = path.join(dataDir, 'register-ts.js');
+let register: string;
 const repo = path.resolve(__dirname, '..', '..', '..');
 
 beforeAll(() => {
   // The workers are other Node processes loading the runtime's TypeScript, compiled on the fly.
-  fs.writeFileSync(
-    register,
-    `const { transformSync } = require('@swc/core');
-require.extensions['.ts'] = (module, file) => {
-  const { code } = transformSync(require('fs').readFileSync(file, 'utf8'), { filename: file, jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } });
-  module._compile(code, file);
-};`,
-  );
+  register = typescriptRegister(dataDir);
 });
 
 afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));

@@ -8,6 +8,7 @@ import { stopRuntimeTest } from '../../helpers/runtime-platform';
 import { exec, testRuntime } from '../../helpers/sandbox-runtime';
 import { startSlowProxy } from '../../helpers/slow-proxy';
 import { eventually, startControlWorker, startNodeWorker, type RunningWorker } from '../../helpers/workers';
+import { typescriptRegister } from '../../helpers/typescript-child';
 
 // Pulls of registry images as the workspace sees them: progress on the sandbox's status and the
 // image's row, the image under GET /v0/images, its deletion; and a node worker killed mid-pull.
@@ -52,15 +53,7 @@ const api: ReturnType<typeof tenantResources>['api'] = (...args) => resources().
 
 /** The node worker in a process of its own (and group: skopeo and tar die with it), as workers/node.ts would run. */
 function nodeWorkerProcess(): ChildProcess {
-  const register = path.join(scratch, 'register-ts.js');
-  fs.writeFileSync(
-    register,
-    `const { transformSync } = require(${JSON.stringify(require.resolve('@swc/core'))});
-require.extensions['.ts'] = (module, file) => {
-  const { code } = transformSync(require('fs').readFileSync(file, 'utf8'), { filename: file, jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } });
-  module._compile(code, file);
-};`,
-  );
+  const register = typescriptRegister(scratch);
   const script = `
     const { startNodeWorker } = require(${JSON.stringify(path.resolve('test/helpers/workers.ts'))});
     const { testRuntime } = require(${JSON.stringify(path.resolve('test/helpers/sandbox-runtime.ts'))});

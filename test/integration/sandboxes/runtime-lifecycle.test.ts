@@ -5,6 +5,7 @@ import type { BwrapRuntime } from '../../../runtime/bwrap-runtime';
 import { detectCgroupDriver, parseCgroupMounts } from '../../../runtime/cgroups';
 import { SandboxSpecError } from '../../../runtime/sandbox-runtime';
 import { buildAgentForTests, callSandbox, exec, runtimeDataDir, sandboxSpec, testRuntime, until } from '../../helpers/sandbox-runtime';
+import { typescriptRegister } from '../../helpers/typescript-child';
 
 // Real sandboxes on a busy 2-core machine: generous limits; no test asserts on time.
 jest.setTimeout(30_000);
@@ -158,15 +159,7 @@ test('volumes: a read-write folder is shared with the host, a read-only one cann
 describe('a worker restart', () => {
   // A stand-in for the worker: another Node process that loads the runtime (compiled on the fly).
   function workerProcess(script: string) {
-    const register = path.join(dataDir, 'register-ts.js');
-    fs.writeFileSync(
-      register,
-      `const { transformSync } = require('@swc/core');
-require.extensions['.ts'] = (module, file) => {
-  const { code } = transformSync(require('fs').readFileSync(file, 'utf8'), { filename: file, jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } });
-  module._compile(code, file);
-};`,
-    );
+    const register = typescriptRegister(dataDir);
     const child = spawn(process.execPath, ['-r', register, '-e', script], { cwd: process.cwd(), stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     child.stdout.on('data', (d: Buffer) => (output += d.toString()));
