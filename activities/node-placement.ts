@@ -3,7 +3,7 @@ import type { Pool } from 'pg';
 import { nodeTaskQueue, type HangarConfig } from '../domain/config';
 import { freeMemoryBytes, nodeState } from '../domain/nodes/node';
 import { chooseNode, type PlacementCandidate } from '../domain/nodes/placement';
-import { nodeFigures, platformNodes, type NodeRow } from '../store/nodes';
+import { nodeFigures, platformNodes, type PlacementNodeRow } from '../store/nodes';
 import { executionNode, moveExecutionNode, placeExecutionNode } from '../store/job-records';
 
 /** Where a piece of work runs: its node and that node's task queue. */
@@ -16,7 +16,7 @@ export interface Placement {
 export type NodeLossVerdict = { do: 'retry' } | { do: 'wait'; reason: string } | { do: 'moved'; to: Placement };
 
 /** A node's row as placement judges it, silent past `lostAfterSeconds`: LOST; sandboxes placed since its report count against its memory. */
-export function placementCandidate(row: NodeRow, lostAfterSeconds: number): PlacementCandidate {
+export function placementCandidate(row: PlacementNodeRow, lostAfterSeconds: number): PlacementCandidate {
   const { capacity, load } = nodeFigures(row);
   return {
     id: row.id,

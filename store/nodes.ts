@@ -19,7 +19,10 @@ export interface NodeRow {
   drained_at: Date | null;
   listener_url: string | null;
   silent_seconds: number;
-  /** Memory limits of sandboxes placed there that its last report may not count yet (bigint as text). */
+}
+
+/** A node's row as placement reads it: with the memory limits of sandboxes placed there since its last report (bigint as text). */
+export interface PlacementNodeRow extends NodeRow {
   pending_memory_bytes: string;
 }
 
@@ -54,7 +57,8 @@ export async function recordHeartbeat(pg: Pool, report: NodeReport): Promise<voi
 const PENDING_MEMORY = `coalesce((SELECT sum(coalesce((r.spec->'runtime'->>'memory')::bigint, ${DEFAULT_SANDBOX_MEMORY_MB})) * 1048576 FROM resources r
   WHERE r.node_id = nodes.id AND r.kind = 'sandboxes' AND r.placed_at > nodes.heartbeat_at), 0)::bigint`;
 
-const SELECT = `SELECT *, extract(epoch FROM now() - heartbeat_at)::float8 AS silent_seconds, ${PENDING_MEMORY} AS pending_memory_bytes FROM nodes`;
+const COLUMNS = `*, extract(epoch FROM now() - heartbeat_at)::float8 AS silent_seconds`;
+const SELECT = `SELECT ${COLUMNS} FROM nodes`;
 
 export async function listNodes(pg: Pool): Promise<NodeRow[]> {
   return (await pg.query<NodeRow>(`${SELECT} ORDER BY id`)).rows;
@@ -70,7 +74,7 @@ export async function setNodeDrained(pg: Pool, id: string, drained: boolean): Pr
   return updated.rowCount ? getNode(pg, id) : undefined;
 }
 
-/** The nodes of the platform whose control task queue is `controlQueue` (node queues are `<control queue>-node-<id>`). */
-export async function platformNodes(pg: Pool, controlQueue: string): Promise<NodeRow[]> {
-  return (await pg.query<NodeRow>(`${SELECT} WHERE task_queue = $1 || '-node-' || id ORDER BY id`, [controlQueue])).rows;
+/** The nodes of the platform whose control task queue is `controlQueue` (node queues are `<control queue>-node-<id>`), as placement reads them. */
+export async function platformNodes(pg: Pool, controlQueue: string): Promise<PlacementNodeRow[]> {
+  return (await pg.query<PlacementNodeRow>(`SELECT ${COLUMNS}, ${PENDING_MEMORY} AS pending_memory_bytes FROM nodes WHERE task_queue = $1 || '-node-' || id ORDER BY id`, [controlQueue])).rows;
 }
