@@ -16,8 +16,7 @@ import {
   type WorkloadSpec,
 } from '../domain/workloads/workload';
 import { StateHistory } from '../store/state-history';
-import { WorkspaceImageStore } from '../store/workspace-images';
-import { parseWorkspaceImage } from '../domain/images/workspace-image';
+import { storedImageBytes, workloadNode } from '../store/image-sizes';
 import { recordWorkspaceUsage } from './usage-metering';
 
 /** The control-plane side of deployments: the resource's status and revisions, its state history and usage. */
@@ -92,14 +91,11 @@ function revisionStatusActivities(pg: Pool) {
 /** What the workload is billed as: its state history, and the usage of each metered period. */
 function workloadUsageActivities(pg: Pool) {
   const history = new StateHistory(pg);
-  const images = new WorkspaceImageStore(pg);
 
-  /** The stored size of the workload's image when the workspace built it; 0 for a built-in one. */
-  async function imageBytes(workspaceId: string, image: string | undefined): Promise<number> {
-    const own = image === undefined ? undefined : parseWorkspaceImage(image);
-    if (!own) return 0;
-    const row = await images.find(workspaceId, own.name, own.tag);
-    return Number(row?.size_bytes ?? 0);
+  /** The stored size of the workload's image on the node it runs on (store/image-sizes.ts); 0 for `base`. */
+  async function imageBytes(key: WorkloadKey, image: string | undefined): Promise<number> {
+    if (image === undefined) return 0;
+    return storedImageBytes(pg, { workspaceId: key.workspaceId, image, nodeId: await workloadNode(pg, key.id) });
   }
 
   return {
@@ -114,13 +110,13 @@ function workloadUsageActivities(pg: Pool) {
         await history.end(key.id, at);
         return;
       }
-      const facts = { state: usage.memoryMb > 0 ? 'RUNNING' : 'STOPPED', memoryMb: usage.memoryMb, storedBytes: usage.bundleBytes + (await imageBytes(key.workspaceId, usage.image)) };
+      const facts = { state: usage.memoryMb > 0 ? 'RUNNING' : 'STOPPED', memoryMb: usage.memoryMb, storedBytes: usage.bundleBytes + (await imageBytes(key, usage.image)) };
       await history.enter({ workspaceId: key.workspaceId, resourceType, resourceUuid: key.id, resourceName: key.name }, facts, at);
     },
 
     /** Idempotent: a retried period produces the same event ids and is counted once. */
     async recordWorkloadUsage(period: Omit<WorkloadMeterPeriod, 'accountId' | 'imageBytes'>): Promise<void> {
-      const stored = await imageBytes(period.key.workspaceId, period.image);
+      const stored = await imageBytes(period.key, period.image);
       await recordWorkspaceUsage(pg, period.key.workspaceId, (accountId) => workloadUsageTicks({ ...period, imageBytes: stored, accountId }));
     },
   };

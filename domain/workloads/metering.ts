@@ -10,14 +10,14 @@ export interface WorkloadUsage {
   memoryMb: number;
   /** Size of its stored code bundle. */
   bundleBytes: number;
-  /** The revision's `spec.runtime.image`: an image the workspace built is stored for it too. */
+  /** The revision's `spec.runtime.image`: its stored size is billed too (none for `base`, the host's folders). */
   image?: string;
 }
 
 export interface WorkloadMeterPeriod extends WorkloadUsage {
   key: WorkloadKey;
   accountId: string;
-  /** Stored size of its image when the workspace built it (built-in images are the platform's own). */
+  /** Stored size of its image: a workspace's build, base-image as a node built it, or a registry pull (store/image-sizes.ts). */
   imageBytes?: number;
   /** Period [from, to), epoch milliseconds. */
   from: number;
@@ -39,7 +39,7 @@ export function workloadResourceType(kind: WorkloadKind): ResourceType | undefin
 
 /**
  * Usage of one workload over one period in GB-seconds: compute (its memory limit) while its
- * process runs, and image storage (its bundle, plus its image when the workspace built it) while it is stored. Zero quantities are dropped;
+ * process runs, and image storage (its bundle plus its image's stored size) while it is stored. Zero quantities are dropped;
  * quantities are rounded so a retried period yields identical ticks.
  */
 export function workloadUsageTicks(period: WorkloadMeterPeriod): UsageTick[] {

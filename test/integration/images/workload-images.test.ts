@@ -2,6 +2,12 @@ import { createTenant, startTestApp, unique, type TestApp, type TestTenant } fro
 import { WorkspaceImageStore } from '../../../store/workspace-images';
 import { createDeploymentControlActivities } from '../../../activities/deployment-control';
 import { outboxEvents } from '../../helpers/usage-outbox';
+import { randomUUID } from 'node:crypto';
+import { NodeImageStore } from '../../../store/node-images';
+import { RegistryImageStore } from '../../../store/registry-images';
+import { RevisionStore } from '../../../store/revisions';
+import { placeRevisionNode } from '../../../store/resource-nodes';
+import { recordHeartbeat } from '../../../store/nodes';
 
 // `spec.runtime.image` of agents, functions, models and jobs is checked as a sandbox's is: these
 // are the API's answers (no node needed). Images of the workspace are made READY or FAILED through
@@ -101,9 +107,76 @@ test("a workload's image storage counts the stored size of the image the workspa
   const control = createDeploymentControlActivities({ pg: t.app.pg });
   const from = Date.UTC(2026, 0, 1);
   // 1234 bytes of image (imageIn's size) plus 766 of bundle, for 1000 s.
-  await control.recordWorkloadUsage({ key: { ...key, id: unique('uuid') }, from, to: from + 1_000_000, memoryMb: 0, bundleBytes: 766, image });
-  await control.recordWorkloadUsage({ key: { ...key, id: unique('uuid') }, from, to: from + 1_000_000, memoryMb: 0, bundleBytes: 766, image: 'base' });
+  await control.recordWorkloadUsage({ key: { ...key, id: randomUUID() }, from, to: from + 1_000_000, memoryMb: 0, bundleBytes: 766, image });
+  await control.recordWorkloadUsage({ key: { ...key, id: randomUUID() }, from, to: from + 1_000_000, memoryMb: 0, bundleBytes: 766, image: 'base' });
   const events = (await outboxEvents(t.app.pg, tenant.accountId)).filter((event) => event.resource_name === name);
   expect(events.map((event) => event.quantity).sort()).toEqual([Math.round((766 / 1024 ** 3) * 1000 * 1e6) / 1e6, Math.round((2000 / 1024 ** 3) * 1000 * 1e6) / 1e6].sort());
   expect(new Set(events.map((event) => event.billing_dimension))).toEqual(new Set(['job_image_storage_gbs']));
 });
+
+/** A node's row, as its heartbeat writes it, so a registry pull's queue names it. */
+async function nodeNamed(id: string): Promise<string> {
+  const taskQueue = `${unique('wl-images')}-node-${id}`;
+  const capacity = { memoryBytes: 8 * 1024 ** 3, cpus: 2, diskBytes: 100 * 1024 ** 3 };
+  await recordHeartbeat(t.app.pg, { id, taskQueue, region: 'test', labels: {}, capacity, load: { sandboxes: 0, memoryCommittedBytes: 0, diskFreeBytes: 50 * 1024 ** 3 }, startedAt: new Date() });
+  return taskQueue;
+}
+
+/** An agent created through the API whose first revision is placed on `nodeId`. */
+async function agentOn(nodeId: string, image: string) {
+  const name = unique('agent');
+  const created = await api('POST', '/v0/agents', { metadata: { name }, spec: { runtime: { image } } });
+  expect(created.statusCode).toBe(200);
+  const { rows } = await t.app.pg.query<{ id: string }>('SELECT id FROM resources WHERE workspace_id = $1 AND kind = $2 AND name = $3', [tenant.workspaceId, 'agents', name]);
+  const key = { id: rows[0].id, workspace: tenant.workspace, workspaceId: tenant.workspaceId, kind: 'agents' as const, name };
+  const revision = await new RevisionStore(t.app.pg).create({ resourceId: key.id, bundleSha256: 'c'.repeat(64), bundleBytes: 100, actor: 'test' });
+  await placeRevisionNode(t.app.pg, key.id, revision, nodeId);
+  return key;
+}
+
+const gbSeconds = (bytes: number, seconds: number) => Math.round((bytes / 1024 ** 3) * seconds * 1e6) / 1e6;
+
+test("a workload on base-image or a registry image is billed the image's stored size on its node, as a sandbox is", async () => {
+  const control = createDeploymentControlActivities({ pg: t.app.pg });
+  const [nodeA, nodeB] = [unique('node-a'), unique('node-b')];
+  const [queueA, queueB] = [await nodeNamed(nodeA), await nodeNamed(nodeB)];
+  // base-image as two nodes built it (sizes differ by node: each builds from its own suite).
+  const nodeImages = new NodeImageStore(t.app.pg);
+  await nodeImages.record(nodeA, 'base-image', { state: 'READY', digest: `sha256:${'1'.repeat(64)}`, sizeBytes: 400_000_000 });
+  await nodeImages.record(nodeB, 'base-image', { state: 'READY', digest: `sha256:${'2'.repeat(64)}`, sizeBytes: 410_000_000 });
+  // A registry image the workspace pulled onto both nodes, and another only onto node B.
+  const pulls = new RegistryImageStore(t.app.pg);
+  const reference = `127.0.0.1:5000/team/${unique('box')}:1`;
+  await pulls.settle(tenant.workspaceId, reference, queueA, { state: 'READY', digest: `sha256:${'3'.repeat(64)}`, sizeBytes: 200_000_000, message: 'pulled' });
+  await pulls.settle(tenant.workspaceId, reference, queueB, { state: 'READY', digest: `sha256:${'3'.repeat(64)}`, sizeBytes: 200_000_123, message: 'pulled' });
+  const onlyB = `127.0.0.1:5000/team/${unique('box')}:2`;
+  await pulls.settle(tenant.workspaceId, onlyB, queueB, { state: 'READY', digest: `sha256:${'4'.repeat(64)}`, sizeBytes: 50_000_000, message: 'pulled' });
+
+  const from = Date.UTC(2026, 1, 1);
+  const cases: Array<{ node: string; image: string; imageBytes: number }> = [
+    { node: nodeA, image: 'base-image', imageBytes: 400_000_000 },
+    { node: nodeB, image: 'blaxel/base-image:latest', imageBytes: 410_000_000 },
+    { node: nodeA, image: reference, imageBytes: 200_000_000 },
+    { node: nodeB, image: reference, imageBytes: 200_000_123 },
+    // Pulled on another node than the one the workload runs on: the same digest's size.
+    { node: nodeA, image: onlyB, imageBytes: 50_000_000 },
+    { node: nodeA, image: 'base', imageBytes: 0 },
+  ];
+  try {
+    for (const { node, image, imageBytes } of cases) await expectBilled(control, node, image, imageBytes, from);
+  } finally {
+    await t.app.pg.query('DELETE FROM node_images WHERE node_id = ANY($1)', [[nodeA, nodeB]]);
+    await t.app.pg.query('DELETE FROM nodes WHERE id = ANY($1)', [[nodeA, nodeB]]);
+  }
+});
+
+/** An agent on `image` placed on `node` is billed its bundle plus `imageBytes`, in its usage and its state history. */
+async function expectBilled(control: ReturnType<typeof createDeploymentControlActivities>, node: string, image: string, imageBytes: number, from: number): Promise<void> {
+  const key = await agentOn(node, image);
+  await control.recordWorkloadUsage({ key, from, to: from + 1_000_000, memoryMb: 0, bundleBytes: 100, image });
+  await control.recordWorkloadState(key, from, { memoryMb: 0, bundleBytes: 100, image });
+  const events = await outboxEvents(t.app.pg, tenant.accountId, key.id);
+  expect({ image, node, quantities: events.map((event) => [event.billing_dimension, event.quantity]) }).toEqual({ image, node, quantities: [['agent_image_storage_gbs', gbSeconds(100 + imageBytes, 1000)]] });
+  const { rows } = await t.app.pg.query<{ stored_bytes: string }>('SELECT stored_bytes FROM resource_state_intervals WHERE resource_uuid = $1 AND ended_at IS NULL', [key.id]);
+  expect({ image, stored: Number(rows[0].stored_bytes) }).toEqual({ image, stored: 100 + imageBytes });
+}
