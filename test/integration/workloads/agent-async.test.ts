@@ -25,14 +25,18 @@ const EXAMPLES = path.join(repoRoot(), 'examples');
 const GIVE_UP_SECONDS = 4;
 
 // An agent that takes `delayMs` to answer, with `status`, or `big` bytes of text; it counts the
-// calls it got per Idempotency-Key, so a test sees a request sent again.
+// calls it got per Idempotency-Key, so a test sees a request sent again, and per input, which a
+// request `{"peek": input}` answers at once (so a test knows the agent has a request in hand).
 const SLOW_AGENT = `
 const calls = {};
+const received = {};
 require('http').createServer((req, res) => {
   const chunks = [];
   req.on('data', (c) => chunks.push(c));
   req.on('end', () => {
     const input = JSON.parse(Buffer.concat(chunks).toString() || '{}');
+    if (input.peek !== undefined) { res.writeHead(200, { 'content-type': 'application/json' }); return res.end(JSON.stringify({ received: received[input.peek] || 0 })); }
+    received[input.inputs] = (received[input.inputs] || 0) + 1;
     const key = req.headers['idempotency-key'] || '';
     calls[key] = (calls[key] || 0) + 1;
     setTimeout(() => {
@@ -271,7 +275,8 @@ test('workers stopped while the agent works, then restarted: the request complet
   const target = await new Target([200]).listen();
   try {
     const accepted = await submit('slow', { inputs: 'patience', delayMs: 3_000 }, { 'x-service-callback-url': target.url });
-    await eventually('the agent called', async () => ((await readRequest('slow', accepted.id)).status === 'running' ? true : undefined));
+    // `running` is recorded before the call is sent: wait for the agent itself to hold the request.
+    await eventually('the agent called', async () => ((await (await run(`/${tenant.workspace}/agents/slow`, { body: { peek: 'patience' } })).json()).received >= 1 ? true : undefined));
     await node!.stop();
     node = undefined;
     await control!.stop();
