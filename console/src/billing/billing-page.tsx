@@ -14,17 +14,18 @@ function usePagedMetrics(session: Session, query: MetricsQuery) {
   const [paging, setPaging] = useState<{ query: MetricsQuery; cursors: string[] }>({ query, cursors: [] });
   const cursors = paging.query === query ? paging.cursors : [];
   const setCursors = (next: string[]) => setPaging({ query, cursors: next });
-  const [page, setPage] = useState<MetricsPage | null>(null);
+  // Each answer is kept with the query and cursor it answers: the render between a click on Next
+  // page and the effect below shows no page, never the previous one under the new page number.
+  const [answer, setAnswer] = useState<{ query: MetricsQuery; cursor: string | undefined; page: MetricsPage } | null>(null);
   const [error, setError] = useState('');
   const cursor = cursors[cursors.length - 1];
+  const page = answer && answer.query === query && answer.cursor === cursor ? answer.page : null;
   useEffect(() => {
     let current = true;
     setError('');
-    // The page shown is the one asked for, or none while it loads: never the previous one under a new page number.
-    setPage(null);
     fetchMetricsPage(session, query, cursor)
-      .then((answer) => current && setPage(answer))
-      .catch((err: Error) => current && (setPage(null), setError(err.message)));
+      .then((loaded) => current && setAnswer({ query, cursor, page: loaded }))
+      .catch((err: Error) => current && (setAnswer(null), setError(err.message)));
     return () => void (current = false);
   }, [session, query, cursor]);
   return {
