@@ -86,13 +86,18 @@ export function createImagePullControlActivities({ pg, temporal, config }: Pick<
       // Told at most once, and maybe after the pull ended: never an unhandled rejection.
       lostNode.catch(() => undefined);
       const stop = await relay(key, image, nodeQueue, watch?.nodeId, nodeLost);
+      // A wait that ends on its node's loss ends its long poll for the result too.
+      const abandon = new AbortController();
+      const result = temporal.withAbortSignal(abandon.signal, () => handle.result());
+      result.catch(() => undefined);
       try {
-        const pulled = (await Promise.race([handle.result(), lostNode])) as NodePullResult;
+        const pulled = (await Promise.race([result, lostNode])) as NodePullResult;
         stop();
         await notePulled(store, key.id, image, pulled);
         return { digest: pulled.digest };
       } catch (err) {
         stop();
+        abandon.abort();
         if (err instanceof ApplicationFailure) throw err;
         if (!(err instanceof WorkflowFailedError)) throw err;
         // The pull's own reason (not found, refused...), not the wrappers around it.

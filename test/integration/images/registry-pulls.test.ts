@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { createTenant, startTestApp, unique, type TestApp, type TestTenant } from '../../helpers/platform';
@@ -8,7 +7,7 @@ import { stopRuntimeTest } from '../../helpers/runtime-platform';
 import { exec, testRuntime } from '../../helpers/sandbox-runtime';
 import { startSlowProxy } from '../../helpers/slow-proxy';
 import { eventually, startControlWorker, startNodeWorker, type RunningWorker } from '../../helpers/workers';
-import { typescriptRegister } from '../../helpers/typescript-child';
+import { nodeWorkerProcess, type NodeWorkerProcess } from '../../helpers/node-worker-process';
 import { TERMINAL_EXECUTION_STATUSES, jobExecutionWorkflowId } from '../../../domain/jobs/execution';
 import { sandboxWorkflowId } from '../../../domain/sandbox/sandbox';
 import { deployJobCode } from '../jobs/helpers';
@@ -24,8 +23,7 @@ let t: TestApp;
 let tenant: TestTenant;
 let control: RunningWorker;
 let node: RunningWorker | undefined;
-let child: ChildProcess | undefined;
-let childOutput = '';
+let child: NodeWorkerProcess | undefined;
 let registry: TestRegistry;
 let slow: Awaited<ReturnType<typeof startSlowProxy>>;
 let privateRegistry: TestRegistry;
@@ -54,7 +52,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  if (child && child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, 'SIGKILL');
+  child?.kill();
   await slow?.close();
   await registry?.close();
   await privateSlow?.close();
@@ -64,20 +62,6 @@ afterAll(async () => {
 
 const resources = () => tenantResources(t, tenant);
 const api: ReturnType<typeof tenantResources>['api'] = (...args) => resources().api(...args);
-
-/** The node worker in a process of its own (and group: skopeo and tar die with it), as workers/node.ts would run. */
-function nodeWorkerProcess(): ChildProcess {
-  const register = typescriptRegister(scratch);
-  const script = `
-    const { startNodeWorker } = require(${JSON.stringify(path.resolve('test/helpers/workers.ts'))});
-    const { testRuntime } = require(${JSON.stringify(path.resolve('test/helpers/sandbox-runtime.ts'))});
-    const config = JSON.parse(process.env.HANGAR_TEST_CONFIG);
-    startNodeWorker(config, testRuntime(config.dataDir)).then(() => console.log('polling'));`;
-  const started = spawn(process.execPath, ['-r', register, '-e', script], { cwd: process.cwd(), detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, HANGAR_TEST_CONFIG: JSON.stringify(t.config) } });
-  started.stdout!.on('data', (chunk: Buffer) => (childOutput += chunk.toString()));
-  started.stderr!.on('data', (chunk: Buffer) => (childOutput += chunk.toString()));
-  return started;
-}
 
 const encoded = (text: string) => encodeURIComponent(text);
 
@@ -91,7 +75,7 @@ function lastPullTenths(messages: string[], image: string): string[] {
 
 test('a node worker killed mid-pull: the pull starts again on the next worker, then the sandbox starts; progress shows on the way', async () => {
   const image = `${slow.address}/${repository}:1`;
-  child = nodeWorkerProcess();
+  child = nodeWorkerProcess(t.config, scratch);
   expect((await api('POST', '/v0/sandboxes', { metadata: { name: 'slow' }, spec: { runtime: { image, memory: 128 } } })).statusCode).toBe(200);
 
   // Under way: the sandbox says it waits for its image and how far the pull is; so does the image's row.
@@ -99,7 +83,7 @@ test('a node worker killed mid-pull: the pull starts again on the next worker, t
     const body = (await api('GET', '/v0/sandboxes/slow')).json();
     return body.image?.pull === 'PULLING' && body.image.progress?.bytesDone > 0 ? body : undefined;
   }, 60_000).catch((err: Error) => {
-    throw new Error(`${err.message}; the node worker's output:\n${childOutput.slice(-3000)}`);
+    throw new Error(`${err.message}; the node worker's output:\n${child!.output().slice(-3000)}`);
   });
   expect(pulling.status).toBe('DEPLOYING');
   expect(pulling.image.message).toMatch(new RegExp(`^pulling image '${image.replace(/[.]/g, '\\.')}': \\d+\\.\\d of \\d+\\.\\d MB received \\(\\d+ %\\), 0 of 1 layer unpacked$`));
@@ -114,7 +98,7 @@ test('a node worker killed mid-pull: the pull starts again on the next worker, t
   expect(listed.spec.tags[0].progress).toEqual({ bytesDone: expect.any(Number), layersDone: expect.any(Number), bytesTotal: total, layersTotal: 1, percent: expect.any(Number) });
   expect(listed.spec.tags[0].progress.percent).toBeLessThanOrEqual(99);
 
-  process.kill(-child.pid!, 'SIGKILL');
+  child.kill();
   node = await startNodeWorker(t.config, runtime(), { pg: t.app.pg });
   // The pull's heartbeat stops: Temporal runs it again on the worker that polls now.
   const deployed = await resources().status('sandboxes', 'slow', 'DEPLOYED', 180_000);
@@ -123,7 +107,7 @@ test('a node worker killed mid-pull: the pull starts again on the next worker, t
   expect(deployed.image).toEqual(expect.objectContaining({ reference: image, pull: 'PULLED', digest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/), progress: complete, message: null }));
   // What the killed pull left on the node (its layout, half-extracted layers) went with the next pull.
   const pulls = fs.readdirSync(path.join(t.config.dataDir, 'images', 'oci', 'pulls'));
-  expect(pulls.filter((name) => name.startsWith(`${child!.pid}-`))).toEqual([]);
+  expect(pulls.filter((name) => name.startsWith(`${child!.process.pid}-`))).toEqual([]);
   const socketPath = runtime().socketPath(await resources().idOf('sandboxes', 'slow'));
   expect((await exec(socketPath, 'cat /marker.txt')).stdout).toBe('pulled slowly\n');
 
@@ -228,11 +212,11 @@ test('a job execution and a sandbox asking for one private image share one pull 
   // The pull runs in a node worker of its own process, to be killed in it.
   await node!.stop();
   node = undefined;
-  child = nodeWorkerProcess();
+  child = nodeWorkerProcess(t.config, scratch);
   expect((await api('POST', '/v0/sandboxes', { metadata: { name: 'shared' }, spec: { runtime: { ...runtimeSpec, memory: 128 } } })).statusCode).toBe(200);
   const imageRow = async () => (await t.app.pg.query<{ state: string; progress: { bytesDone: number } | null }>('SELECT state, progress FROM registry_images WHERE workspace_id = $1 AND reference = $2', [tenant.workspaceId, image])).rows[0];
   await eventually('the pull under way', async () => ((await imageRow())?.progress?.bytesDone ?? 0) > 0 || undefined, 60_000).catch((err: Error) => {
-    throw new Error(`${err.message}; the node worker's output:\n${childOutput.slice(-3000)}`);
+    throw new Error(`${err.message}; the node worker's output:\n${child!.output().slice(-3000)}`);
   });
   // The registry's answers are held: the pull stays under way while the job's execution joins it.
   privateSlow.hold();
@@ -244,7 +228,7 @@ test('a job execution and a sandbox asking for one private image share one pull 
   }, 60_000);
   expect(skopeoCopiesOf(image)).toHaveLength(1);
 
-  process.kill(-child.pid!, 'SIGKILL');
+  child.kill();
   privateSlow.release();
   node = await startNodeWorker(t.config, runtime(), { pg: t.app.pg });
   const deployed = await resources().status('sandboxes', 'shared', 'DEPLOYED', 180_000);
