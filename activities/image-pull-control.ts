@@ -81,23 +81,16 @@ export function createImagePullControlActivities({ pg, temporal, config }: Pick<
       const request = { workspaceId: key.workspaceId, reference: image, requester: key.name, ...(registryConnection === undefined ? {} : { registryConnection }) };
       await noteWaiting(store, key.id, image);
       const handle = await startOrJoin(imagePullWorkflowId(key.workspace, nodeQueue, image, registryConnection), { workspace: key.workspace, nodeQueue, request });
-      let nodeLost!: (err: Error) => void;
-      const lostNode = new Promise<never>((_, reject) => (nodeLost = reject));
-      // Told at most once, and maybe after the pull ended: never an unhandled rejection.
-      lostNode.catch(() => undefined);
-      const stop = await relay(key, image, nodeQueue, watch?.nodeId, nodeLost);
-      // A wait that ends on its node's loss ends its long poll for the result too.
-      const abandon = new AbortController();
-      const result = temporal.withAbortSignal(abandon.signal, () => handle.result());
-      result.catch(() => undefined);
+      const wait = resultUnlessLost(temporal, handle);
+      const stop = await relay(key, image, nodeQueue, watch?.nodeId, wait.nodeLost);
       try {
-        const pulled = (await Promise.race([result, lostNode])) as NodePullResult;
+        const pulled = await wait.outcome;
         stop();
         await notePulled(store, key.id, image, pulled);
         return { digest: pulled.digest };
       } catch (err) {
         stop();
-        abandon.abort();
+        wait.abandon();
         if (err instanceof ApplicationFailure) throw err;
         if (!(err instanceof WorkflowFailedError)) throw err;
         // The pull's own reason (not found, refused...), not the wrappers around it.
@@ -107,6 +100,20 @@ export function createImagePullControlActivities({ pg, temporal, config }: Pick<
       }
     },
   };
+}
+
+/**
+ * The pull's outcome, unless `nodeLost` is told first (then its failure); abandoning the wait
+ * ends its long poll for the result. Neither side is ever an unhandled rejection.
+ */
+function resultUnlessLost(temporal: ActivityDeps['temporal'], handle: WorkflowHandle) {
+  let nodeLost!: (err: Error) => void;
+  const lostNode = new Promise<never>((_, reject) => (nodeLost = reject));
+  lostNode.catch(() => undefined);
+  const abandon = new AbortController();
+  const result = temporal.withAbortSignal(abandon.signal, () => handle.result() as Promise<NodePullResult>);
+  result.catch(() => undefined);
+  return { outcome: Promise.race([result, lostNode]), nodeLost, abandon: () => abandon.abort() };
 }
 
 /** Whether the node `nodeId` is LOST (silent past HANGAR_NODE_LOST_SECONDS), as placement judges it. */
