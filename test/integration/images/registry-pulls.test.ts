@@ -65,6 +65,16 @@ const api: ReturnType<typeof tenantResources>['api'] = (...args) => resources().
 
 const encoded = (text: string) => encodeURIComponent(text);
 
+/** The ids of the image-pull workflows of `image` in the workspace, by their search attributes (visibility lags the workflow's own record a moment). */
+async function pullWorkflows(image: string): Promise<string[]> {
+  const query = `HangarWorkspace = '${tenant.workspace}' AND HangarResourceKind = 'image' AND HangarResourceName = '${image}'`;
+  return eventually('the pull in visibility', async () => {
+    const found: string[] = [];
+    for await (const pull of t.app.temporal.workflow.list({ query })) found.push(pull.workflowId);
+    return found.length > 0 ? found : undefined;
+  });
+}
+
 const TENTHS = [10, 20, 30, 40, 50, 60, 70, 80, 90];
 
 /** The tenth events of the last pull among `messages` (a pull begun again tells them again from 10 %). */
@@ -158,14 +168,7 @@ test('two sandboxes asking for one image at once share one pull: one workflow, o
   expect(messages.filter((message) => message.startsWith('pulling for '))).toHaveLength(1);
   expect(messages.filter((message) => message.startsWith('pulled for '))).toHaveLength(1);
   // The pull is a workflow of its own, found by the workspace's search attributes like the others.
-  // (Temporal's visibility is updated a moment after the workflow's own record.)
-  const query = `HangarWorkspace = '${tenant.workspace}' AND HangarResourceKind = 'image' AND HangarResourceName = '${image}'`;
-  const ids = await eventually('the pull in visibility', async () => {
-    const found: string[] = [];
-    for await (const pull of t.app.temporal.workflow.list({ query })) found.push(pull.workflowId);
-    return found.length > 0 ? found : undefined;
-  });
-  expect(ids).toEqual([`image-pull/${tenant.workspace}/${t.config.taskQueue}-node-${t.config.nodeId}/${image}`]);
+  expect(await pullWorkflows(image)).toEqual([`image-pull/${tenant.workspace}/${t.config.taskQueue}-node-${t.config.nodeId}/${image}`]);
 });
 
 test('bad names: a malformed registry reference is a 400 naming the parameter', async () => {
@@ -239,12 +242,7 @@ test('a job execution and a sandbox asking for one private image share one pull 
   expect(done.status).toBe('succeeded');
 
   // One workflow pulled for both, twice begun (the killed worker's pull, then the next one's), once ended.
-  const query = `HangarWorkspace = '${tenant.workspace}' AND HangarResourceKind = 'image' AND HangarResourceName = '${image}'`;
-  const pulls = await eventually('the pull in visibility', async () => {
-    const found: string[] = [];
-    for await (const pull of t.app.temporal.workflow.list({ query })) found.push(pull.workflowId);
-    return found.length > 0 ? found : undefined;
-  });
+  const pulls = await pullWorkflows(image);
   const pullId = `image-pull/${tenant.workspace}/${t.config.taskQueue}-node-${t.config.nodeId}/${image}/shared-registry`;
   expect(pulls).toEqual([pullId]);
   const row = (await api('GET', `/v0/images/${encoded(`${privateSlow.address}/${repository}-shared`)}/tags/1`)).json();
