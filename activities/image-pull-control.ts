@@ -9,7 +9,7 @@ import type { SandboxKey, SandboxSpec } from '../domain/sandbox/sandbox';
 import { getNode } from '../store/nodes';
 import { RegistryImageStore, type RegistryImageRow } from '../store/registry-images';
 import { ResourceStore } from '../store/resources';
-import { noteFailed, noteProgress, notePulled, noteWaiting } from './image-pull-node';
+import { noteFailed, noteProgress, notePulled, noteTenths, noteWaiting } from './image-pull-node';
 import type { ActivityDeps } from './support/activity-deps';
 
 /** How often a waiter copies the pull's progress from the image's row to its resource, and tells Temporal it is alive. */
@@ -47,7 +47,7 @@ export function createImagePullControlActivities({ pg, temporal, config }: Pick<
    * Copies the row's progress onto the resource while the pull runs; with `watchNode`, rejects
    * `nodeLost` once that node is LOST. A pull joined half-way tells its tenths from where it was.
    */
-  async function relay(key: SandboxKey, image: string, nodeQueue: string, watchNode: string | undefined, nodeLost: (err: Error) => void): Promise<() => void> {
+  async function relay(key: SandboxKey, image: string, nodeQueue: string, watchNode: string | undefined, nodeLost: (err: Error) => void) {
     const joined = await rowOn(key, image, nodeQueue).catch(() => undefined);
     const pulling = joined?.state === 'PULLING' ? joined.progress : undefined;
     const milestones = new PercentMilestones(pulling?.percent ?? 0, pulling?.startedAt);
@@ -65,7 +65,7 @@ export function createImagePullControlActivities({ pg, temporal, config }: Pick<
         // Progress is news, not record: the next copy supersedes a failed one.
         .catch(() => undefined);
     }, RELAY_MS);
-    return () => clearInterval(timer);
+    return { stop: () => clearInterval(timer), milestones };
   }
 
   return {
@@ -82,10 +82,12 @@ export function createImagePullControlActivities({ pg, temporal, config }: Pick<
       await noteWaiting(store, key.id, image);
       const handle = await startOrJoin(imagePullWorkflowId(key.workspace, nodeQueue, image, registryConnection), { workspace: key.workspace, nodeQueue, request });
       const wait = resultUnlessLost(temporal, handle);
-      const stop = await relay(key, image, nodeQueue, watch?.nodeId, wait.nodeLost);
+      const { stop, milestones } = await relay(key, image, nodeQueue, watch?.nodeId, wait.nodeLost);
       try {
         const pulled = await wait.outcome;
         stop();
+        // The tenths the pull passed after the last copy (it ended between two).
+        await noteTenths(store, key.id, image, milestones.passed(pulled.progress?.percent, pulled.progress?.startedAt), {});
         await notePulled(store, key.id, image, pulled);
         return { digest: pulled.digest };
       } catch (err) {

@@ -135,6 +135,11 @@ export async function noteProgress(store: ResourceStore, id: string, image: stri
   const state = { image: { reference: image, pull: 'PULLING', progress, message: pullMessage(image, progress) } };
   const tenths = milestones.passed(progress.percent, progress.startedAt);
   if (tenths.length === 0) return store.mergeState(id, state);
+  await noteTenths(store, id, image, tenths, state);
+}
+
+/** An event for each tenth of a pull passed (`pulling '<reference>': 30 %`), merging `state`. */
+export async function noteTenths(store: ResourceStore, id: string, image: string, tenths: number[], state: Record<string, unknown>): Promise<void> {
   for (const tenth of tenths) await store.note(id, { type: 'Normal', message: milestoneMessage(image, tenth) }, state);
 }
 

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { manifestOfIndex, ociPlatform, OciDocumentError, parseImageConfig, parseManifest, pullTotalsOf, type ImageRunConfig, type OciManifest, type PullTotals } from '../domain/images/oci-image';
 import type { PullProgress } from '../domain/images/pull-progress';
 import { canonicalImageReference, parseImageReference, DEFAULT_REGISTRY } from '../domain/images/reference';
+import { ImagePullError } from '../domain/images/pull-failure';
 import { writeFileAtomically } from './atomic-file';
 import { diskUsageBytes } from './disk-usage';
 import { BlobFollower, type FollowedBlob } from './blob-follower';
@@ -232,8 +233,8 @@ export class OciImageStore {
   /**
    * What the pull will fetch, from the registry's manifest (for an index, the manifest of this
    * node's platform, the one skopeo copies): one or two small requests before the copy. A
-   * registry's refusal fails the pull here as the copy would; a document this cannot read leaves
-   * the pull without totals, to the copy.
+   * manifest that cannot be read (refused, unreachable, a document this does not know) leaves the
+   * pull without totals: the copy then says what is wrong in its own words, as before.
    */
   private async pullTotals(copy: SkopeoCopy): Promise<PullTotals | undefined> {
     const platform = ociPlatform(process.arch);
@@ -242,7 +243,7 @@ export class OciImageStore {
       if ('manifest' in read) read = pullTotalsOf(await registryManifest(copy, read.manifest), platform);
       return 'totals' in read ? read.totals : undefined;
     } catch (err) {
-      if (err instanceof OciDocumentError) return undefined;
+      if (err instanceof OciDocumentError || err instanceof ImagePullError) return undefined;
       throw err;
     }
   }
