@@ -6,7 +6,8 @@ import type { NodePullRequest, NodePullResult } from '../domain/images/image-pul
 import type { SandboxKey, SandboxSpec } from '../domain/sandbox/sandbox';
 import { SandboxSpecError } from '../runtime/sandbox-runtime';
 import type { Pool } from 'pg';
-import { RegistryImageStore, type PullProgress } from '../store/registry-images';
+import { completedProgress, milestoneMessage, PercentMilestones, pullMessage, withPercent, type PullProgress } from '../domain/images/pull-progress';
+import { RegistryImageStore } from '../store/registry-images';
 import { ResourceStore } from '../store/resources';
 import { whileHeartbeating } from './support/heartbeat';
 import type { RegistryAccounts } from './support/registry-accounts';
@@ -40,12 +41,6 @@ export type ImagePullNodeActivities = ReturnType<typeof createImagePullNodeActiv
 /** How often a pull's progress is written (the resource's state and the image's row). */
 const PROGRESS_EVERY_MS = 1_000;
 
-/** The pull as a resource's status says it: `pulling image 'x': 12.5 MB received, 1 layer unpacked`. */
-export function pullMessage(reference: string, progress: PullProgress): string {
-  const layers = `${progress.layersDone} layer${progress.layersDone === 1 ? '' : 's'} unpacked`;
-  return `pulling image '${reference}': ${(progress.bytesDone / 1e6).toFixed(1)} MB received, ${layers}`;
-}
-
 /** Told of a pull's start (the image is not on the node) and of its progress, once a second. */
 export interface PullHooks {
   started?(): Promise<void>;
@@ -73,17 +68,21 @@ export async function pullOntoNode(deps: ImagePullDeps, request: NodePullRequest
   }
   await hooks.started?.();
   await images.startPull(workspaceId, image, nodeQueue, `pulling for ${requester}`);
+  // The image's events tell each tenth of the pull's bytes.
+  const milestones = new PercentMilestones(0);
   const reporter = progressReporter(async (progress) => {
     await hooks.progress?.(progress);
-    await images.progress(workspaceId, image, nodeQueue, progress);
+    await images.progress(workspaceId, image, nodeQueue, progress, milestones.passed(progress.percent).map((tenth) => milestoneMessage(image, tenth)));
   });
   try {
     if (connection !== undefined && !registryAccounts) throw ApplicationFailure.nonRetryable('this node worker cannot open integration connections', 'RegistryCredentialsError');
     const credentials = connection === undefined ? undefined : await registryAccounts!(workspaceId, connection, image);
-    const pulled = await runtime.pullImage(image, { ...(credentials ? { credentials } : {}), onProgress: reporter.update });
-    await reporter.stop();
-    await images.settle(workspaceId, image, nodeQueue, { state: 'READY', digest: pulled.digest, sizeBytes: pulled.storedBytes, message: `pulled for ${requester} (${pulled.digest})` });
-    return { digest: pulled.digest, pull: 'PULLED' };
+    const startedAt = new Date().toISOString();
+    const pulled = await runtime.pullImage(image, { ...(credentials ? { credentials } : {}), onProgress: (progress) => reporter.update({ ...progress, startedAt }) });
+    const last = await reporter.stop();
+    const progress = last && completedProgress(last);
+    await images.settle(workspaceId, image, nodeQueue, { state: 'READY', digest: pulled.digest, sizeBytes: pulled.storedBytes, message: `pulled for ${requester} (${pulled.digest})`, ...(progress ? { progress } : {}) });
+    return { digest: pulled.digest, pull: 'PULLED', ...(progress ? { progress } : {}) };
   } catch (err) {
     await reporter.stop();
     const refused = err instanceof ApplicationFailure && err.nonRetryable;
@@ -108,14 +107,13 @@ export async function pullResourceImage(deps: ImagePullDeps, key: SandboxKey, sp
   if (image === undefined || !isRegistryImage(image)) return {};
   const registryConnection = spec.runtime?.registryConnection;
   const request: NodePullRequest = { workspaceId: key.workspaceId, reference: image, requester: key.name, ...(registryConnection === undefined ? {} : { registryConnection }) };
+  const milestones = new PercentMilestones(0);
   try {
     const pulled = await pullOntoNode(deps, request, {
       started: async () => {
         await noteWaiting(store, key.id, image);
       },
-      progress: async (progress) => {
-        await store.mergeState(key.id, { image: { reference: image, pull: 'PULLING', progress, message: pullMessage(image, progress) } });
-      },
+      progress: (progress) => noteProgress(store, key.id, image, progress, milestones),
     });
     await notePulled(store, key.id, image, pulled);
     return { digest: pulled.digest };
@@ -129,18 +127,38 @@ export function noteWaiting(store: ResourceStore, id: string, image: string): Pr
   return store.note(id, { type: 'Normal', message: `waiting for its image: pulling '${image}' onto the node` }, { image: { reference: image, pull: 'PULLING' } });
 }
 
+/**
+ * A waiter's copy of the pull's progress: its state's `image` (the message says how far), and an
+ * event for each tenth of the bytes passed since it last looked (`milestones`, one per waiter).
+ */
+export async function noteProgress(store: ResourceStore, id: string, image: string, progress: PullProgress, milestones: PercentMilestones): Promise<void> {
+  const state = { image: { reference: image, pull: 'PULLING', progress, message: pullMessage(image, progress) } };
+  const tenths = milestones.passed(progress.percent, progress.startedAt);
+  if (tenths.length === 0) return store.mergeState(id, state);
+  await noteTenths(store, id, image, tenths, state);
+}
+
+/** An event for each tenth of a pull passed (`pulling '<reference>': 30 %`), merging `state`. */
+export async function noteTenths(store: ResourceStore, id: string, image: string, tenths: number[], state: Record<string, unknown>): Promise<void> {
+  for (const tenth of tenths) await store.note(id, { type: 'Normal', message: milestoneMessage(image, tenth) }, state);
+}
+
 export function notePulled(store: ResourceStore, id: string, image: string, pulled: NodePullResult): Promise<boolean> {
   const message = pulled.pull === 'PRESENT' ? `image '${image}' is on the node (${pulled.digest})` : `image '${image}' pulled (${pulled.digest})`;
-  return store.note(id, { type: 'Normal', message }, { image: { reference: image, digest: pulled.digest, pull: pulled.pull } });
+  return store.note(id, { type: 'Normal', message }, { image: { reference: image, digest: pulled.digest, pull: pulled.pull, ...(pulled.progress ? { progress: pulled.progress } : {}) } });
 }
 
 export function noteFailed(store: ResourceStore, id: string, image: string, reason: string): Promise<boolean> {
   return store.note(id, { type: 'Warning', message: `pull failed: ${reason}` }, { image: { reference: image, pull: 'FAILED' } });
 }
 
-/** Writes the newest progress at most once a second, never two writes at once; stop() waits for the last. */
+/**
+ * Writes the newest progress (with its percentage) at most once a second, never two writes at
+ * once; stop() waits for the last and answers the last progress told.
+ */
 function progressReporter(writeProgress: (progress: PullProgress) => Promise<void>) {
   let latest: PullProgress | undefined;
+  let told: PullProgress | undefined;
   let writing: Promise<void> = Promise.resolve();
   const write = () => {
     const progress = latest;
@@ -152,12 +170,14 @@ function progressReporter(writeProgress: (progress: PullProgress) => Promise<voi
   const timer = setInterval(write, PROGRESS_EVERY_MS);
   return {
     update: (progress: PullProgress) => {
-      latest = progress;
+      latest = withPercent(progress);
+      told = latest;
     },
-    async stop() {
+    async stop(): Promise<PullProgress | undefined> {
       clearInterval(timer);
       write();
       await writing;
+      return told;
     },
   };
 }

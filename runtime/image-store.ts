@@ -2,13 +2,15 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { manifestOfIndex, parseImageConfig, parseManifest, type ImageRunConfig, type OciManifest } from '../domain/images/oci-image';
+import { manifestOfIndex, ociPlatform, OciDocumentError, parseImageConfig, parseManifest, pullTotalsOf, type ImageRunConfig, type OciManifest, type PullTotals } from '../domain/images/oci-image';
+import type { PullProgress } from '../domain/images/pull-progress';
 import { canonicalImageReference, parseImageReference, DEFAULT_REGISTRY } from '../domain/images/reference';
+import { ImagePullError } from '../domain/images/pull-failure';
 import { writeFileAtomically } from './atomic-file';
 import { diskUsageBytes } from './disk-usage';
 import { BlobFollower, type FollowedBlob } from './blob-follower';
 import { unpackLayers } from './layer-unpack';
-import { copyFromRegistry, type RegistryCredentials } from './skopeo';
+import { copyFromRegistry, registryManifest, type RegistryCredentials, type SkopeoCopy } from './skopeo';
 import { unpackImage } from './umoci';
 
 /** An image pulled to this node and unpacked, ready for sandboxes to run from. */
@@ -34,11 +36,7 @@ export interface StoredImage {
   authenticated: boolean;
 }
 
-/** How far a pull is: bytes of layers received, layers unpacked while they came. */
-export interface PullProgress {
-  bytesDone: number;
-  layersDone: number;
-}
+export type { PullProgress } from '../domain/images/pull-progress';
 
 export interface PullOptions {
   credentials?: RegistryCredentials;
@@ -180,15 +178,30 @@ export class OciImageStore {
 
   private async pullOnce(reference: string, canonical: string, { credentials, onProgress }: PullOptions): Promise<StoredImage> {
     const parsed = parseImageReference(reference);
-    const progress: PullProgress = { bytesDone: 0, layersDone: 0 };
-    const tell = () => onProgress?.({ ...progress });
     // Named by this process, so the next one can tell a pull its dead predecessor left (sweepDeadPulls).
     const workDir = path.join(this.dir('pulls'), `${process.pid}-${randomBytes(8).toString('hex')}`);
     const layoutDir = path.join(workDir, 'layout');
+    const copy: SkopeoCopy = {
+      reference,
+      canonical,
+      parsed: { ...parsed, registry: parsed.registry ?? DEFAULT_REGISTRY },
+      layoutDir,
+      tag: TAG,
+      workDir,
+      policyFile: this.policyFile(),
+      ...(credentials ? { credentials } : {}),
+      insecureRegistries: this.options.insecureRegistries ?? [],
+      skopeoPath: this.options.skopeoPath ?? 'skopeo',
+    };
     try {
       await this.prepare();
       await fsp.mkdir(layoutDir, { recursive: true, mode: 0o700 });
       await fsp.symlink(path.relative(layoutDir, this.dir('blobs')), path.join(layoutDir, 'blobs'));
+      // The manifest first, so progress has its totals; layers already stored count as received (they are not fetched).
+      const totals = await this.pullTotals(copy);
+      const progress: PullProgress = totals ? { bytesDone: await this.storedBytes(totals), layersDone: 0, bytesTotal: totals.bytesTotal, layersTotal: totals.layersTotal } : { bytesDone: 0, layersDone: 0 };
+      const tell = () => onProgress?.({ ...progress });
+      tell();
       // Layers are extracted while they download; the unpack takes those it can match to the manifest.
       const follower = new BlobFollower(layoutDir, path.join(workDir, 'layers'), {
         bytes: (count) => {
@@ -203,18 +216,7 @@ export class OciImageStore {
       follower.start();
       let followed: FollowedBlob[] = [];
       try {
-        await copyFromRegistry({
-          reference,
-          canonical,
-          parsed: { ...parsed, registry: parsed.registry ?? DEFAULT_REGISTRY },
-          layoutDir,
-          tag: TAG,
-          workDir,
-          policyFile: this.policyFile(),
-          ...(credentials ? { credentials } : {}),
-          insecureRegistries: this.options.insecureRegistries ?? [],
-          skopeoPath: this.options.skopeoPath ?? 'skopeo',
-        });
+        await copyFromRegistry(copy);
       } finally {
         // Every follow ends, the copy failed or not, before the pull's folder is removed.
         followed = await follower.finish();
@@ -226,6 +228,30 @@ export class OciImageStore {
     } finally {
       await fsp.rm(workDir, { recursive: true, force: true });
     }
+  }
+
+  /**
+   * What the pull will fetch, from the registry's manifest (for an index, the manifest of this
+   * node's platform, the one skopeo copies): one or two small requests before the copy. A
+   * manifest that cannot be read (refused, unreachable, a document this does not know) leaves the
+   * pull without totals: the copy then says what is wrong in its own words, as before.
+   */
+  private async pullTotals(copy: SkopeoCopy): Promise<PullTotals | undefined> {
+    const platform = ociPlatform(process.arch);
+    try {
+      let read = pullTotalsOf(await registryManifest(copy), platform);
+      if ('manifest' in read) read = pullTotalsOf(await registryManifest(copy, read.manifest), platform);
+      return 'totals' in read ? read.totals : undefined;
+    } catch (err) {
+      if (err instanceof OciDocumentError || err instanceof ImagePullError) return undefined;
+      throw err;
+    }
+  }
+
+  /** Bytes of the layers this node stores already: skopeo does not fetch them again. */
+  private async storedBytes(totals: PullTotals): Promise<number> {
+    const present = await Promise.all(totals.layers.map((layer) => fsp.stat(this.blobFile(layer.digest)).then(() => layer.size, () => 0)));
+    return present.reduce((sum, size) => sum + size, 0);
   }
 
   /** Unpacks the manifest `digest` of a layout unless this node has it already: one rootfs per digest. */

@@ -3,11 +3,9 @@ import type { Pool } from 'pg';
 import { canonicalImageReference, parseImageReference } from '../domain/images/reference';
 import type { ImageEvent } from './workspace-images';
 
-/** How far a pull is: bytes of layers received, and layers unpacked while they came (see runtime/blob-follower.ts). */
-export interface PullProgress {
-  bytesDone: number;
-  layersDone: number;
-}
+import type { PullProgress } from '../domain/images/pull-progress';
+
+export type { PullProgress } from '../domain/images/pull-progress';
 
 export type RegistryImageState = 'PULLING' | 'READY' | 'FAILED';
 
@@ -28,8 +26,11 @@ export interface RegistryImageRow {
 
 /** Events kept per image: the newest ones. */
 const MAX_EVENTS = 50;
-const event = (type: ImageEvent['type'], message: string) => JSON.stringify([{ type, message, time: new Date().toISOString() }]);
-const APPEND = (alias: string) => `events = (CASE WHEN jsonb_array_length(${alias}events) >= ${MAX_EVENTS} THEN ${alias}events - 0 ELSE ${alias}events END) || $4::jsonb, updated_at = now()`;
+const events = (type: ImageEvent['type'], messages: string[]) => JSON.stringify(messages.map((message) => ({ type, message, time: new Date().toISOString() })));
+const event = (type: ImageEvent['type'], message: string) => events(type, [message]);
+/** Appends the events in $4 (a JSON array), keeping the newest MAX_EVENTS. */
+const APPEND = (alias: string) =>
+  `events = (SELECT COALESCE(jsonb_agg(e ORDER BY n), '[]'::jsonb) FROM (SELECT e, n FROM jsonb_array_elements(${alias}events || $4::jsonb) WITH ORDINALITY AS t(e, n) ORDER BY n DESC LIMIT ${MAX_EVENTS}) kept), updated_at = now()`;
 
 /** A reference as rows file it: every part spelt out, so `box:1` written two ways is one image. */
 export const canonicalReference = (reference: string) => canonicalImageReference(parseImageReference(reference));
@@ -49,24 +50,31 @@ export class RegistryImageStore {
     );
   }
 
-  async progress(workspaceId: string, reference: string, nodeQueue: string, progress: PullProgress): Promise<void> {
-    await this.pg.query(`UPDATE registry_images SET progress = $4::jsonb, updated_at = now() WHERE workspace_id = $1 AND reference = $2 AND node_queue = $3 AND state = 'PULLING'`, [
+  /** The pull's progress while PULLING, with an event for each message given (the tenths it passed). */
+  async progress(workspaceId: string, reference: string, nodeQueue: string, progress: PullProgress, messages: string[] = []): Promise<void> {
+    await this.pg.query(`UPDATE registry_images AS i SET progress = $5::jsonb, ${APPEND('i.')} WHERE workspace_id = $1 AND reference = $2 AND node_queue = $3 AND state = 'PULLING'`, [
       workspaceId,
       canonicalReference(reference),
       nodeQueue,
+      events('Normal', messages),
       JSON.stringify(progress),
     ]);
   }
 
   /** The pull's outcome: READY with what the node stores, or FAILED with the reason (the digest of an earlier pull stays). */
-  async settle(workspaceId: string, reference: string, nodeQueue: string, outcome: { state: 'READY'; digest: string; sizeBytes: number; message: string } | { state: 'FAILED'; reason: string }): Promise<void> {
+  async settle(
+    workspaceId: string,
+    reference: string,
+    nodeQueue: string,
+    outcome: { state: 'READY'; digest: string; sizeBytes: number; message: string; progress?: PullProgress } | { state: 'FAILED'; reason: string },
+  ): Promise<void> {
     const ready = outcome.state === 'READY';
     await this.pg.query(
       `INSERT INTO registry_images AS i (id, workspace_id, reference, node_queue, state, reason, digest, size_bytes, events)
        VALUES ($9, $1, $2, $3, $5, $6, $7, $8, $4::jsonb)
        ON CONFLICT (workspace_id, reference, node_queue) DO UPDATE
          SET state = $5, reason = $6, digest = COALESCE($7, i.digest), size_bytes = COALESCE($8, i.size_bytes),
-             progress = CASE WHEN $5 = 'READY' THEN i.progress ELSE NULL END, ${APPEND('i.')}`,
+             progress = CASE WHEN $5 = 'READY' THEN COALESCE($10::jsonb, i.progress) ELSE NULL END, ${APPEND('i.')}`,
       [
         workspaceId,
         canonicalReference(reference),
@@ -77,6 +85,7 @@ export class RegistryImageStore {
         ready ? outcome.digest : null,
         ready ? outcome.sizeBytes : null,
         randomUUID(),
+        ready && outcome.progress ? JSON.stringify(outcome.progress) : null,
       ],
     );
   }

@@ -1,6 +1,7 @@
 import {
   ActivityCancellationType,
   ActivityFailure,
+  ApplicationFailure,
   CancellationScope,
   TimeoutFailure,
   isCancellation,
@@ -10,12 +11,14 @@ import {
   upsertSearchAttributes,
   type ActivityOptions,
 } from '@temporalio/workflow';
+import type { ImagePullControlActivities } from '../activities/image-pull-control';
 import type { JobControlActivities } from '../activities/job-control';
 import type { JobNodeActivities } from '../activities/job-node';
 import type { NodePlacementActivities, Placement } from '../activities/node-placement';
 import type { SandboxNodeActivities } from '../activities/sandbox-node';
 import { isRegistryImage } from '../domain/images/builtin';
 import { finalExecutionStatus, taskChunks, type ExecutionKey, type ExecutionStatus, type JobRuntimeSettings, type TaskOutcome } from '../domain/jobs/execution';
+import { AWAIT_PULL } from './image-pull';
 
 export interface JobExecutionInput {
   key: ExecutionKey;
@@ -43,21 +46,37 @@ type PullActivities = ReturnType<typeof proxyActivities<SandboxNodeActivities>>;
 
 /** Executions on an image of a registry pull it onto their node before their sandbox starts there (runs started before had no such step). */
 export const JOB_IMAGE_PULL_PATCH = 'job-registry-image-pull';
+/** The pull is the workspace's image-pull workflow, shared with sandboxes and workloads asking at once (runs started before pulled with their own activity). */
+export const JOB_PULL_WORKFLOW_PATCH = 'job-image-pull-workflow';
+/** The failure of a pull wait whose node is LOST (activities/image-pull-control.ts NODE_LOST_FAILURE). */
+const NODE_LOST_FAILURE = 'NodeLost';
 
 const NODE_STEP: ActivityOptions = { startToCloseTimeout: '60s', retry: { initialInterval: '200ms', maximumInterval: '5s', maximumAttempts: 10 } };
 /** A pull takes as long as its image's download; the heartbeat tells a dead worker apart (as a sandbox's pull). */
 const PULL_STEP: ActivityOptions = { startToCloseTimeout: '30m', heartbeatTimeout: '10s', retry: { initialInterval: '1s', maximumInterval: '30s', maximumAttempts: 5 } };
 
+/** How an execution's pull reaches its node: the pull activity on the node's queue (runs of old), or the wait for the image-pull workflow, watching the node when it is placed. */
+interface PullRoute {
+  pulls: PullActivities;
+  nodeQueue: string;
+  nodeId?: string;
+}
+
+const pullWaits = () => proxyActivities<ImagePullControlActivities>(AWAIT_PULL);
+
 /**
  * Starts the execution's sandbox on a node, pulling its image there first when it is a
- * registry's, with the sandbox's pull step: the job's events say it waits for its image, and
- * `spec.runtime.registryConnection` gives the pull its account.
+ * registry's: through the workspace's image-pull workflow, so a sandbox or a workload asking for
+ * it at once shares the pull (credentials by connection name, opened on the node); runs started
+ * before with the sandbox's pull step. The job's events say it waits for its image.
  */
-async function startSandboxOn(input: JobExecutionInput, node: NodeActivities, pulls: PullActivities): Promise<void> {
+async function startSandboxOn(input: JobExecutionInput, node: NodeActivities, route: PullRoute): Promise<void> {
   const { image, registryConnection } = input.settings;
   if (isRegistryImage(image) && patched(JOB_IMAGE_PULL_PATCH)) {
     const job = { id: input.key.jobId, workspace: input.key.workspace, workspaceId: input.key.workspaceId, name: input.key.jobName };
-    await pulls.pullSandboxImage(job, { runtime: { image, ...(registryConnection === undefined ? {} : { registryConnection }) } });
+    const spec = { runtime: { image, ...(registryConnection === undefined ? {} : { registryConnection }) } };
+    if (patched(JOB_PULL_WORKFLOW_PATCH)) await pullWaits().awaitImagePull(job, spec, route.nodeQueue, route.nodeId === undefined ? undefined : { nodeId: route.nodeId });
+    else await route.pulls.pullSandboxImage(job, spec);
   }
   await node.startJobSandbox(input.key, input.settings, input.codeDir);
 }
@@ -87,7 +106,7 @@ function fixedNode(input: JobExecutionInput, chunkSize: number): ExecutionNode {
   let sandbox: Promise<void> | undefined;
   return {
     onNode: async (step) => {
-      sandbox ??= startSandboxOn(input, node, pulls);
+      sandbox ??= startSandboxOn(input, node, { pulls, nodeQueue: input.nodeQueue });
       await sandbox;
       return step(node, tasks);
     },
@@ -146,9 +165,10 @@ export async function jobExecution(input: JobExecutionInput): Promise<JobExecuti
   return { status, message };
 }
 
-/** A failure that may be its node's absence: a heartbeat or a start that timed out. */
+/** A failure that may be its node's absence: a heartbeat or a start that timed out, or a pull wait that saw its node LOST. */
 function mayBeNodeLoss(err: unknown): boolean {
-  return err instanceof ActivityFailure && err.cause instanceof TimeoutFailure;
+  if (!(err instanceof ActivityFailure)) return false;
+  return err.cause instanceof TimeoutFailure || (err.cause instanceof ApplicationFailure && err.cause.type === NODE_LOST_FAILURE);
 }
 
 /** Times the same node is tried again after it timed out while READY, before the step's failure stands. */
@@ -184,7 +204,7 @@ class FollowedNode implements ExecutionNode {
   private sandboxOn(at: Placement, node: NodeActivities, pulls: PullActivities): Promise<void> {
     let started = this.sandboxes.get(at.nodeId);
     if (!started) {
-      started = startSandboxOn(this.input, node, pulls).catch((err) => {
+      started = startSandboxOn(this.input, node, { pulls, nodeQueue: at.nodeQueue, nodeId: at.nodeId }).catch((err) => {
         this.sandboxes.delete(at.nodeId);
         throw err;
       });

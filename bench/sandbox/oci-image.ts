@@ -19,9 +19,12 @@ import { repoRoot } from '../../scripts/stack/binaries';
  *     cached custom image), alternating (target: at most 1.2x);
  *   - the first build of base-image on a node (mmdebstrap, gzip, unpack, record) vs mmdebstrap
  *     alone writing the same tree to a tar, in the same run;
- *   - a pull into an empty store (skopeo copy, its layers unpacked as they come, the size measured) vs `skopeo copy`
- *     of the same image alone into an empty layout (target: at most 1.5x).
- * Options: BENCH_RUNS (20 starts of each), BENCH_PULLS (3; 0 skips the pulls), BENCH_IMAGE_MB (200).
+ *   - a pull into an empty store (the manifest read first for the progress's total, skopeo copy, its
+ *     layers unpacked as they come, the size measured) vs `skopeo copy` of the same image alone into
+ *     an empty layout (target: at most 1.5x), and what the manifest read (`skopeo inspect --raw`)
+ *     costs alone.
+ * Options: BENCH_RUNS (20 starts of each; 0 skips the starts and the base-image build), BENCH_PULLS
+ * (3; 0 skips the pulls), BENCH_IMAGE_MB (200).
  */
 const env = process.env;
 const RUNS = Number(env.BENCH_RUNS ?? 20);
@@ -76,6 +79,27 @@ async function firstBaseImageBuild(runtime: BwrapRuntime): Promise<{ ms: number;
   return { ms, floorMs, storedBytes: built.storedBytes };
 }
 
+/** Create -> first process on the pulled image, base and base-image, and the first build of base-image. */
+async function starts(image: string): Promise<void> {
+  const runtime = new BwrapRuntime({ dataDir: path.join(root, 'node') });
+  await runtime.pullImage(image);
+  const build = await firstBaseImageBuild(runtime);
+  // One of each first: the host loader folder and the image's /etc are built once per node.
+  for (const name of [image, 'base', 'base-image']) await createToFirstProcess(runtime, name);
+  const onImage: number[] = [];
+  const onBase: number[] = [];
+  const onBaseImage: number[] = [];
+  for (let i = 0; i < RUNS; i++) {
+    onImage.push(await createToFirstProcess(runtime, image));
+    onBase.push(await createToFirstProcess(runtime, 'base'));
+    onBaseImage.push(await createToFirstProcess(runtime, 'base-image'));
+  }
+  log(`image: busybox + ${IMAGE_MB} MB of random bytes; ${RUNS} starts of each`);
+  row('create -> first process, pulled image', onImage, 'the same from base', onBase, '<= 1.2x');
+  row('create -> first process, base-image', onBaseImage, 'the same from the pulled image', onImage, '<= 1.2x');
+  log(`first build of base-image (${(build.storedBytes / 1e6).toFixed(0)} MB stored): ${(build.ms / 1000).toFixed(1)} s | mmdebstrap alone to a tar ${(build.floorMs / 1000).toFixed(1)} s | ${(build.ms / build.floorMs).toFixed(2)}x`);
+}
+
 async function main(): Promise<void> {
   fs.mkdirSync(root, { recursive: true });
   const registry = await startRegistry(path.join(root, 'registry'));
@@ -87,6 +111,7 @@ async function main(): Promise<void> {
 
     const pulls: number[] = [];
     const copies: number[] = [];
+    const manifestReads: number[] = [];
     for (let i = 0; i < PULLS; i++) {
       const store = new BwrapRuntime({ dataDir: path.join(root, `pull-${i}`) });
       let start = process.hrtime.bigint();
@@ -96,28 +121,19 @@ async function main(): Promise<void> {
       start = process.hrtime.bigint();
       await run('skopeo', ['copy', '--quiet', '--src-tls-verify=false', '--src-no-creds', `docker://${image}`, `oci:${target}:image`]);
       copies.push(since(start));
+      start = process.hrtime.bigint();
+      await run('skopeo', ['inspect', '--raw', '--tls-verify=false', '--no-creds', `docker://${image}`]);
+      manifestReads.push(since(start));
       fs.rmSync(path.join(root, `pull-${i}`), { recursive: true, force: true });
       fs.rmSync(target, { recursive: true, force: true });
     }
 
-    const runtime = new BwrapRuntime({ dataDir: path.join(root, 'node') });
-    await runtime.pullImage(image);
-    const build = await firstBaseImageBuild(runtime);
-    // One of each first: the host loader folder and the image's /etc are built once per node.
-    for (const name of [image, 'base', 'base-image']) await createToFirstProcess(runtime, name);
-    const onImage: number[] = [];
-    const onBase: number[] = [];
-    const onBaseImage: number[] = [];
-    for (let i = 0; i < RUNS; i++) {
-      onImage.push(await createToFirstProcess(runtime, image));
-      onBase.push(await createToFirstProcess(runtime, 'base'));
-      onBaseImage.push(await createToFirstProcess(runtime, 'base-image'));
+    if (PULLS > 0) {
+      row(`pull of the image (${IMAGE_MB} MB) into an empty store`, pulls, 'skopeo copy of it alone', copies, '<= 1.5x');
+      const read = percentile(manifestReads, 50);
+      log(`of which the manifest read first (skopeo inspect --raw, alone): p50 ${read.toFixed(1)} ms, ${((100 * read) / percentile(pulls, 50)).toFixed(1)} % of the pull`);
     }
-    log(`image: busybox + ${IMAGE_MB} MB of random bytes; ${RUNS} starts of each, ${PULLS} pulls`);
-    row('create -> first process, pulled image', onImage, 'the same from base', onBase, '<= 1.2x');
-    row('create -> first process, base-image', onBaseImage, 'the same from the pulled image', onImage, '<= 1.2x');
-    log(`first build of base-image (${(build.storedBytes / 1e6).toFixed(0)} MB stored): ${(build.ms / 1000).toFixed(1)} s | mmdebstrap alone to a tar ${(build.floorMs / 1000).toFixed(1)} s | ${(build.ms / build.floorMs).toFixed(2)}x`);
-    if (PULLS > 0) row(`pull of the image (${IMAGE_MB} MB) into an empty store`, pulls, 'skopeo copy of it alone', copies, '<= 1.5x');
+    if (RUNS > 0) await starts(image);
   } finally {
     await registry.close();
     fs.rmSync(root, { recursive: true, force: true });

@@ -1,3 +1,4 @@
+import type { PullProgress } from './pull-progress';
 import { canonicalImageReference, parseImageReference } from './reference';
 
 /**
@@ -24,6 +25,8 @@ export interface NodePullRequest {
 export interface NodePullResult {
   digest: string;
   pull: 'PRESENT' | 'PULLED';
+  /** A pull's last progress, at 100 % once its total was known (none for an image already on the node). */
+  progress?: PullProgress;
 }
 
 /** The image-pull workflow's input. */

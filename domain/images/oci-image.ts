@@ -99,3 +99,40 @@ export function processEnvironment(
 ): Record<string, string> {
   return { ...defaults, ...Object.fromEntries(imageEnv), ...own };
 }
+
+/** The platform an image index is resolved for: the node's own, in OCI's words (`linux`, `amd64`). */
+export interface OciPlatform {
+  os: string;
+  architecture: string;
+}
+
+/** Node's `process.arch` in OCI's (Go's) architecture names; others are the same word. */
+const OCI_ARCHITECTURES: Record<string, string> = { x64: 'amd64', ia32: '386', ppc64: 'ppc64le' };
+
+export function ociPlatform(nodeArch: string, os = 'linux'): OciPlatform {
+  return { os, architecture: OCI_ARCHITECTURES[nodeArch] ?? nodeArch };
+}
+
+/** What a pull will fetch, read from the manifest before the copy: the layers' compressed bytes and their count. */
+export interface PullTotals {
+  bytesTotal: number;
+  layersTotal: number;
+  layers: OciDescriptor[];
+}
+
+/**
+ * A registry's answer for a reference (`skopeo inspect --raw`): an image manifest gives the
+ * pull's totals; an index (OCI's, or Docker's manifest list) gives the digest of the manifest
+ * for `platform`, which is what skopeo copies, to be read next.
+ */
+export function pullTotalsOf(text: string, platform: OciPlatform): { totals: PullTotals } | { manifest: string } {
+  const document = parseJson(text, 'manifest');
+  if (Array.isArray(document.manifests)) {
+    const entries = document.manifests as { digest?: unknown; platform?: { os?: unknown; architecture?: unknown } }[];
+    const entry = entries.find((m) => m?.platform?.os === platform.os && m.platform.architecture === platform.architecture);
+    if (!entry) throw new OciDocumentError(`the image's index has no manifest for ${platform.os}/${platform.architecture}`);
+    return { manifest: descriptor(entry, 'index entry').digest };
+  }
+  const { layers } = parseManifest(text);
+  return { totals: { bytesTotal: layers.reduce((sum, layer) => sum + layer.size, 0), layersTotal: layers.length, layers } };
+}

@@ -1,4 +1,5 @@
 import { badRequest, conflict, notFound } from '../../../domain/errors';
+import { pullProgressView } from '../../../domain/images/pull-progress';
 import { ImageReferenceError, parseImageReference } from '../../../domain/images/reference';
 import type { WorkspaceGrant } from '../../../domain/principal';
 import { canonicalReference, type RegistryImageRow, type RegistryImageStore } from '../../../store/registry-images';
@@ -22,9 +23,9 @@ function split(reference: string): { repository: string; version: string } {
   return { repository: reference.slice(0, colon), version: reference.slice(colon + 1) };
 }
 
-/** A registry image's reference on the API, as a tag of its repository. */
+/** A registry image's reference on the API, as a tag of its repository, its pull's progress with totals (null until read). */
 function registryTagView(row: RegistryImageRow) {
-  return tagView(split(row.reference).version, row.reference, row);
+  return { ...tagView(split(row.reference).version, row.reference, row), progress: row.progress ? pullProgressView(row.progress) : null };
 }
 
 /** The workspace's registry images, one entry per repository, its references as tags. */

@@ -1,5 +1,17 @@
 import { Type } from 'typebox';
 
+/** A registry image's pull, on the image's tags and on the status of sandboxes waiting for it. */
+export const PullProgressSchema = Type.Object(
+  {
+    bytesDone: Type.Integer({ description: 'Bytes of layers received (those already on the node count as received: they are not fetched again).' }),
+    layersDone: Type.Integer({ description: 'Layers unpacked while they came.' }),
+    bytesTotal: Type.Union([Type.Integer(), Type.Null()], { description: "The layers' bytes, from the manifest read before the copy; null when it could not be read." }),
+    layersTotal: Type.Union([Type.Integer(), Type.Null()], { description: 'The layers of the manifest.' }),
+    percent: Type.Union([Type.Integer({ minimum: 0, maximum: 100 }), Type.Null()], { description: 'Whole percent of bytesTotal: at most 99 while pulling, 100 once READY.' }),
+  },
+  { description: "A registry image's pull: how far, and of how much." },
+);
+
 const Event = Type.Object({ type: Type.String(), message: Type.String(), time: Type.String() });
 
 /** One tag of an image: what it is on the node (digest, size) and where its build stands. */
@@ -13,7 +25,7 @@ export const ImageTag = Type.Object(
     sizeBytes: Type.Union([Type.Integer(), Type.Null()], { description: 'Bytes the node stores for it (layers and unpacked files), shared with every tag of the same digest.' }),
     progress: Type.Union([
       Type.Object({ step: Type.Integer(), steps: Type.Integer(), instruction: Type.String(), cached: Type.Boolean() }, { description: "A build's step." }),
-      Type.Object({ bytesDone: Type.Integer(), layersDone: Type.Integer() }, { description: "A registry image's pull: bytes of layers received, layers unpacked while they came." }),
+      PullProgressSchema,
       Type.Null(),
     ]),
     events: Type.Array(Event),

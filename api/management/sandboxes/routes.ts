@@ -11,6 +11,7 @@ import { ResourceStore, type ResourceRow } from '../../../store/resources';
 import { WorkspaceImageStore } from '../../../store/workspace-images';
 import { requestWorkspace } from '../workspace-context';
 import { CreateQuery, SandboxEnvelope, SandboxInput, type SandboxSpecSchema } from './schemas';
+import { pullProgressView, type PullProgress } from '../../../domain/images/pull-progress';
 import { SANDBOXES, createSandbox, createSandboxIfNotExists, deleteSandbox, findSandbox, updateSandbox, type SandboxServices } from './sandbox-service';
 
 const KIND = SANDBOXES.path;
@@ -43,11 +44,13 @@ function sandboxEnvelope(config: HangarConfig, row: ResourceRow) {
 /** Where the pull of its registry image stands, as its node wrote it (activities/image-pull-node.ts). */
 function imagePull(row: ResourceRow) {
   type Pull = 'PULLING' | 'PULLED' | 'BUILDING' | 'BUILT' | 'PRESENT' | 'FAILED';
-  const image = row.state.image as { reference?: string; pull?: Pull; digest?: string; progress?: { bytesDone: number; layersDone: number }; message?: string } | undefined;
+  const image = row.state.image as { reference?: string; pull?: Pull; digest?: string; progress?: PullProgress; message?: string } | undefined;
   if (!image?.reference || !image.pull) return null;
   const pulling = image.pull === 'PULLING';
   const waitMessage = pulling ? (image.message ?? `pulling image '${image.reference}'`) : image.pull === 'BUILDING' ? `building image '${image.reference}' on the node` : null;
-  return { reference: image.reference, pull: image.pull, digest: image.digest ?? null, progress: pulling ? (image.progress ?? null) : null, message: waitMessage };
+  // While it pulls, how far; once PULLED, the pull's last progress (100 %).
+  const progress = (pulling || image.pull === 'PULLED') && image.progress ? pullProgressView(image.progress) : null;
+  return { reference: image.reference, pull: image.pull, digest: image.digest ?? null, progress, message: waitMessage };
 }
 
 /**

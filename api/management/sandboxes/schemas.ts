@@ -3,6 +3,7 @@ import { DURATION_PATTERN } from '../../../domain/duration';
 import { DisplayName, Labels, ResourceName } from '../common-schemas';
 import { NodeField, envelopeSchema } from '../resources/envelope';
 import { NetworkSpecSchema } from '../network-schema';
+import { PullProgressSchema } from '../images/schemas';
 
 /** A date-time as RFC 3339 writes it (what `Date.toISOString()` gives). */
 export const RFC3339_PATTERN = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$';
@@ -109,14 +110,14 @@ export const SandboxEnvelope = envelopeSchema({
         reference: Type.String(),
         pull: Type.Union([Type.Literal('PULLING'), Type.Literal('PULLED'), Type.Literal('BUILDING'), Type.Literal('BUILT'), Type.Literal('PRESENT'), Type.Literal('FAILED')]),
         digest: Type.Union([Type.String(), Type.Null()]),
-        progress: Type.Union([Type.Object({ bytesDone: Type.Integer(), layersDone: Type.Integer() }), Type.Null()]),
+        progress: Type.Union([PullProgressSchema, Type.Null()]),
         message: Type.Union([Type.String(), Type.Null()]),
       }),
       Type.Null(),
     ],
     {
       description:
-        "Its image on its node: one of a registry PULLING (with progress and a message: 'pulling image ...: 12.5 MB received, 1 layer unpacked') then PULLED; base-image BUILDING (the node builds it from Debian's packages) then BUILT; PRESENT (already there) or FAILED; null for the host's own image.",
+        "Its image on its node: one of a registry PULLING (with progress and a message: 'pulling image ...: 4.2 of 6.0 MB received (70 %), 0 of 1 layers unpacked') then PULLED (progress at 100 %); base-image BUILDING (the node builds it from Debian's packages) then BUILT; PRESENT (already there) or FAILED; null for the host's own image.",
     },
   ),
 });
