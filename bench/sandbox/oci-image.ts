@@ -1,12 +1,12 @@
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
 import { BASE_IMAGE_PACKAGES, hostDebianSuite } from '../../runtime/base-image';
 import { BwrapRuntime } from '../../runtime/bwrap-runtime';
 import type { RuntimeSandboxSpec } from '../../runtime/sandbox-runtime';
 import { buildTestImage, pushTestImage, startRegistry } from '../../test/helpers/oci-registry';
 import { percentile } from '../common/stats';
+import { createToFirstProcess as startToFirstProcess } from './first-process';
 import { repoRoot } from '../../scripts/stack/binaries';
 
 /**
@@ -33,30 +33,9 @@ const log = (line: string) => process.stdout.write(`${line}\n`);
 const since = (start: bigint) => Number(process.hrtime.bigint() - start) / 1e6;
 const run = (file: string, args: string[]) => new Promise<void>((resolve, reject) => execFile(file, args, (err) => (err ? reject(err) : resolve())));
 
-function firstProcess(socketPath: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = http.request({ socketPath, method: 'POST', path: '/process', headers: { 'content-type': 'application/json' } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
-    req.on('error', reject);
-    req.end(JSON.stringify({ command: 'true', waitForCompletion: true }));
-  });
-}
-
 let counter = 0;
 const spec = (image: string): RuntimeSandboxSpec => ({ id: `oci-${process.pid}-${++counter}`, workspaceId: 'bench', image, memoryMb: 512, envs: [], volumes: [] });
-
-async function createToFirstProcess(runtime: BwrapRuntime, image: string): Promise<number> {
-  const s = spec(image);
-  const start = process.hrtime.bigint();
-  const handle = await runtime.start(s);
-  const status = await firstProcess(handle.socketPath);
-  const elapsed = since(start);
-  if (status !== 200) throw new Error(`POST /process answered ${status}`);
-  await runtime.remove(s.id);
-  return elapsed;
-}
+const createToFirstProcess = (runtime: BwrapRuntime, image: string) => startToFirstProcess(runtime, spec(image));
 
 const row = (what: string, samples: number[], floorName: string, floor: number[], target: string) => {
   const [p50, f50] = [percentile(samples, 50), percentile(floor, 50)];

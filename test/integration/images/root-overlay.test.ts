@@ -158,6 +158,15 @@ describe('a sandbox on an image built with USER 1000 and its own /opt/app', () =
     await runtime.removeSnapshotFiles(snapshotId);
   });
 
+  test('a restore puts the upper layer back as of the snapshot, the sandbox running on it again', async () => {
+    const snapshotId = randomUUID();
+    await runtime.captureFiles(spec.id, snapshotId);
+    expect((await run(spec.id, 'echo later > /opt/app/config.txt && rm /opt/app/from-api.txt && cat /opt/app/config.txt')).out).toBe('later\n');
+    await runtime.restoreFiles(spec.id, snapshotId, `restore-${snapshotId}`);
+    expect((await run(spec.id, 'cat /opt/app/config.txt /opt/app/from-api.txt')).out).toBe('v2\nby the API\n');
+    await runtime.removeSnapshotFiles(snapshotId);
+  });
+
   test("the upper layer is metered as the sandbox's image storage", async () => {
     const before = await runtime.imageStorageBytes(spec.id, reference);
     expect(before).toBeGreaterThanOrEqual(image.storedBytes);
