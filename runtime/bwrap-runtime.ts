@@ -348,7 +348,7 @@ export class BwrapRuntime implements SandboxRuntime {
       if (spec.seedSnapshotId) await seedTree(snapshotFilesDir(this.options.dataDir, spec.seedSnapshotId), layout.fsRoot);
       await prepareSandboxFolders(spec, layout, this.identity(), image.run, network);
       plan = this.launchPlan(spec, layout, image, network);
-      if (image.lowerDir) await prepareUpperLayer(layout, image.lowerDir, rootMountPoints(plan));
+      if (image.lowerDir) prepareUpperLayer(layout, image.lowerDir, rootMountPoints(plan));
       cgroup = await this.cgroups.create(spec.id);
     } catch (err) {
       await this.abandonNetwork(spec.id, attaching);

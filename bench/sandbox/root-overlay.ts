@@ -1,6 +1,10 @@
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { rootMountPoints, type LaunchPlan } from '../../runtime/bwrap-args';
 import { BwrapRuntime } from '../../runtime/bwrap-runtime';
+import { sandboxLayout } from '../../runtime/layout';
+import { prepareUpperLayer, rootOverlayCommand } from '../../runtime/root-overlay';
 import type { RuntimeSandboxSpec } from '../../runtime/sandbox-runtime';
 import { buildOnRuntime, userAppDockerfile } from '../../test/helpers/build-context';
 import { buildTestImage, pushTestImage, startRegistry } from '../../test/helpers/oci-registry';
@@ -17,7 +21,8 @@ import { repoRoot } from '../../scripts/stack/binaries';
  * 1000`, an /opt/app of that user) on static busybox from a registry on loopback; with
  * BENCH_BASE_IMAGE=1 the built-in base-image (a Debian tree of a few hundred entries at its top
  * levels) is measured too, built first when this data folder has not (minutes).
- * Prints create -> first POST /process ok, both ways, alternating, no warm pool, and the ratio.
+ * Prints create -> first POST /process ok, both ways, alternating, no warm pool, and the ratio;
+ * then the overlay's own steps alone (what it adds to a launch) against `true` run alone.
  * Options: BENCH_RUNS (20 starts of each), BENCH_BASE_IMAGE (0).
  */
 const env = process.env;
@@ -43,6 +48,54 @@ async function compare(overlay: BwrapRuntime, binds: BwrapRuntime, image: string
   return { onOverlay, onBinds };
 }
 
+/**
+ * The overlay's own steps alone, on a sandbox folder of the node's: the upper layer's mount points
+ * checked, then the launcher's `unshare --mount`, shell and `mount -t overlay` ending in `true`
+ * instead of bubblewrap; against `true` run alone (what the launcher costs without them).
+ */
+async function overlaySteps(runtime: BwrapRuntime, dataDir: string, image: string): Promise<{ onOverlay: number[]; onBinds: number[] }> {
+  const stored = (await runtime.findWorkspaceImage('bench', 'app', '1'))!;
+  const s = spec(image);
+  const layout = sandboxLayout(dataDir, s.id);
+  const mountPoints = rootMountPoints(launchPlanFor(layout));
+  const spawnOk = (file: string, args: string[]) => new Promise<void>((resolve, reject) => execFile(file, args, (err) => (err ? reject(err) : resolve())));
+  const onOverlay: number[] = [];
+  const onBinds: number[] = [];
+  for (let i = 0; i < RUNS; i++) {
+    let start = process.hrtime.bigint();
+    prepareUpperLayer(layout, stored.rootfs, mountPoints);
+    const [unshare, ...rest] = rootOverlayCommand('unshare', dataDir, layout, stored.rootfs);
+    await spawnOk(unshare, [...rest, 'true']);
+    onOverlay.push(Number(process.hrtime.bigint() - start) / 1e6);
+    start = process.hrtime.bigint();
+    await spawnOk('true', []);
+    onBinds.push(Number(process.hrtime.bigint() - start) / 1e6);
+    fs.rmSync(layout.root, { recursive: true, force: true });
+  }
+  return { onOverlay, onBinds };
+}
+
+/** A launch plan with the mount points every sandbox has (none of a volume): what the overlay's steps check. */
+function launchPlanFor(layout: ReturnType<typeof sandboxLayout>): LaunchPlan {
+  return {
+    sandboxId: 'bench',
+    uid: 1000,
+    gid: 1000,
+    image: { name: 'app:1', mounts: [], etcDir: '/', hostLoader: { dir: '/', loader: 'ld.so' } },
+    etcFiles: [],
+    agentConfigHostPath: '/',
+    writable: layout.writable,
+    runDir: layout.runDir,
+    apiDir: layout.apiDir,
+    platformDir: layout.platformDir,
+    codeDir: layout.codeDir,
+    volumes: [],
+    agent: { nodeBinary: process.execPath, agentDir: '/', nodeModulesDir: '/', nodeFlags: [] },
+    agentEnv: {},
+    seccompFd: 3,
+  };
+}
+
 function row(what: string, { onOverlay, onBinds }: { onOverlay: number[]; onBinds: number[] }): void {
   const [p50, f50] = [percentile(onOverlay, 50), percentile(onBinds, 50)];
   const p95 = (samples: number[]) => percentile(samples, 95).toFixed(1).padStart(7);
@@ -63,6 +116,8 @@ async function main(): Promise<void> {
     await buildOnRuntime(overlay, path.join(root, 'context.tar.gz'), { workspaceId: 'bench', name: 'app', tag: '1', context: { Dockerfile: userAppDockerfile(base) } });
     log(`${RUNS} starts of each, alternating, no warm pool`);
     row('create -> first process, app:1', await compare(overlay, binds, 'app:1'));
+    const steps = await overlaySteps(overlay, dataDir, 'app:1');
+    log(`the overlay's own steps (mount points checked, unshare, sh, mount -t overlay) p50 ${percentile(steps.onOverlay, 50).toFixed(1)} ms p95 ${percentile(steps.onOverlay, 95).toFixed(1)} ms | \`true\` alone p50 ${percentile(steps.onBinds, 50).toFixed(1)} ms`);
     if (BASE_IMAGE) {
       await overlay.ensureBaseImage();
       row('create -> first process, base-image', await compare(overlay, binds, 'base-image'));

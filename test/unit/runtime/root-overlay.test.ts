@@ -84,7 +84,7 @@ test('whatever a user left on the way to the mount points, each step becomes a r
       STEPS.forEach((step, i) => plant(path.join(layout.upperDir, step), planted[i]));
       const keptFolders = STEPS.filter((step) => fs.existsSync(path.join(layout.upperDir, step, 'keep.txt')) && fs.lstatSync(path.join(layout.upperDir, step)).isDirectory());
 
-      await prepareUpperLayer(layout, lower, mountPoints());
+      prepareUpperLayer(layout, lower, mountPoints());
 
       for (const step of STEPS) {
         const stat = fs.lstatSync(path.join(layout.upperDir, step));
@@ -101,7 +101,7 @@ test('whatever a user left on the way to the mount points, each step becomes a r
 
 test("a folder made where the image has one takes its owner and mode; the layer's root takes the image root's; the work folder and mount point are made", async () => {
   const layout = sandboxLayout(root, 'sb-attrs');
-  await prepareUpperLayer(layout, lower, mountPoints());
+  prepareUpperLayer(layout, lower, mountPoints());
   expect(fs.statSync(path.join(layout.upperDir, 'opt/app'))).toMatchObject({ uid: 1000, gid: 1000 });
   expect(fs.statSync(path.join(layout.upperDir, 'opt/app')).mode & 0o7777).toBe(0o750);
   expect(fs.statSync(path.join(layout.upperDir, 'opt/app/data')).uid).toBe(1000);
@@ -112,7 +112,7 @@ test("a folder made where the image has one takes its owner and mode; the layer'
   expect(fs.readdirSync(layout.overlayMountPoint)).toEqual([]);
   // A second start finds it all in place and changes nothing.
   fs.writeFileSync(path.join(layout.upperDir, 'opt/app/mine.txt'), 'mine');
-  await prepareUpperLayer(layout, lower, mountPoints());
+  prepareUpperLayer(layout, lower, mountPoints());
   expect(fs.readFileSync(path.join(layout.upperDir, 'opt/app/mine.txt'), 'utf8')).toBe('mine');
 });
 
