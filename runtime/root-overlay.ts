@@ -22,8 +22,11 @@ const MOUNT_OPTIONS = ['nosuid', 'nodev', 'index=off', 'metacopy=off', 'redirect
 /** The launcher's exit code when the overlay could not be mounted (its error is in the agent log). */
 export const OVERLAY_MOUNT_FAILED = 96;
 
-/** Mounts the overlay (cwd: the data folder, so the options are relative), then runs the rest. */
-const MOUNT_SCRIPT = `cd "$1" && mount -t overlay overlay -o "$2" "$3" || exit ${OVERLAY_MOUNT_FAILED}; shift 3; exec "$@"`;
+/**
+ * Mounts the overlay from the data folder (the options are relative to it; only the mount's own
+ * process changes folder, so bubblewrap starts where the launcher did), then runs the rest.
+ */
+const MOUNT_SCRIPT = `(cd "$1" && exec mount -t overlay overlay -o "$2" "$3") || exit ${OVERLAY_MOUNT_FAILED}; shift 3; exec "$@"`;
 
 /**
  * The launcher's command before bubblewrap: a private mount namespace (`unshare --mount`), the
@@ -32,13 +35,13 @@ const MOUNT_SCRIPT = `cd "$1" && mount -t overlay overlay -o "$2" "$3" || exit $
  */
 export function rootOverlayCommand(unsharePath: string, dataDir: string, layout: SandboxLayout, lowerDir: string): string[] {
   const relative = (dir: string) => {
-    const rel = path.relative(dataDir, dir);
+    const rel = path.relative(path.resolve(dataDir), path.resolve(dir));
     // The options are a comma-separated list and lowerdir a colon-separated one: no path may hold either.
     if (rel.startsWith('..') || path.isAbsolute(rel) || /[,:\\]/.test(rel)) throw new Error(`the overlay layer ${dir} is not a plain folder of the data folder ${dataDir}`);
     return rel;
   };
   const options = [`lowerdir=${relative(lowerDir)}`, `upperdir=${relative(layout.upperDir)}`, `workdir=${relative(layout.overlayWorkDir)}`, ...MOUNT_OPTIONS].join(',');
-  return [unsharePath, '--mount', '--propagation', 'private', '--', '/bin/sh', '-c', MOUNT_SCRIPT, 'hangar-overlay', dataDir, options, layout.overlayMountPoint];
+  return [unsharePath, '--mount', '--propagation', 'private', '--', '/bin/sh', '-c', MOUNT_SCRIPT, 'hangar-overlay', path.resolve(dataDir), options, path.resolve(layout.overlayMountPoint)];
 }
 
 const lstat = (file: string) => fs.lstatSync(file, { throwIfNoEntry: false });
