@@ -45,7 +45,8 @@ function treeDigest(root: string): string {
 beforeAll(async () => {
   fs.mkdirSync(work, { recursive: true });
   registry = await startRegistry(path.join(work, 'registry'));
-  buildTestImage(path.join(work, 'layout'), 'box', { files: { '/marker.txt': 'from the base\n' }, env: ['PATH=/bin'] });
+  // With a device node anyone may open (the kernel's null device), which only a mount without nodev would let be used.
+  buildTestImage(path.join(work, 'layout'), 'box', { files: { '/marker.txt': 'from the base\n', '/opt/.keep': '' }, devices: { '/opt/null': [1, 3] }, env: ['PATH=/bin'] });
   const base = `${registry.address}/test/box:1`;
   pushTestImage(path.join(work, 'layout'), 'box', base);
   runtime = testRuntime(dataDir);
@@ -117,6 +118,11 @@ describe('a sandbox on an image built with USER 1000 and its own /opt/app', () =
     expect(options).toEqual(
       expect.arrayContaining([`lowerdir=images/oci/unpacked/${image.digest.slice('sha256:'.length)}/rootfs`, `upperdir=sandboxes/${spec.id}/fs/upper`, `workdir=sandboxes/${spec.id}/overlay-work`]),
     );
+    // nodev at work: the image's device node, open to anyone by its mode, cannot be opened. (The
+    // launcher mounts the overlay nosuid,nodev, and bubblewrap's bind of it as / is so again: the
+    // flags seen here are that bind's, which is what the sandbox's processes go through.)
+    expect(fs.lstatSync(path.join(image.rootfs, 'opt/null')).isCharacterDevice()).toBe(true);
+    expect((await run(spec.id, 'cat /opt/null')).err).toBe("cat: can't open '/opt/null': Permission denied\n");
     expect(line).not.toContain(dataDir);
     expect(options.filter((option) => option.includes('=/'))).toEqual([]);
     // The host never sees the overlay: it is mounted in the sandbox's own mount namespace only.
@@ -210,6 +216,19 @@ test("a mount point the image has as a folder is made in the upper layer with th
     `user ${(fs.statSync(path.join(image.rootfs, 'opt/app')).mode & 0o777).toString(8)}\nuser ${(fs.statSync(path.join(image.rootfs, 'opt/app/data')).mode & 0o777).toString(8)}\ndrwxr-xr-x\n`,
   );
   expect(fs.readFileSync(path.join(volume, 'f'), 'utf8')).toBe('in-volume\n');
+  await runtime.remove(spec.id);
+});
+
+test('a sandbox made before the overlay (its image as read-only binds) keeps its files when it next starts on its overlay', async () => {
+  // The node as it ran before, on the same data folder.
+  const before = testRuntime(dataDir, { images: { rootOverlay: false } });
+  const spec = onImage();
+  await before.start(spec);
+  const old = await exec(before.socketPath(spec.id), 'echo mine > /home/user/kept.txt && echo w > /workspace/w.txt && echo x > /tmp/t; touch /opt/app/new.txt');
+  expect(old.stderr).toBe('touch: /opt/app/new.txt: Read-only file system\n');
+  await before.stop(spec.id);
+  await runtime.start(spec);
+  expect((await run(spec.id, 'cat /home/user/kept.txt /workspace/w.txt /tmp/t && touch /opt/app/new.txt && ls /opt/app')).out).toBe('mine\nw\nx\nconfig.txt\ndata\nnew.txt\nremove-me.txt\n');
   await runtime.remove(spec.id);
 });
 
