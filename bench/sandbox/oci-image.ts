@@ -4,10 +4,11 @@ import path from 'node:path';
 import { BASE_IMAGE_PACKAGES, hostDebianSuite } from '../../runtime/base-image';
 import { BwrapRuntime } from '../../runtime/bwrap-runtime';
 import type { RuntimeSandboxSpec } from '../../runtime/sandbox-runtime';
-import { buildTestImage, pushTestImage, startRegistry } from '../../test/helpers/oci-registry';
+import { buildTestImage, pushTestImage } from '../../test/helpers/oci-registry';
 import { percentile } from '../common/stats';
 import { createToFirstProcess as startToFirstProcess } from './first-process';
 import { repoRoot } from '../../scripts/stack/binaries';
+import { runWithRegistry } from './with-registry';
 
 /**
  * Sandboxes on images pulled from a registry (run by hand after a build, as root:
@@ -55,55 +56,43 @@ async function firstBaseImageBuild(runtime: BwrapRuntime): Promise<{ ms: number;
   return { ms, floorMs, storedBytes: built.storedBytes };
 }
 
-async function main(): Promise<void> {
-  fs.mkdirSync(root, { recursive: true });
-  const registry = await startRegistry(path.join(root, 'registry'));
-  try {
-    const layout = path.join(root, 'layout');
-    buildTestImage(layout, 'big', { files: { '/marker.txt': 'bench\n' }, randomFiles: { '/data/blob': IMAGE_MB * 1024 * 1024 }, env: ['PATH=/bin'] });
-    const image = `${registry.address}/bench/big:1`;
-    pushTestImage(layout, 'big', image);
+runWithRegistry(root, async (registry) => {
+  const layout = path.join(root, 'layout');
+  buildTestImage(layout, 'big', { files: { '/marker.txt': 'bench\n' }, randomFiles: { '/data/blob': IMAGE_MB * 1024 * 1024 }, env: ['PATH=/bin'] });
+  const image = `${registry.address}/bench/big:1`;
+  pushTestImage(layout, 'big', image);
 
-    const pulls: number[] = [];
-    const copies: number[] = [];
-    for (let i = 0; i < PULLS; i++) {
-      const store = new BwrapRuntime({ dataDir: path.join(root, `pull-${i}`) });
-      let start = process.hrtime.bigint();
-      await store.pullImage(image);
-      pulls.push(since(start));
-      const target = path.join(root, `copy-${i}`);
-      start = process.hrtime.bigint();
-      await run('skopeo', ['copy', '--quiet', '--src-tls-verify=false', '--src-no-creds', `docker://${image}`, `oci:${target}:image`]);
-      copies.push(since(start));
-      fs.rmSync(path.join(root, `pull-${i}`), { recursive: true, force: true });
-      fs.rmSync(target, { recursive: true, force: true });
-    }
-
-    const runtime = new BwrapRuntime({ dataDir: path.join(root, 'node') });
-    await runtime.pullImage(image);
-    const build = await firstBaseImageBuild(runtime);
-    // One of each first: the host loader folder and the image's /etc are built once per node.
-    for (const name of [image, 'base', 'base-image']) await createToFirstProcess(runtime, name);
-    const onImage: number[] = [];
-    const onBase: number[] = [];
-    const onBaseImage: number[] = [];
-    for (let i = 0; i < RUNS; i++) {
-      onImage.push(await createToFirstProcess(runtime, image));
-      onBase.push(await createToFirstProcess(runtime, 'base'));
-      onBaseImage.push(await createToFirstProcess(runtime, 'base-image'));
-    }
-    log(`image: busybox + ${IMAGE_MB} MB of random bytes; ${RUNS} starts of each, ${PULLS} pulls`);
-    row('create -> first process, pulled image', onImage, 'the same from base', onBase, '<= 1.2x');
-    row('create -> first process, base-image', onBaseImage, 'the same from the pulled image', onImage, '<= 1.2x');
-    log(`first build of base-image (${(build.storedBytes / 1e6).toFixed(0)} MB stored): ${(build.ms / 1000).toFixed(1)} s | mmdebstrap alone to a tar ${(build.floorMs / 1000).toFixed(1)} s | ${(build.ms / build.floorMs).toFixed(2)}x`);
-    if (PULLS > 0) row(`pull of the image (${IMAGE_MB} MB) into an empty store`, pulls, 'skopeo copy of it alone', copies, '<= 1.5x');
-  } finally {
-    await registry.close();
-    fs.rmSync(root, { recursive: true, force: true });
+  const pulls: number[] = [];
+  const copies: number[] = [];
+  for (let i = 0; i < PULLS; i++) {
+    const store = new BwrapRuntime({ dataDir: path.join(root, `pull-${i}`) });
+    let start = process.hrtime.bigint();
+    await store.pullImage(image);
+    pulls.push(since(start));
+    const target = path.join(root, `copy-${i}`);
+    start = process.hrtime.bigint();
+    await run('skopeo', ['copy', '--quiet', '--src-tls-verify=false', '--src-no-creds', `docker://${image}`, `oci:${target}:image`]);
+    copies.push(since(start));
+    fs.rmSync(path.join(root, `pull-${i}`), { recursive: true, force: true });
+    fs.rmSync(target, { recursive: true, force: true });
   }
-}
 
-main().catch((err) => {
-  process.stderr.write(`${(err as Error).stack ?? err}\n`);
-  process.exit(1);
+  const runtime = new BwrapRuntime({ dataDir: path.join(root, 'node') });
+  await runtime.pullImage(image);
+  const build = await firstBaseImageBuild(runtime);
+  // One of each first: the host loader folder and the image's /etc are built once per node.
+  for (const name of [image, 'base', 'base-image']) await createToFirstProcess(runtime, name);
+  const onImage: number[] = [];
+  const onBase: number[] = [];
+  const onBaseImage: number[] = [];
+  for (let i = 0; i < RUNS; i++) {
+    onImage.push(await createToFirstProcess(runtime, image));
+    onBase.push(await createToFirstProcess(runtime, 'base'));
+    onBaseImage.push(await createToFirstProcess(runtime, 'base-image'));
+  }
+  log(`image: busybox + ${IMAGE_MB} MB of random bytes; ${RUNS} starts of each, ${PULLS} pulls`);
+  row('create -> first process, pulled image', onImage, 'the same from base', onBase, '<= 1.2x');
+  row('create -> first process, base-image', onBaseImage, 'the same from the pulled image', onImage, '<= 1.2x');
+  log(`first build of base-image (${(build.storedBytes / 1e6).toFixed(0)} MB stored): ${(build.ms / 1000).toFixed(1)} s | mmdebstrap alone to a tar ${(build.floorMs / 1000).toFixed(1)} s | ${(build.ms / build.floorMs).toFixed(2)}x`);
+  if (PULLS > 0) row(`pull of the image (${IMAGE_MB} MB) into an empty store`, pulls, 'skopeo copy of it alone', copies, '<= 1.5x');
 });

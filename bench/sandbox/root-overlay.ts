@@ -7,10 +7,11 @@ import { sandboxLayout } from '../../runtime/layout';
 import { prepareUpperLayer, rootOverlayCommand } from '../../runtime/root-overlay';
 import type { RuntimeSandboxSpec } from '../../runtime/sandbox-runtime';
 import { buildOnRuntime, userAppDockerfile } from '../../test/helpers/build-context';
-import { buildTestImage, pushTestImage, startRegistry } from '../../test/helpers/oci-registry';
+import { buildTestImage, pushTestImage } from '../../test/helpers/oci-registry';
 import { percentile } from '../common/stats';
 import { createToFirstProcess as startToFirstProcess } from './first-process';
 import { repoRoot } from '../../scripts/stack/binaries';
+import { runWithRegistry } from './with-registry';
 
 /**
  * A sandbox's root on a stored image: an overlay of the image with the sandbox's own upper layer
@@ -102,33 +103,21 @@ function row(what: string, { onOverlay, onBinds }: { onOverlay: number[]; onBind
   log(`${what.padEnd(34)} overlay root p50 ${p50.toFixed(1).padStart(7)} ms p95 ${p95(onOverlay)} ms | read-only binds p50 ${f50.toFixed(1).padStart(7)} ms p95 ${p95(onBinds)} ms | ${(p50 / f50).toFixed(2)}x`);
 }
 
-async function main(): Promise<void> {
-  fs.mkdirSync(root, { recursive: true });
-  const registry = await startRegistry(path.join(root, 'registry'));
-  try {
-    buildTestImage(path.join(root, 'layout'), 'box', { files: { '/marker.txt': 'bench\n' }, env: ['PATH=/bin'] });
-    const base = `${registry.address}/bench/box:1`;
-    pushTestImage(path.join(root, 'layout'), 'box', base);
-    // One node's data folder, two runtimes on it: the same stored image either way.
-    const dataDir = path.join(root, 'node');
-    const overlay = new BwrapRuntime({ dataDir });
-    const binds = new BwrapRuntime({ dataDir, images: { rootOverlay: false } });
-    await buildOnRuntime(overlay, path.join(root, 'context.tar.gz'), { workspaceId: 'bench', name: 'app', tag: '1', context: { Dockerfile: userAppDockerfile(base) } });
-    log(`${RUNS} starts of each, alternating, no warm pool`);
-    row('create -> first process, app:1', await compare(overlay, binds, 'app:1'));
-    const steps = await overlaySteps(overlay, dataDir, 'app:1');
-    log(`the overlay's own steps (mount points checked, unshare, sh, mount -t overlay) p50 ${percentile(steps.onOverlay, 50).toFixed(1)} ms p95 ${percentile(steps.onOverlay, 95).toFixed(1)} ms | \`true\` alone p50 ${percentile(steps.onBinds, 50).toFixed(1)} ms`);
-    if (BASE_IMAGE) {
-      await overlay.ensureBaseImage();
-      row('create -> first process, base-image', await compare(overlay, binds, 'base-image'));
-    }
-  } finally {
-    await registry.close();
-    fs.rmSync(root, { recursive: true, force: true });
+runWithRegistry(root, async (registry) => {
+  buildTestImage(path.join(root, 'layout'), 'box', { files: { '/marker.txt': 'bench\n' }, env: ['PATH=/bin'] });
+  const base = `${registry.address}/bench/box:1`;
+  pushTestImage(path.join(root, 'layout'), 'box', base);
+  // One node's data folder, two runtimes on it: the same stored image either way.
+  const dataDir = path.join(root, 'node');
+  const overlay = new BwrapRuntime({ dataDir });
+  const binds = new BwrapRuntime({ dataDir, images: { rootOverlay: false } });
+  await buildOnRuntime(overlay, path.join(root, 'context.tar.gz'), { workspaceId: 'bench', name: 'app', tag: '1', context: { Dockerfile: userAppDockerfile(base) } });
+  log(`${RUNS} starts of each, alternating, no warm pool`);
+  row('create -> first process, app:1', await compare(overlay, binds, 'app:1'));
+  const steps = await overlaySteps(overlay, dataDir, 'app:1');
+  log(`the overlay's own steps (mount points checked, unshare, sh, mount -t overlay) p50 ${percentile(steps.onOverlay, 50).toFixed(1)} ms p95 ${percentile(steps.onOverlay, 95).toFixed(1)} ms | \`true\` alone p50 ${percentile(steps.onBinds, 50).toFixed(1)} ms`);
+  if (BASE_IMAGE) {
+    await overlay.ensureBaseImage();
+    row('create -> first process, base-image', await compare(overlay, binds, 'base-image'));
   }
-}
-
-main().catch((err) => {
-  process.stderr.write(`${(err as Error).stack ?? err}\n`);
-  process.exit(1);
 });
