@@ -37,11 +37,17 @@ export interface LaunchPlan {
    * outbound network): bubblewrap then keeps it instead of making an empty one.
    */
   ownNetworkNamespace?: boolean;
+  /**
+   * Host folder where the launcher mounted the sandbox's root overlay (stored images,
+   * root-overlay.ts), bound as the sandbox's `/`; without it the root is bubblewrap's tmpfs.
+   */
+  rootOverlay?: string;
 }
 
 /**
- * The bubblewrap command line of one sandbox. The tree is built from nothing: a tmpfs root,
- * the image read-only, a synthesized /etc, the sandbox's writable folders and volumes, and the
+ * The bubblewrap command line of one sandbox. The tree is built on a root: bubblewrap's tmpfs
+ * with the image's entries bound read-only (`base`), or the sandbox's overlay of its stored image
+ * (root-overlay.ts); then a synthesized /etc, the sandbox's writable folders and volumes, and the
  * agent. New pid, ipc, uts and network namespaces (loopback only, unless the node made one with
  * outbound network for it); no capabilities beyond the
  * three setpriv needs to become the sandbox user, which it then drops with the bounding set;
@@ -68,50 +74,78 @@ export function bwrapArguments(plan: LaunchPlan): string[] {
   ];
   for (const [name, value] of Object.entries(plan.agentEnv)) args.push('--setenv', name, value);
 
+  // On a stored image the sandbox's root is its overlay (root-overlay.ts), mounted by the launcher.
+  if (plan.rootOverlay) args.push('--bind', plan.rootOverlay, '/');
   // bubblewrap creates missing parents as root with mode 0700; make them traversable instead.
+  // (In an overlay root the node made them beforehand: bubblewrap finds them there.)
   const present = new Set<string>(['/']);
-  const mountAt = (dest: string, ...mount: string[]) => {
-    for (let i = 1, parts = dest.split('/'); i < parts.length - 1; i++) {
+  for (const mount of sandboxMounts(plan)) {
+    for (let i = 1, parts = mount.dest.split('/'); !mount.inPlace && i < parts.length - 1; i++) {
       const parent = parts.slice(0, i + 1).join('/');
       if (!present.has(parent)) {
         args.push('--perms', '0755', '--dir', parent);
         present.add(parent);
       }
     }
-    args.push(...mount);
-    present.add(dest);
-  };
-
-  for (const mount of plan.image.mounts) {
-    if (mount.kind === 'ro-bind') mountAt(mount.path, '--ro-bind', mount.source ?? mount.path, mount.path);
-    else mountAt(mount.path, '--symlink', mount.target, mount.path);
-  }
-  mountAt('/proc', '--proc', '/proc');
-  mountAt('/dev', '--dev', '/dev');
-  mountAt('/dev/shm', '--perms', '1777', '--tmpfs', '/dev/shm');
-
-  // The image's /etc, then this sandbox's own files over the mount points it provides.
-  mountAt('/etc', '--ro-bind', plan.image.etcDir, '/etc');
-  for (const file of plan.etcFiles) args.push('--ro-bind', file.hostPath, `/etc/${file.name}`);
-  args.push('--ro-bind', plan.agentConfigHostPath, SANDBOX_AGENT_CONFIG);
-
-  for (const folder of plan.writable) mountAt(folder.sandboxPath, '--bind', folder.hostPath, folder.sandboxPath);
-  mountAt(SANDBOX_RUN_DIR, '--bind', plan.runDir, SANDBOX_RUN_DIR);
-  mountAt(SANDBOX_API_DIR, '--bind', plan.apiDir, SANDBOX_API_DIR);
-  mountAt(SANDBOX_PLATFORM_DIR, '--bind', plan.platformDir, SANDBOX_PLATFORM_DIR);
-
-  mountAt(`${AGENT_ROOT}/agent`, '--ro-bind', plan.agent.agentDir, `${AGENT_ROOT}/agent`);
-  mountAt(`${AGENT_ROOT}/node_modules`, '--ro-bind', plan.agent.nodeModulesDir, `${AGENT_ROOT}/node_modules`);
-  mountAt(AGENT_NODE, '--ro-bind', plan.agent.nodeBinary, AGENT_NODE);
-  if (plan.image.hostLoader) mountAt(AGENT_LIB, '--ro-bind', plan.image.hostLoader.dir, AGENT_LIB);
-
-  mountAt(SANDBOX_CODE_DIR, '--ro-bind', plan.codeDir, SANDBOX_CODE_DIR);
-  for (const volume of plan.volumes) {
-    mountAt(volume.mountPath, volume.readOnly ? '--ro-bind' : '--bind', volume.hostPath, volume.mountPath);
+    args.push(...mount.args);
+    present.add(mount.dest);
   }
 
   args.push('--chdir', SANDBOX_HOME, '--', ...agentCommand(plan));
   return args;
+}
+
+/** One mount of a sandbox's tree: where, bubblewrap's arguments for it, and the host file or folder it shows. */
+export interface SandboxMount {
+  dest: string;
+  args: string[];
+  source?: string;
+  /** Its mount point is in the mount below it (the image's /etc has them): no parents made for it. */
+  inPlace?: boolean;
+}
+
+/**
+ * The mounts of a sandbox's tree in the order bubblewrap makes them: the image's entries (none when
+ * its root is an overlay), the kernel's views, /etc and its per-sandbox files, the writable
+ * folders, the agent's sockets and files, /app, volumes (a volume at /app goes over the code).
+ */
+export function sandboxMounts(plan: LaunchPlan): SandboxMount[] {
+  const mounts: SandboxMount[] = [];
+  const add = (dest: string, args: string[], source?: string, inPlace?: boolean) => mounts.push({ dest, args, ...(source ? { source } : {}), ...(inPlace ? { inPlace } : {}) });
+  for (const mount of plan.image.mounts) {
+    if (mount.kind === 'ro-bind') add(mount.path, ['--ro-bind', mount.source ?? mount.path, mount.path], mount.source ?? mount.path);
+    else add(mount.path, ['--symlink', mount.target, mount.path]);
+  }
+  add('/proc', ['--proc', '/proc']);
+  add('/dev', ['--dev', '/dev']);
+  add('/dev/shm', ['--perms', '1777', '--tmpfs', '/dev/shm']);
+  // The image's /etc, then this sandbox's own files over the mount points it provides.
+  add('/etc', ['--ro-bind', plan.image.etcDir, '/etc'], plan.image.etcDir);
+  for (const file of plan.etcFiles) add(`/etc/${file.name}`, ['--ro-bind', file.hostPath, `/etc/${file.name}`], file.hostPath, true);
+  add(SANDBOX_AGENT_CONFIG, ['--ro-bind', plan.agentConfigHostPath, SANDBOX_AGENT_CONFIG], plan.agentConfigHostPath, true);
+
+  for (const folder of plan.writable) add(folder.sandboxPath, ['--bind', folder.hostPath, folder.sandboxPath], folder.hostPath);
+  add(SANDBOX_RUN_DIR, ['--bind', plan.runDir, SANDBOX_RUN_DIR], plan.runDir);
+  add(SANDBOX_API_DIR, ['--bind', plan.apiDir, SANDBOX_API_DIR], plan.apiDir);
+  add(SANDBOX_PLATFORM_DIR, ['--bind', plan.platformDir, SANDBOX_PLATFORM_DIR], plan.platformDir);
+
+  add(`${AGENT_ROOT}/agent`, ['--ro-bind', plan.agent.agentDir, `${AGENT_ROOT}/agent`], plan.agent.agentDir);
+  add(`${AGENT_ROOT}/node_modules`, ['--ro-bind', plan.agent.nodeModulesDir, `${AGENT_ROOT}/node_modules`], plan.agent.nodeModulesDir);
+  add(AGENT_NODE, ['--ro-bind', plan.agent.nodeBinary, AGENT_NODE], plan.agent.nodeBinary);
+  if (plan.image.hostLoader) add(AGENT_LIB, ['--ro-bind', plan.image.hostLoader.dir, AGENT_LIB], plan.image.hostLoader.dir);
+
+  add(SANDBOX_CODE_DIR, ['--ro-bind', plan.codeDir, SANDBOX_CODE_DIR], plan.codeDir);
+  for (const volume of plan.volumes) add(volume.mountPath, [volume.readOnly ? '--ro-bind' : '--bind', volume.hostPath, volume.mountPath], volume.hostPath);
+  return mounts;
+}
+
+/**
+ * The mounts whose mount point is in the sandbox's root itself, not in another of its mounts
+ * (a volume inside /workspace has its mount point in the sandbox's folder; /dev/shm in /dev).
+ */
+export function rootMountPoints(plan: LaunchPlan): SandboxMount[] {
+  const mounts = sandboxMounts(plan).filter((mount) => !mount.inPlace);
+  return mounts.filter((mount, i) => !mounts.slice(0, i).some((below) => mount.dest.startsWith(`${below.dest}/`)));
 }
 
 /**

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { SandboxAgentClient, waitForAgent } from './agent-client';
-import { bwrapArguments, type LaunchPlan } from './bwrap-args';
+import { bwrapArguments, rootMountPoints, type LaunchPlan } from './bwrap-args';
 import { SandboxSeccompFilter } from './seccomp/seccomp-filter';
 import { captureTree, removeTree, replaceTree, seedTree } from './snapshot-files';
 import { detectCgroupDriver, type CgroupDriver, type CgroupOptions, type SandboxCgroup } from './cgroups';
@@ -18,6 +18,7 @@ import { SANDBOX_AGENT_CONFIG, assertSandboxId, sandboxLayout, snapshotFilesDir,
 import { SANDBOX_ENV, installCode, prepareSandboxFolders, writeIdentityFiles, type SandboxUser } from './sandbox-files';
 import { validateSpec } from './spec-validation';
 import { RemovalLog } from './removal-log';
+import { OVERLAY_MOUNT_FAILED, prepareUpperLayer, rootOverlayCommand } from './root-overlay';
 import { StateStore, type SandboxRecord } from './state-store';
 import { WarmPool, isWarmId, setHostname } from './warm-pool';
 import { pinSocket } from './pinned-socket';
@@ -100,6 +101,8 @@ export class BwrapRuntime implements SandboxRuntime {
   private readonly bwrapPath: string;
   /** Found once, where the node gives sandboxes a network (a launch enters its namespace with it). */
   private readonly nsenterPath?: string;
+  /** Found on the first start on a stored image (its root overlay is mounted in a namespace of its own). */
+  private unshareBinary?: string;
   private readonly pool: WarmPool;
   private readonly seccomp: SandboxSeccompFilter;
 
@@ -197,10 +200,12 @@ export class BwrapRuntime implements SandboxRuntime {
 
   /**
    * A sandbox's image storage: its image as the platform stores it plus what the sandbox wrote
-   * to its own writable layer (its folders under `fs/`), whatever else the node has installed.
+   * to its own writable layer (its folders under `fs/`, and the upper layer of its root overlay
+   * on a stored image), whatever else the node has installed.
    */
   async imageStorageBytes(id: string, image: string): Promise<number> {
-    const layer = this.layout(id).writable.map((folder) => folder.hostPath).filter((folder) => fs.existsSync(folder));
+    const layout = this.layout(id);
+    const layer = [...layout.writable.map((folder) => folder.hostPath), layout.upperDir].filter((folder) => fs.existsSync(folder));
     const workspaceId = (await this.store.read(id).catch(() => undefined))?.spec.workspaceId;
     return (await this.images.storedBytes(image, workspaceId)) + (await diskUsageBytes(layer));
   }
@@ -336,12 +341,14 @@ export class BwrapRuntime implements SandboxRuntime {
     // The namespace is made while the rest of the start goes on; bubblewrap waits for it below.
     const attaching = await this.beginAttach(spec);
     const network = attaching?.attachment;
-    let image: LaunchPlan['image'];
+    let plan: LaunchPlan;
     let cgroup: SandboxCgroup;
     try {
-      image = await this.images.resolve(spec.image, spec.workspaceId, sandboxOwnedPaths(layout.writable, spec.volumes));
+      const image = await this.images.resolve(spec.image, spec.workspaceId, sandboxOwnedPaths(layout.writable, spec.volumes));
       if (spec.seedSnapshotId) await seedTree(snapshotFilesDir(this.options.dataDir, spec.seedSnapshotId), layout.fsRoot);
       await prepareSandboxFolders(spec, layout, this.identity(), image.run, network);
+      plan = this.launchPlan(spec, layout, image, network);
+      if (image.lowerDir) prepareUpperLayer(layout, image.lowerDir, rootMountPoints(plan));
       cgroup = await this.cgroups.create(spec.id);
     } catch (err) {
       await this.abandonNetwork(spec.id, attaching);
@@ -354,7 +361,8 @@ export class BwrapRuntime implements SandboxRuntime {
       await attaching?.linked;
       const filter = await this.seccomp.open();
       const log = fs.openSync(layout.agentLog, 'w', 0o600);
-      const launcher = ['-c', LAUNCH_SCRIPT, 'hangar-launch', ...enterNetwork(network, this.nsenterPath), this.bwrapPath, ...bwrapArguments(this.launchPlan(spec, layout, image, network))];
+      const overlay = plan.image.lowerDir ? rootOverlayCommand(this.unsharePath(), this.options.dataDir, layout, plan.image.lowerDir) : [];
+      const launcher = ['-c', LAUNCH_SCRIPT, 'hangar-launch', ...enterNetwork(network, this.nsenterPath), ...overlay, this.bwrapPath, ...bwrapArguments(plan)];
       const child = spawn('/bin/sh', launcher, {
         detached: true,
         stdio: ['ignore', log, log, filter],
@@ -364,7 +372,7 @@ export class BwrapRuntime implements SandboxRuntime {
       fs.closeSync(filter);
       let exited: string | undefined;
       child.on('error', (err) => (exited = `could not run bubblewrap: ${err.message}`));
-      child.on('exit', (code, signal) => (exited = code === 97 ? 'could not join the sandbox cgroups' : `the sandbox exited (${signal ?? `code ${code}`})`));
+      child.on('exit', (code, signal) => (exited = launchFailure(code, signal)));
       // The worker may go away; the sandbox must not go with it.
       child.unref();
       if (child.pid === undefined) throw new Error('bubblewrap did not start');
@@ -428,7 +436,13 @@ export class BwrapRuntime implements SandboxRuntime {
       agentEnv: { ...SANDBOX_ENV, HOSTNAME: spec.id, HANGAR_AGENT_CONFIG: SANDBOX_AGENT_CONFIG },
       ownNetworkNamespace: network !== undefined,
       seccompFd: SECCOMP_FD,
+      ...(image.lowerDir ? { rootOverlay: layout.overlayMountPoint } : {}),
     };
+  }
+
+  private unsharePath(): string {
+    this.unshareBinary ??= findOnPath('unshare');
+    return this.unshareBinary;
   }
 
   /**
@@ -653,6 +667,13 @@ export const AGENT_NODE_FLAGS = ['--max-semi-space-size=1'];
  */
 function enterNetwork(network: SandboxAttachment | undefined, nsenterPath: string | undefined): string[] {
   return network ? [nsenterPath ?? findOnPath('nsenter'), `--net=${network.netnsPath}`, '--'] : [];
+}
+
+/** Why the launcher ended before the agent answered: its exit codes of its own (97, 96), or bubblewrap's. */
+function launchFailure(code: number | null, signal: NodeJS.Signals | null): string {
+  if (code === 97) return 'could not join the sandbox cgroups';
+  if (code === OVERLAY_MOUNT_FAILED) return "could not mount the sandbox's root overlay";
+  return `the sandbox exited (${signal ?? `code ${code}`})`;
 }
 
 function findOnPath(binary: string): string {

@@ -53,6 +53,11 @@ export interface ResolvedImage {
   hostLoader?: HostLoader;
   /** For an image pulled from a registry: what its config asks of its processes. */
   run?: ImageRunSettings;
+  /**
+   * For a stored image mounted as the sandbox's root overlay (root-overlay.ts): its rootfs, the
+   * overlay's read-only lower layer; `mounts` is then empty.
+   */
+  lowerDir?: string;
 }
 
 /** An image's settings for the processes of its sandboxes. */
@@ -61,6 +66,8 @@ export interface ImageRunSettings {
   env: [string, string][];
   /** Its `WorkingDir`, when the image has that folder: where processes start unless told otherwise. */
   workingDir?: string;
+  /** The sandbox's root is an overlay of the image: the whole tree is writable where its owners and modes allow. */
+  rootWritable?: boolean;
 }
 
 const BASE: ImageDefinition = {

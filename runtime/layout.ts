@@ -35,6 +35,16 @@ export interface SandboxLayout {
   /** The writable layer: one host folder per writable folder of the sandbox's tree, all under `fsRoot`. */
   writable: WritableFolder[];
   fsRoot: string;
+  /**
+   * On a stored image, the upper layer of the overlay that is the sandbox's root (root-overlay.ts):
+   * what it wrote anywhere outside its own folders, under `fsRoot` so snapshots, forks, restores
+   * and metering carry it with the rest of the layer.
+   */
+  upperDir: string;
+  /** The overlay's work folder (same file system as the upper layer; nothing in it is kept). */
+  overlayWorkDir: string;
+  /** Where the launcher mounts the overlay, in a mount namespace of its own: empty on the host. */
+  overlayMountPoint: string;
   /** Seen read-only at /app: the code the spec names, linked in at each start (empty without). */
   codeDir: string;
 }
@@ -100,6 +110,9 @@ export function sandboxLayout(dataDir: string, id: string): SandboxLayout {
     relayCursor: path.join(root, 'relay-cursor'),
     codeDir: path.join(root, 'code'),
     fsRoot: path.join(root, 'fs'),
+    upperDir: path.join(root, 'fs', 'upper'),
+    overlayWorkDir: path.join(root, 'overlay-work'),
+    overlayMountPoint: path.join(root, 'root'),
     writable: WRITABLE_FOLDERS.map((folder) => ({
       hostPath: path.join(root, 'fs', folder.name),
       sandboxPath: folder.sandboxPath,

@@ -110,7 +110,8 @@ export async function writeIdentityFiles(spec: RuntimeSandboxSpec, layout: Sandb
     eventLog: SANDBOX_EVENT_LOG,
     processEnv: processEnvironment(SANDBOX_ENV, image?.env ?? [], { HOSTNAME: spec.id, ...proxyEnv(egress), ...Object.fromEntries(spec.envs.map((e) => [e.name, e.value])) }),
     defaultWorkingDir: image?.workingDir ?? SANDBOX_HOME,
-    writableRoots: [...layout.writable.map((f) => f.sandboxPath), ...spec.volumes.filter((v) => !v.readOnly).map((v) => v.mountPath)],
+    // On an image's overlay the whole tree is writable (the kernel checks the user's rights); its own folders stay roots that cannot be deleted.
+    writableRoots: [...(image?.rootWritable ? ['/'] : []), ...layout.writable.map((f) => f.sandboxPath), ...spec.volumes.filter((v) => !v.readOnly).map((v) => v.mountPath)],
     hiddenRoots: ['/proc', '/sys', '/dev', SANDBOX_RUN_DIR, SANDBOX_API_DIR, AGENT_ROOT, path.dirname(SANDBOX_AGENT_CONFIG)],
   };
   await Promise.all([

@@ -29,6 +29,11 @@ export interface SandboxImagesOptions {
   mmdebstrapPath?: string;
   baseImageSuite?: string;
   baseImageMirror?: string;
+  /**
+   * Sandboxes on stored images run on an overlay of the image with a writable layer of their own
+   * (root-overlay.ts; the default); false shows the image as read-only binds of its entries instead.
+   */
+  rootOverlay?: boolean;
 }
 
 /** A build of a workspace's image: its key's parts, the context, progress; see ImageBuilder. */
@@ -122,24 +127,32 @@ export class SandboxImages {
   }
 
   /**
-   * The read-only tree of one sandbox: for a pulled image it depends on the sandbox, whose own
-   * folders and volumes (`owned`) take their places in the image's tree.
+   * The image's tree for one sandbox: a stored image's rootfs as the lower layer of the sandbox's
+   * root overlay; or, without overlays (and for the host's folders), read-only binds, which for a
+   * stored image depend on the sandbox, whose own folders and volumes (`owned`) take their places
+   * in the image's tree.
    */
   async resolve(reference: string, workspaceId: string, owned: string[]): Promise<ResolvedImage> {
     if (isHostImage(reference)) return this.builtins.resolve(reference);
     const image = await this.stored(reference, workspaceId);
+    const overlay = this.rootOverlay();
     return {
       name: isBuiltBaseImage(reference) ? 'base-image' : image.reference,
-      mounts: rootfsMounts(image.rootfs, owned),
+      mounts: overlay ? [] : rootfsMounts(image.rootfs, owned),
+      ...(overlay ? { lowerDir: image.rootfs } : {}),
       etcDir: buildImageEtc(image.dir, image.rootfs, this.options.identity),
       hostLoader: this.loader(),
-      run: runSettings(image),
+      run: runSettings(image, overlay),
     };
   }
 
   /** What the image asks of its processes; undefined for the host's folders. */
   async runSettings(reference: string, workspaceId: string): Promise<ImageRunSettings | undefined> {
-    return isHostImage(reference) ? undefined : runSettings(await this.stored(reference, workspaceId));
+    return isHostImage(reference) ? undefined : runSettings(await this.stored(reference, workspaceId), this.rootOverlay());
+  }
+
+  private rootOverlay(): boolean {
+    return this.options.rootOverlay !== false;
   }
 
   /** Bytes the platform stores for the image (nothing for the host's folders; see ImageDefinition.storedBytes). */
@@ -184,8 +197,8 @@ export class SandboxImages {
   }
 }
 
-function runSettings(image: StoredImage): ImageRunSettings {
+function runSettings(image: StoredImage, rootWritable: boolean): ImageRunSettings {
   const workingDir = image.config.workingDir && path.posix.isAbsolute(image.config.workingDir) ? path.posix.normalize(image.config.workingDir) : undefined;
   const present = workingDir !== undefined && fs.lstatSync(path.join(image.rootfs, workingDir), { throwIfNoEntry: false })?.isDirectory();
-  return { env: image.config.env, ...(present ? { workingDir } : {}) };
+  return { env: image.config.env, ...(present ? { workingDir } : {}), ...(rootWritable ? { rootWritable } : {}) };
 }

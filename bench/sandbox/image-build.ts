@@ -5,9 +5,10 @@ import * as tar from 'tar';
 import { parseDockerfile, rewriteDockerfile } from '../../domain/images/dockerfile';
 import { buildahBuild, type BuildahOptions } from '../../runtime/buildah';
 import { BwrapRuntime } from '../../runtime/bwrap-runtime';
-import { buildTestImage, pushTestImage, startRegistry } from '../../test/helpers/oci-registry';
+import { buildTestImage, pushTestImage } from '../../test/helpers/oci-registry';
 import { percentile } from '../common/stats';
 import { repoRoot } from '../../scripts/stack/binaries';
+import { runWithRegistry } from './with-registry';
 
 /**
  * Builds of a workspace's image from a Dockerfile (run by hand after a build, as root:
@@ -44,60 +45,48 @@ const row = (what: string, samples: number[], floorName: string, floor: number[]
   log(`${what.padEnd(40)} p50 ${p50.toFixed(1).padStart(8)} ms  p95 ${percentile(samples, 95).toFixed(1).padStart(8)} ms | ${floorName.padEnd(34)} p50 ${f50.toFixed(1).padStart(8)} ms | ${(p50 / f50).toFixed(2)}x (${target})`);
 };
 
-async function main(): Promise<void> {
-  fs.mkdirSync(root, { recursive: true });
-  const registry = await startRegistry(path.join(root, 'registry'));
-  try {
-    const layout = path.join(root, 'layout');
-    buildTestImage(layout, 'box', { files: { '/marker.txt': 'bench\n' }, env: ['PATH=/bin'] });
-    const base = `${registry.address}/bench/box:1`;
-    pushTestImage(layout, 'box', base);
-    const context = await writeContext(path.join(root, 'context'), base);
-    const dataDir = path.join(root, 'node');
-    const runtime = new BwrapRuntime({ dataDir });
-    const build = () => runtime.buildImage({ workspaceId: 'bench', name: 'app', tag: '1', owner: 'bench', contextArchive: context.archive, onStep: () => undefined });
+runWithRegistry(root, async (registry) => {
+  const layout = path.join(root, 'layout');
+  buildTestImage(layout, 'box', { files: { '/marker.txt': 'bench\n' }, env: ['PATH=/bin'] });
+  const base = `${registry.address}/bench/box:1`;
+  pushTestImage(layout, 'box', base);
+  const context = await writeContext(path.join(root, 'context'), base);
+  const dataDir = path.join(root, 'node');
+  const runtime = new BwrapRuntime({ dataDir });
+  const build = () => runtime.buildImage({ workspaceId: 'bench', name: 'app', tag: '1', owner: 'bench', contextArchive: context.archive, onStep: () => undefined });
 
-    let start = process.hrtime.bigint();
-    const first = await build();
-    const firstMs = since(start);
-    const rebuilds: number[] = [];
-    const floor: number[] = [];
-    // The floor builds what the runtime builds: the same Dockerfile with its FROM pointed at the store's copy, the same storage.
-    const stored = await runtime.findImage(base);
-    const imagesDir = path.join(dataDir, 'images');
-    const baseLayout = path.join(imagesDir, 'oci', 'layouts', stored!.digest.slice('sha256:'.length));
-    const dockerfile = path.join(root, 'Dockerfile.floor');
-    fs.writeFileSync(dockerfile, rewriteDockerfile(parseDockerfile(context.dockerfile), new Map([[base, `oci:${path.relative(path.join(imagesDir, 'oci'), baseLayout)}:image`]])));
-    const options: BuildahOptions = {
-      buildahPath: 'buildah',
-      unsharePath: 'unshare',
-      root: path.join(imagesDir, 'buildah', 'storage'),
-      runroot: path.join(imagesDir, 'buildah', 'run'),
-      storageDriver: 'overlay',
-      policyFile: path.join(imagesDir, 'oci', 'policy.json'),
-      workDir: root,
-      cwd: path.join(imagesDir, 'oci'),
-    };
-    for (let i = 0; i < RUNS; i++) {
-      start = process.hrtime.bigint();
-      const again = await build();
-      rebuilds.push(since(start));
-      if (again.digest !== first.digest) throw new Error(`a cached rebuild changed the digest: ${first.digest} -> ${again.digest}`);
-      start = process.hrtime.bigint();
-      await buildahBuild(options, { dockerfile, contextDir: path.join(root, 'context'), tag: 'localhost/bench/floor:1', onStep: () => undefined });
-      floor.push(since(start));
-    }
-    log(`context: ${CONTEXT_MB} MB of random files, 7 steps on static busybox; ${RUNS} rebuilds`);
-    log(`first build into an empty node            ${firstMs.toFixed(1).padStart(8)} ms (base pulled, every step run, pushed, unpacked)`);
-    row('rebuild, every step cached', rebuilds, 'buildah build --layers alone', floor, 'target <= 2000 ms');
-    log(`rebuild p50 ${percentile(rebuilds, 50) <= 2000 ? 'within' : 'OVER'} the 2 s target`);
-  } finally {
-    await registry.close();
-    fs.rmSync(root, { recursive: true, force: true });
+  let start = process.hrtime.bigint();
+  const first = await build();
+  const firstMs = since(start);
+  const rebuilds: number[] = [];
+  const floor: number[] = [];
+  // The floor builds what the runtime builds: the same Dockerfile with its FROM pointed at the store's copy, the same storage.
+  const stored = await runtime.findImage(base);
+  const imagesDir = path.join(dataDir, 'images');
+  const baseLayout = path.join(imagesDir, 'oci', 'layouts', stored!.digest.slice('sha256:'.length));
+  const dockerfile = path.join(root, 'Dockerfile.floor');
+  fs.writeFileSync(dockerfile, rewriteDockerfile(parseDockerfile(context.dockerfile), new Map([[base, `oci:${path.relative(path.join(imagesDir, 'oci'), baseLayout)}:image`]])));
+  const options: BuildahOptions = {
+    buildahPath: 'buildah',
+    unsharePath: 'unshare',
+    root: path.join(imagesDir, 'buildah', 'storage'),
+    runroot: path.join(imagesDir, 'buildah', 'run'),
+    storageDriver: 'overlay',
+    policyFile: path.join(imagesDir, 'oci', 'policy.json'),
+    workDir: root,
+    cwd: path.join(imagesDir, 'oci'),
+  };
+  for (let i = 0; i < RUNS; i++) {
+    start = process.hrtime.bigint();
+    const again = await build();
+    rebuilds.push(since(start));
+    if (again.digest !== first.digest) throw new Error(`a cached rebuild changed the digest: ${first.digest} -> ${again.digest}`);
+    start = process.hrtime.bigint();
+    await buildahBuild(options, { dockerfile, contextDir: path.join(root, 'context'), tag: 'localhost/bench/floor:1', onStep: () => undefined });
+    floor.push(since(start));
   }
-}
-
-main().catch((err) => {
-  process.stderr.write(`${(err as Error).stack ?? err}\n`);
-  process.exit(1);
+  log(`context: ${CONTEXT_MB} MB of random files, 7 steps on static busybox; ${RUNS} rebuilds`);
+  log(`first build into an empty node            ${firstMs.toFixed(1).padStart(8)} ms (base pulled, every step run, pushed, unpacked)`);
+  row('rebuild, every step cached', rebuilds, 'buildah build --layers alone', floor, 'target <= 2000 ms');
+  log(`rebuild p50 ${percentile(rebuilds, 50) <= 2000 ? 'within' : 'OVER'} the 2 s target`);
 });

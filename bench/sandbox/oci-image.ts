@@ -1,13 +1,14 @@
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
 import { BASE_IMAGE_PACKAGES, hostDebianSuite } from '../../runtime/base-image';
 import { BwrapRuntime } from '../../runtime/bwrap-runtime';
 import type { RuntimeSandboxSpec } from '../../runtime/sandbox-runtime';
-import { buildTestImage, pushTestImage, startRegistry } from '../../test/helpers/oci-registry';
+import { buildTestImage, pushTestImage } from '../../test/helpers/oci-registry';
 import { percentile } from '../common/stats';
+import { createToFirstProcess as startToFirstProcess } from './first-process';
 import { repoRoot } from '../../scripts/stack/binaries';
+import { runWithRegistry } from './with-registry';
 
 /**
  * Sandboxes on images pulled from a registry (run by hand after a build, as root:
@@ -36,30 +37,9 @@ const log = (line: string) => process.stdout.write(`${line}\n`);
 const since = (start: bigint) => Number(process.hrtime.bigint() - start) / 1e6;
 const run = (file: string, args: string[]) => new Promise<void>((resolve, reject) => execFile(file, args, (err) => (err ? reject(err) : resolve())));
 
-function firstProcess(socketPath: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = http.request({ socketPath, method: 'POST', path: '/process', headers: { 'content-type': 'application/json' } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
-    req.on('error', reject);
-    req.end(JSON.stringify({ command: 'true', waitForCompletion: true }));
-  });
-}
-
 let counter = 0;
 const spec = (image: string): RuntimeSandboxSpec => ({ id: `oci-${process.pid}-${++counter}`, workspaceId: 'bench', image, memoryMb: 512, envs: [], volumes: [] });
-
-async function createToFirstProcess(runtime: BwrapRuntime, image: string): Promise<number> {
-  const s = spec(image);
-  const start = process.hrtime.bigint();
-  const handle = await runtime.start(s);
-  const status = await firstProcess(handle.socketPath);
-  const elapsed = since(start);
-  if (status !== 200) throw new Error(`POST /process answered ${status}`);
-  await runtime.remove(s.id);
-  return elapsed;
-}
+const createToFirstProcess = (runtime: BwrapRuntime, image: string) => startToFirstProcess(runtime, spec(image));
 
 const row = (what: string, samples: number[], floorName: string, floor: number[], target: string) => {
   const [p50, f50] = [percentile(samples, 50), percentile(floor, 50)];
@@ -100,47 +80,35 @@ async function starts(image: string): Promise<void> {
   log(`first build of base-image (${(build.storedBytes / 1e6).toFixed(0)} MB stored): ${(build.ms / 1000).toFixed(1)} s | mmdebstrap alone to a tar ${(build.floorMs / 1000).toFixed(1)} s | ${(build.ms / build.floorMs).toFixed(2)}x`);
 }
 
-async function main(): Promise<void> {
-  fs.mkdirSync(root, { recursive: true });
-  const registry = await startRegistry(path.join(root, 'registry'));
-  try {
-    const layout = path.join(root, 'layout');
-    buildTestImage(layout, 'big', { files: { '/marker.txt': 'bench\n' }, randomFiles: { '/data/blob': IMAGE_MB * 1024 * 1024 }, env: ['PATH=/bin'] });
-    const image = `${registry.address}/bench/big:1`;
-    pushTestImage(layout, 'big', image);
+runWithRegistry(root, async (registry) => {
+  const layout = path.join(root, 'layout');
+  buildTestImage(layout, 'big', { files: { '/marker.txt': 'bench\n' }, randomFiles: { '/data/blob': IMAGE_MB * 1024 * 1024 }, env: ['PATH=/bin'] });
+  const image = `${registry.address}/bench/big:1`;
+  pushTestImage(layout, 'big', image);
 
-    const pulls: number[] = [];
-    const copies: number[] = [];
-    const manifestReads: number[] = [];
-    for (let i = 0; i < PULLS; i++) {
-      const store = new BwrapRuntime({ dataDir: path.join(root, `pull-${i}`) });
-      let start = process.hrtime.bigint();
-      await store.pullImage(image);
-      pulls.push(since(start));
-      const target = path.join(root, `copy-${i}`);
-      start = process.hrtime.bigint();
-      await run('skopeo', ['copy', '--quiet', '--src-tls-verify=false', '--src-no-creds', `docker://${image}`, `oci:${target}:image`]);
-      copies.push(since(start));
-      start = process.hrtime.bigint();
-      await run('skopeo', ['inspect', '--raw', '--tls-verify=false', '--no-creds', `docker://${image}`]);
-      manifestReads.push(since(start));
-      fs.rmSync(path.join(root, `pull-${i}`), { recursive: true, force: true });
-      fs.rmSync(target, { recursive: true, force: true });
-    }
-
-    if (PULLS > 0) {
-      row(`pull of the image (${IMAGE_MB} MB) into an empty store`, pulls, 'skopeo copy of it alone', copies, '<= 1.5x');
-      const read = percentile(manifestReads, 50);
-      log(`of which the manifest read first (skopeo inspect --raw, alone): p50 ${read.toFixed(1)} ms, ${((100 * read) / percentile(pulls, 50)).toFixed(1)} % of the pull`);
-    }
-    if (RUNS > 0) await starts(image);
-  } finally {
-    await registry.close();
-    fs.rmSync(root, { recursive: true, force: true });
+  const pulls: number[] = [];
+  const copies: number[] = [];
+  const manifestReads: number[] = [];
+  for (let i = 0; i < PULLS; i++) {
+    const store = new BwrapRuntime({ dataDir: path.join(root, `pull-${i}`) });
+    let start = process.hrtime.bigint();
+    await store.pullImage(image);
+    pulls.push(since(start));
+    const target = path.join(root, `copy-${i}`);
+    start = process.hrtime.bigint();
+    await run('skopeo', ['copy', '--quiet', '--src-tls-verify=false', '--src-no-creds', `docker://${image}`, `oci:${target}:image`]);
+    copies.push(since(start));
+    start = process.hrtime.bigint();
+    await run('skopeo', ['inspect', '--raw', '--tls-verify=false', '--no-creds', `docker://${image}`]);
+    manifestReads.push(since(start));
+    fs.rmSync(path.join(root, `pull-${i}`), { recursive: true, force: true });
+    fs.rmSync(target, { recursive: true, force: true });
   }
-}
 
-main().catch((err) => {
-  process.stderr.write(`${(err as Error).stack ?? err}\n`);
-  process.exit(1);
+  if (PULLS > 0) {
+    row(`pull of the image (${IMAGE_MB} MB) into an empty store`, pulls, 'skopeo copy of it alone', copies, '<= 1.5x');
+    const read = percentile(manifestReads, 50);
+    log(`of which the manifest read first (skopeo inspect --raw, alone): p50 ${read.toFixed(1)} ms, ${((100 * read) / percentile(pulls, 50)).toFixed(1)} % of the pull`);
+  }
+  if (RUNS > 0) await starts(image);
 });

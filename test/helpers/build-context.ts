@@ -1,4 +1,8 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import zlib from 'node:zlib';
+import type { BwrapRuntime } from '../../runtime/bwrap-runtime';
+import type { StoredImage } from '../../runtime/image-store';
 
 /** An entry of a test's build context: a file's content, or a link (symbolic or hard). */
 export type ContextEntry = string | Buffer | { symlink: string } | { hardlink: string };
@@ -62,4 +66,25 @@ export async function buildWorkspaceImage(api: WorkspaceCall, base: string, pref
   }, 150_000);
   if (tag.state !== 'READY') throw new Error(`the image build FAILED: ${tag.reason}`);
   return `${image}:1`;
+}
+
+/**
+ * A Dockerfile FROM `base` (a busybox image of a test registry) giving the sandbox user its own
+ * part of the image: `/opt/app` (config.txt "v1", remove-me.txt, data/seed.txt) owned by uid 1000 with
+ * `USER 1000` and `WORKDIR /opt/app`, and a root-owned `/opt/root.txt` beside it.
+ */
+export function userAppDockerfile(base: string): string {
+  return [
+    `FROM ${base}`,
+    'RUN mkdir -p /opt/app/data && echo seed > /opt/app/data/seed.txt && echo v1 > /opt/app/config.txt && echo keep > /opt/app/remove-me.txt && chown -R 1000:1000 /opt/app && echo root-only > /opt/root.txt',
+    'USER 1000',
+    'WORKDIR /opt/app',
+  ].join('\n');
+}
+
+/** Builds a workspace image on a runtime (no API): the context written to `archive`, then BwrapRuntime.buildImage. */
+export function buildOnRuntime(runtime: BwrapRuntime, archive: string, build: { workspaceId: string; name: string; tag: string; context: Record<string, ContextEntry> }): Promise<StoredImage> {
+  fs.mkdirSync(path.dirname(archive), { recursive: true });
+  fs.writeFileSync(archive, buildContext(build.context));
+  return runtime.buildImage({ workspaceId: build.workspaceId, name: build.name, tag: build.tag, owner: 'test', contextArchive: archive, onStep: () => undefined });
 }

@@ -57,6 +57,8 @@ export interface TestImage {
   links?: Record<string, string>;
   /** Hard links: path -> the path (of this layer) it is another name of. */
   hardLinks?: Record<string, string>;
+  /** Character device nodes, mode 0666: path -> [major, minor]. */
+  devices?: Record<string, [number, number]>;
   /** Modes to set, after the files are written: path -> mode (setuid and sticky bits too). */
   modes?: Record<string, number>;
   /** Paths of the layers below that this layer deletes (umoci writes whiteouts for them). */
@@ -114,6 +116,7 @@ export function buildTestImage(layoutDir: string, tag: string, image: TestImage,
     fs.symlinkSync(target, path.join(bundle, 'rootfs', link));
   }
   for (const [link, target] of Object.entries(image.hardLinks ?? {})) fs.linkSync(path.join(bundle, 'rootfs', target), path.join(bundle, 'rootfs', link));
+  for (const [file, [major, minor]] of Object.entries(image.devices ?? {})) execFileSync('mknod', ['-m', '666', path.join(bundle, 'rootfs', file), 'c', String(major), String(minor)]);
   for (const [file, mode] of Object.entries(image.modes ?? {})) fs.chmodSync(path.join(bundle, 'rootfs', file), mode);
   for (const file of image.remove ?? []) fs.rmSync(path.join(bundle, 'rootfs', file), { recursive: true });
   umoci('repack', '--image', `${layoutDir}:${tag}`, bundle);

@@ -1,4 +1,4 @@
-import { bwrapArguments, volumeMountError, type LaunchPlan } from '../../../runtime/bwrap-args';
+import { bwrapArguments, rootMountPoints, volumeMountError, type LaunchPlan } from '../../../runtime/bwrap-args';
 
 const plan: LaunchPlan = {
   sandboxId: 'sb-1',
@@ -106,4 +106,20 @@ test("on a pulled image, the image's files are bound from its rootfs and the age
   expect(node).toEqual([...loader, '--argv0', '/opt/hangar/bin/node', '/opt/hangar/bin/node', '/opt/hangar/agent/main.js']);
   // Nothing of the loader goes into the environment, which the user's processes inherit.
   expect(pulled.join(' ')).not.toMatch(/LD_LIBRARY_PATH|LD_PRELOAD/);
+});
+
+test("on a stored image's root overlay, the overlay is bound as / before anything else and none of the image's entries is bound", () => {
+  const overlay: LaunchPlan = {
+    ...plan,
+    rootOverlay: '/data/sb-1/root',
+    image: { name: 'app:1', etcDir: '/data/images/oci/unpacked/ab/etc-1', mounts: [], lowerDir: '/data/images/oci/unpacked/ab/rootfs', hostLoader: { dir: '/data/images/host-lib-1', loader: 'ld-linux-x86-64.so.2' } },
+  };
+  const args = bwrapArguments(overlay);
+  const firstMount = args.findIndex((a) => ['--bind', '--ro-bind', '--dir', '--proc', '--dev', '--tmpfs', '--symlink'].includes(a));
+  expect(args.slice(firstMount, firstMount + 3)).toEqual(['--bind', '/data/sb-1/root', '/']);
+  expect(args.filter((a) => a.includes('/rootfs'))).toEqual([]);
+  // The mount points the node makes in the upper layer: those not inside another mount (/dev/shm, /etc's files, a volume in /workspace).
+  const points = rootMountPoints({ ...overlay, volumes: [...overlay.volumes, { hostPath: '/vols/v2', mountPath: '/home/user/v2', readOnly: false }] });
+  expect(points.map((m) => m.dest)).toEqual(['/proc', '/dev', '/etc', '/home/user', '/var/tmp', '/run/hangar', '/run/hangar-api', '/run/hangar-platform', '/opt/hangar/agent', '/opt/hangar/node_modules', '/opt/hangar/bin/node', '/opt/hangar/lib', '/app', '/mnt/data/v1']);
+  expect(points.find((m) => m.dest === '/opt/hangar/bin/node')?.source).toBe('/usr/bin/node');
 });
