@@ -10,6 +10,7 @@ import { detectCgroupDriver, type CgroupDriver, type CgroupOptions, type Sandbox
 import { SANDBOX_ETC_FILE_NAMES } from './etc-files';
 import { isSameProcess, processStartTicks } from './host-process';
 import { diskUsageBytes } from './disk-usage';
+import { findOnPath } from './find-on-path';
 import { DEFAULT_IMAGE, imageName } from './image';
 import type { PullOptions, StoredImage } from './image-store';
 import { sandboxOwnedPaths } from './image-tree';
@@ -653,14 +654,6 @@ export const AGENT_NODE_FLAGS = ['--max-semi-space-size=1'];
  */
 function enterNetwork(network: SandboxAttachment | undefined, nsenterPath: string | undefined): string[] {
   return network ? [nsenterPath ?? findOnPath('nsenter'), `--net=${network.netnsPath}`, '--'] : [];
-}
-
-function findOnPath(binary: string): string {
-  for (const dir of (process.env.PATH ?? '/usr/bin:/bin').split(':')) {
-    const candidate = path.join(dir, binary);
-    if (fs.existsSync(candidate)) return candidate;
-  }
-  throw new Error(`${binary} is not installed (run scripts/install-deps.sh)`);
 }
 
 function defaultNodeModulesDir(): string {
