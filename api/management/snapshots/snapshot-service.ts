@@ -10,7 +10,7 @@ import { forkSpec, generatedSnapshotName, snapshotWorkflowId } from '../../../do
 import type { ResourceRow } from '../../../store/resources';
 import { SandboxSnapshotStore, type SnapshotRow } from '../../../store/sandbox-snapshots';
 import type { RestoreRequest } from '../../../activities/sandbox-node';
-import { capturedUpdate, type SnapshotLifecycleInput, type snapshotLifecycle } from '../../../workflows/snapshot-lifecycle';
+import type { SnapshotLifecycleInput, snapshotLifecycle } from '../../../workflows/snapshot-lifecycle';
 import type { CaptureNotices } from './capture-notices';
 import { deleteThroughWorkflow } from '../resources/owning-workflow';
 import { createSandbox, findSandbox, type SandboxServices } from '../sandboxes/sandbox-service';
@@ -90,7 +90,7 @@ async function startAndAwaitCapture(services: SnapshotServices, workspace: Works
   const notice = await services.notices.expect(row.id);
   let timer: NodeJS.Timeout | undefined;
   const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, CAPTURE_WAIT_MS)));
-  const captured = services.temporal.workflow.executeUpdateWithStart(capturedUpdate, { startWorkflowOperation: start });
+  const captured = services.temporal.workflow.executeUpdateWithStart('captured', { startWorkflowOperation: start });
   // Answered by the notice, the update's own end is of no interest: its failure is no one's.
   captured.catch(() => undefined);
   const started = start.workflowHandle().then(
