@@ -16,7 +16,8 @@ export function createSnapshotNodeActivities({ runtime, pg }: { runtime: Snapsho
   return {
     /**
      * Copies the sandbox's files into the snapshot and marks it ready with their size, in the same
-     * activity: a fork waits on the capture, and a separate control activity would add a round trip.
+     * activity: a fork waits on the capture, and the mark's announcement (NOTIFY) answers it
+     * before Temporal has even heard that the activity ended.
      */
     captureSandboxFiles: (sandboxId: string, snapshotId: string): Promise<void> =>
       whileHeartbeating(async () => {

@@ -10,6 +10,7 @@ import { detectCgroupDriver, type CgroupDriver, type CgroupOptions, type Sandbox
 import { SANDBOX_ETC_FILE_NAMES } from './etc-files';
 import { isSameProcess, processStartTicks } from './host-process';
 import { diskUsageBytes } from './disk-usage';
+import { findOnPath } from './find-on-path';
 import { DEFAULT_IMAGE, imageName } from './image';
 import type { PullOptions, StoredImage } from './image-store';
 import { sandboxOwnedPaths } from './image-tree';
@@ -674,14 +675,6 @@ function launchFailure(code: number | null, signal: NodeJS.Signals | null): stri
   if (code === 97) return 'could not join the sandbox cgroups';
   if (code === OVERLAY_MOUNT_FAILED) return "could not mount the sandbox's root overlay";
   return `the sandbox exited (${signal ?? `code ${code}`})`;
-}
-
-function findOnPath(binary: string): string {
-  for (const dir of (process.env.PATH ?? '/usr/bin:/bin').split(':')) {
-    const candidate = path.join(dir, binary);
-    if (fs.existsSync(candidate)) return candidate;
-  }
-  throw new Error(`${binary} is not installed (run scripts/install-deps.sh)`);
 }
 
 function defaultNodeModulesDir(): string {

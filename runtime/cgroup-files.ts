@@ -2,6 +2,9 @@ import fs from 'node:fs/promises';
 
 /** Small helpers over cgroup control files, shared by the v1 and v2 drivers. */
 
+/** The cgroup was removed: its file is gone (ENOENT), or went while being read (ENODEV). */
+const isRemovedCgroup = (err: unknown) => ['ENOENT', 'ENODEV'].includes((err as NodeJS.ErrnoException).code ?? '');
+
 export async function readControl(file: string): Promise<string> {
   return (await fs.readFile(file, 'utf8')).trim();
 }
@@ -15,7 +18,7 @@ export async function readPids(procsFile: string): Promise<number[]> {
     const text = await readControl(procsFile);
     return text ? text.split('\n').map(Number) : [];
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    if (isRemovedCgroup(err)) return [];
     throw err;
   }
 }
@@ -26,7 +29,7 @@ export async function readKeyedCounter(file: string, key: string): Promise<numbe
     const match = new RegExp(`^${key} (\\d+)$`, 'm').exec(await readControl(file));
     return match ? Number(match[1]) : 0;
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 0;
+    if (isRemovedCgroup(err)) return 0;
     throw err;
   }
 }

@@ -144,7 +144,7 @@ export class ImageCatalog {
     const definition = imageDefinition(name);
     let image = this.resolved.get(definition.name);
     if (!image) {
-      image = { name: definition.name, mounts: probeMounts(definition), etcDir: this.buildEtc(definition) };
+      image = { name: definition.name, mounts: systemMounts(definition), etcDir: this.buildEtc(definition) };
       this.resolved.set(definition.name, image);
     }
     return image;
@@ -184,6 +184,26 @@ export class ImageCatalog {
     }
     return etcDir;
   }
+}
+
+const probedMounts = new Map<string, SystemMount[]>();
+
+/** The image's system folders as found on this host, probed once per process. */
+function systemMounts(definition: ImageDefinition): SystemMount[] {
+  let mounts = probedMounts.get(definition.name);
+  if (!mounts) {
+    mounts = probeMounts(definition);
+    probedMounts.set(definition.name, mounts);
+  }
+  return mounts;
+}
+
+/**
+ * The host's own system folders (those of `base`: /usr and its links), for the node's own tools
+ * run behind bubblewrap with nothing else of the host (runtime/confined-copy.ts).
+ */
+export function hostSystemMounts(): SystemMount[] {
+  return systemMounts(BASE);
 }
 
 function probeMounts(definition: ImageDefinition): SystemMount[] {

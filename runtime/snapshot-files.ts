@@ -1,19 +1,20 @@
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
+import { copyConfined } from './confined-copy';
 import { diskUsageBytes } from './disk-usage';
 import { SandboxSpecError } from './sandbox-runtime';
 
 const exists = (file: string) => fsp.stat(file).then(() => true, () => false);
 
 /**
- * Copies a tree whole with its owners, modes, times and links (`cp -a`), sharing the blocks
- * instead where the file system can (`--reflink=auto`: btrfs, XFS), into a folder beside `to`
- * that is renamed into place: `to` holds all of the copy or does not exist, so a copy cut short
- * (a worker killed) is made again, never taken for done. `live`: the tree is a running sandbox's,
- * whose files may go while cp reads them (such a file is simply not in the copy); a snapshot's
- * files never change, so one vanishing means the snapshot is being deleted, and the copy fails.
+ * Copies a tree whole with its owners, modes, times and links (`cp -a`, confined: confined-copy.ts),
+ * sharing the blocks instead where the file system can (`--reflink=auto`: btrfs, XFS), into a
+ * folder beside `to` that is renamed into place: `to` holds all of the copy or does not exist, so
+ * a copy cut short (a worker killed) is made again, never taken for done. `live`: the tree is a
+ * running sandbox's, whose files may go while cp reads them (such a file is simply not in the
+ * copy); a snapshot's files never change, so one vanishing means the snapshot is being deleted,
+ * and the copy fails.
  */
 async function copyTree(from: string, to: string, live = false): Promise<void> {
   const partial = `${to}.partial-${randomBytes(4).toString('hex')}`;
@@ -22,15 +23,12 @@ async function copyTree(from: string, to: string, live = false): Promise<void> {
   const stale = (await fsp.readdir(path.dirname(to))).filter((name) => name.startsWith(`${path.basename(to)}.partial-`));
   await Promise.all(stale.map((name) => fsp.rm(path.join(path.dirname(to), name), { recursive: true, force: true })));
   try {
-    await new Promise<void>((resolve, reject) =>
-      execFile('cp', ['-a', '--reflink=auto', '--', from, partial], (err, _stdout, stderr) => {
-        // A running sandbox may delete a file between cp listing and copying it: it is simply
-        // not in the copy, as it would not be a moment later. Any other complaint fails the copy.
-        const complaints = stderr.split('\n').filter((line) => line.trim() && !(live && /No such file or directory$/.test(line)));
-        if (err && (complaints.length > 0 || !stderr.trim())) reject(new Error(`copying files failed: ${complaints.join('; ') || err.message}`));
-        else resolve();
-      }),
-    );
+    await fsp.mkdir(partial, { mode: 0o700 });
+    const { failed, stderr } = await copyConfined(from, partial);
+    // A running sandbox may delete a file between cp listing and copying it: it is simply
+    // not in the copy, as it would not be a moment later. Any other complaint fails the copy.
+    const complaints = stderr.split('\n').filter((line) => line.trim() && !(live && /No such file or directory$/.test(line)));
+    if (failed && (complaints.length > 0 || !stderr.trim())) throw new Error(`copying files failed: ${complaints.join('; ') || failed.message}`);
     await fsp.rename(partial, to);
   } catch (err) {
     await fsp.rm(partial, { recursive: true, force: true });

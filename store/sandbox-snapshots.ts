@@ -31,6 +31,9 @@ export interface SnapshotInsert {
   actor: string;
 }
 
+/** Where a capture's outcome is announced (NOTIFY), with the snapshot's id. */
+export const SNAPSHOT_SETTLED_CHANNEL = 'hangar_snapshot_settled';
+
 const SELECT = `SELECT s.id, s.workspace_id, s.name, s.source_id, s.source_name, s.source_spec, s.node_queue, s.status, s.message,
   s.size_bytes, s.created_at, s.created_by, NOT EXISTS (SELECT 1 FROM resources r WHERE r.id = s.source_id) AS source_deleted
   FROM sandbox_snapshots s`;
@@ -71,14 +74,17 @@ export class SandboxSnapshotStore {
     return rows;
   }
 
-  /** The capture's outcome; a snapshot already being deleted stays so. */
+  /**
+   * The capture's outcome; a snapshot already being deleted stays so. Announced on
+   * SNAPSHOT_SETTLED_CHANNEL with the snapshot's id as it commits: the API waiting to answer a
+   * create or a fork hears it there, before the capture's workflow has heard the activity end.
+   */
   async settle(id: string, outcome: { status: 'ready'; sizeBytes: number } | { status: 'failed'; message: string }): Promise<void> {
-    await this.pg.query(`UPDATE sandbox_snapshots SET status = $2, size_bytes = $3, message = $4 WHERE id = $1 AND status <> 'deleting'`, [
-      id,
-      outcome.status,
-      outcome.status === 'ready' ? outcome.sizeBytes : null,
-      outcome.status === 'failed' ? outcome.message : null,
-    ]);
+    await this.pg.query(
+      `WITH settled AS (UPDATE sandbox_snapshots SET status = $2, size_bytes = $3, message = $4 WHERE id = $1 AND status <> 'deleting' RETURNING id)
+       SELECT pg_notify($5, id::text) FROM settled`,
+      [id, outcome.status, outcome.status === 'ready' ? outcome.sizeBytes : null, outcome.status === 'failed' ? outcome.message : null, SNAPSHOT_SETTLED_CHANNEL],
+    );
   }
 
   async markDeleting(id: string): Promise<void> {

@@ -26,7 +26,10 @@ const STORAGE_METERING_PATCH = 'snapshot-storage-metering';
 const MAX_HISTORY_EVENTS = 5_000;
 
 export const deleteSnapshotSignal = defineSignal('delete');
-/** Answers once the capture has ended, with its outcome: the API waits on it to answer a create or a fork. */
+/**
+ * Answers once the capture has ended, with its outcome: the API starts the workflow with it
+ * (update-with-start) to answer a create or a fork, unless the node's notice of the outcome comes first.
+ */
 export const capturedUpdate = defineUpdate<SnapshotStatus>('captured');
 
 /**

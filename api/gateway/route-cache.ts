@@ -1,10 +1,11 @@
-import type { Pool, PoolClient } from 'pg';
+import type { Pool } from 'pg';
 import { customDomainRouteKey, type CustomDomainTargetKind } from '../../domain/custom-domain/custom-domain';
 import type { Principal, WorkspaceGrant } from '../../domain/principal';
 import type { ResourceStatus } from '../../domain/resource';
 import type { SecretBox } from '../../domain/secret-box';
 import { PROVIDER_API_KEY_SECRET, PROVIDER_INTEGRATION, type ProviderTarget } from '../../domain/workloads/provider-model';
 import { workloadRouteKey, type WorkloadKind, type WorkloadScaleState } from '../../domain/workloads/workload';
+import { listenOn, type PgListening } from '../../store/pg-listener';
 import type { RouteNode } from './remote-nodes';
 
 /** A provider model's upstream, with the API key of its connection. */
@@ -69,8 +70,6 @@ export interface SandboxRoute {
 /** A route is trusted this long without news; deployments also invalidate it at once (LISTEN). */
 const ROUTE_TTL_MS = 2_000;
 const MAX_ROUTES = 10_000;
-const RELISTEN_FIRST_DELAY_MS = 200;
-const RELISTEN_MAX_DELAY_MS = 5_000;
 
 interface RouteRow {
   id: string;
@@ -96,9 +95,8 @@ export class RouteCache {
   private readonly routes = new Map<string, { route: WorkloadRoute | DomainRoute | SandboxRoute | undefined; at: number }>();
   /** Callers waiting for news of one resource (a wake), by resource id. */
   private readonly waiters = new Map<string, (() => void)[]>();
-  private listener?: { client: PoolClient; drop: () => void };
+  private listening?: PgListening;
   private closed = false;
-  private relistenTimer?: NodeJS.Timeout;
   private readonly noticeListeners: ((idOrKey: string) => void)[] = [];
 
   constructor(
@@ -108,28 +106,15 @@ export class RouteCache {
     private readonly secrets: SecretBox,
   ) {}
 
+  /**
+   * Listens for the notices. A lost listening connection (a database restart) means notices are
+   * missed until a new one listens: every route is forgotten then, and at each new attempt; the
+   * TTL alone keeps routes fresh meanwhile.
+   */
   async listen(): Promise<void> {
-    const client = await this.pg.connect();
-    let released = false;
-    // A lost connection can both fail the statement under way and emit 'error': release once.
-    const drop = () => {
-      if (!released) client.release(true);
-      released = true;
-    };
-    client.on('notification', (message) => this.notified(message.payload ?? ''));
-    client.once('error', () => {
-      drop();
-      // Lost while setting up, listen() itself fails, and its caller decides.
-      if (this.listener?.client === client) this.listenerLost();
-    });
-    try {
-      await client.query(`LISTEN ${this.channel}`);
-    } catch (err) {
-      drop();
-      throw err;
-    }
-    if (this.closed) return drop();
-    this.listener = { client, drop };
+    const listening = await listenOn(this.pg, this.channel, { notice: (id) => this.notified(id), lost: () => this.routes.clear() });
+    if (this.closed) return listening.close();
+    this.listening = listening;
   }
 
   /** Others that cache by resource id (the preview host) hear every notice too. */
@@ -145,29 +130,10 @@ export class RouteCache {
     for (const resolve of waiting ?? []) resolve();
   }
 
-  /**
-   * The listening connection is gone (a database restart): notices are missed until a new one
-   * listens, so forget every route, and listen again, retrying while the database is away. The
-   * TTL alone keeps routes fresh meanwhile.
-   */
-  private listenerLost(): void {
-    this.listener = undefined;
-    this.routes.clear();
-    const retry = (delayMs: number) => {
-      if (this.closed) return;
-      this.relistenTimer = setTimeout(() => {
-        this.routes.clear(); // notices may have been missed until now too
-        this.listen().catch(() => retry(Math.min(delayMs * 2, RELISTEN_MAX_DELAY_MS)));
-      }, delayMs);
-    };
-    retry(RELISTEN_FIRST_DELAY_MS);
-  }
-
   async close(): Promise<void> {
     this.closed = true;
-    clearTimeout(this.relistenTimer);
-    this.listener?.drop();
-    this.listener = undefined;
+    this.listening?.close();
+    this.listening = undefined;
   }
 
   async lookup(workspaceId: string, kind: WorkloadKind, name: string): Promise<WorkloadRoute | undefined> {

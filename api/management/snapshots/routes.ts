@@ -6,6 +6,7 @@ import { snapshotSpecView } from '../../../domain/sandbox/snapshot';
 import { ResourceStore } from '../../../store/resources';
 import { WorkspaceImageStore } from '../../../store/workspace-images';
 import { SandboxSnapshotStore, type SnapshotRow } from '../../../store/sandbox-snapshots';
+import { CaptureNotices } from './capture-notices';
 import { NameParam, commonErrors } from '../common-schemas';
 import { requestWorkspace } from '../workspace-context';
 import { ForkInput, ForkResult, RestoreResult, SandboxSnapshotParams, Snapshot, SnapshotInput, SnapshotParams } from './schemas';
@@ -40,7 +41,9 @@ const forked = { 200: ForkResult, 409: commonErrors[400], ...commonErrors };
  */
 export default async function snapshotRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  const services: SnapshotServices = { store: new ResourceStore(app.pg), pg: app.pg, snapshots: new SandboxSnapshotStore(app.pg), temporal: app.temporal, config: app.config, images: new WorkspaceImageStore(app.pg) };
+  const notices = new CaptureNotices(app.pg);
+  app.addHook('onClose', () => notices.close());
+  const services: SnapshotServices = { store: new ResourceStore(app.pg), pg: app.pg, snapshots: new SandboxSnapshotStore(app.pg), notices, temporal: app.temporal, config: app.config, images: new WorkspaceImageStore(app.pg) };
   const view = (workspace: string) => (row: SnapshotRow) => snapshotView(workspace, row);
 
   // A bare array, as every list of this API (the reference SDK reads a page or an array alike).

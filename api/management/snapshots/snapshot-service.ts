@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { WorkflowUpdateRPCTimeoutOrCancelledError } from '@temporalio/client';
+import { WithStartWorkflowOperation, WorkflowIdConflictPolicy, WorkflowUpdateRPCTimeoutOrCancelledError } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import { nodeTaskQueue } from '../../../domain/config';
 import { badRequest, conflict, notFound } from '../../../domain/errors';
@@ -11,12 +11,14 @@ import type { ResourceRow } from '../../../store/resources';
 import { SandboxSnapshotStore, type SnapshotRow } from '../../../store/sandbox-snapshots';
 import type { RestoreRequest } from '../../../activities/sandbox-node';
 import type { SnapshotLifecycleInput, snapshotLifecycle } from '../../../workflows/snapshot-lifecycle';
+import type { CaptureNotices } from './capture-notices';
 import { deleteThroughWorkflow } from '../resources/owning-workflow';
 import { createSandbox, findSandbox, type SandboxServices } from '../sandboxes/sandbox-service';
 
-/** What snapshot operations work with: the sandboxes' services and the snapshots' store. */
+/** What snapshot operations work with: the sandboxes' services, the snapshots' store and the notices of captures done. */
 export interface SnapshotServices extends SandboxServices {
   snapshots: SandboxSnapshotStore;
+  notices: CaptureNotices;
 }
 
 /** Longest a create or a fork waits for the capture; past it, a create answers the snapshot still pending. */
@@ -68,29 +70,44 @@ export async function captureSnapshot(services: SnapshotServices, workspace: Wor
     actor,
   });
   if (!row) throw conflict(`a snapshot named '${name}' already exists in workspace '${workspace.name}'`);
-  const workflowId = snapshotWorkflowId(workspace.name, row.id);
-  try {
-    await services.temporal.workflow.start<typeof snapshotLifecycle>('snapshotLifecycle', { taskQueue: services.config.taskQueue, workflowId, args: [inputOf(row, workspace, 'create')] });
-  } catch (err) {
-    // Without its workflow the snapshot would stay pending forever.
-    await services.snapshots.delete(row.id);
-    throw err;
-  }
-  await waitForCapture(services, workflowId);
+  await startAndAwaitCapture(services, workspace, row);
   return (await services.snapshots.byId(row.id)) ?? row;
 }
 
-/** Waits on the workflow's `captured` update, bounded: a long copy leaves the snapshot pending. */
-async function waitForCapture(services: SnapshotServices, workflowId: string): Promise<void> {
-  const handle = services.temporal.workflow.getHandle(workflowId);
+/**
+ * Starts the snapshot's workflow and waits for the capture in one Temporal call (update-with-start
+ * of `captured`), or for the node's notice of the outcome when that comes first (it does, by a
+ * Temporal round trip); bounded: a long copy leaves the snapshot pending. A start that failed
+ * removes the row, which would otherwise stay pending forever.
+ */
+async function startAndAwaitCapture(services: SnapshotServices, workspace: WorkspaceGrant, row: SnapshotRow): Promise<void> {
+  const start = new WithStartWorkflowOperation<typeof snapshotLifecycle>('snapshotLifecycle', {
+    taskQueue: services.config.taskQueue,
+    workflowId: snapshotWorkflowId(workspace.name, row.id),
+    workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
+    args: [inputOf(row, workspace, 'create')],
+  });
+  const notice = await services.notices.expect(row.id);
   let timer: NodeJS.Timeout | undefined;
   const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, CAPTURE_WAIT_MS)));
+  const captured = services.temporal.workflow.executeUpdateWithStart('captured', { startWorkflowOperation: start });
+  // Answered by the notice, the update's own end is of no interest: its failure is no one's.
+  captured.catch(() => undefined);
+  const started = start.workflowHandle().then(
+    () => true,
+    () => false,
+  );
   try {
-    await Promise.race([handle.executeUpdate('captured'), bound]);
+    await Promise.race([captured, notice.settled, bound]);
   } catch (err) {
+    if (!(await started)) {
+      await services.snapshots.delete(row.id);
+      throw err;
+    }
     if (!(err instanceof WorkflowUpdateRPCTimeoutOrCancelledError)) throw err;
   } finally {
     clearTimeout(timer);
+    notice.done();
   }
 }
 

@@ -1,7 +1,10 @@
 import { SandboxInstance, Snapshot } from '@blaxel/core';
 import fc from 'fast-check';
 import fs from 'node:fs';
+import { randomUUID } from 'node:crypto';
 import path from 'node:path';
+import { CaptureNotices } from '../../../api/management/snapshots/capture-notices';
+import { SNAPSHOT_SETTLED_CHANNEL, SandboxSnapshotStore } from '../../../store/sandbox-snapshots';
 import { createTenant, unique, type TestApp, type TestTenant } from '../../helpers/platform';
 import { deployedSandbox, startReferenceSdkPlatform, type ReferenceSdkPlatform } from '../../helpers/reference-sdk';
 import { eventually } from '../../helpers/workers';
@@ -205,4 +208,52 @@ test("a fork whose snapshot's files went before it started fails at once, saying
     return got.json.status === 'FAILED' ? got.json : undefined;
   });
   expect(JSON.stringify(failed.events)).toMatch(/snapshot's files are not on this node/);
+});
+
+test("a capture's outcome is announced as the node settles it, and that ends the API's wait; a snapshot being deleted announces nothing", async () => {
+  const store = new SandboxSnapshotStore(t.app.pg);
+  const notices = new CaptureNotices(t.app.pg);
+  const pending = async () => {
+    const id = randomUUID();
+    const row = { id, workspaceId: tenant.workspaceId, name: unique('announced'), sourceId: randomUUID(), sourceName: 'gone', sourceSpec: {}, nodeQueue: 'none', actor: 'test' };
+    await store.insert(row);
+    return id;
+  };
+  try {
+    const [going, ready, failed] = [await pending(), await pending(), await pending()];
+    const waits = await Promise.all([going, ready, failed].map((id) => notices.expect(id)));
+    const heard = waits.map((wait) => wait.settled.then(() => true));
+    await store.markDeleting(going);
+    await store.settle(going, { status: 'ready', sizeBytes: 1 });
+    await store.settle(ready, { status: 'ready', sizeBytes: 1 });
+    expect(await heard[1]).toBe(true);
+    await store.settle(failed, { status: 'failed', message: 'no' });
+    expect(await heard[2]).toBe(true);
+    // Notices arrive in commit order on one connection: had the deleting one's been sent, it
+    // would have come before the others'.
+    expect(await Promise.race([heard[0], Promise.resolve(false)])).toBe(false);
+    for (const wait of waits) wait.done();
+  } finally {
+    await notices.close();
+  }
+});
+
+test("captures whose notice is lost (the API's listening connection cut at generated moments) still answer, from their workflow", async () => {
+  const src = await source();
+  await src.fs.write('/home/user/kept.txt', 'captured');
+  const listeners = () => t.app.pg.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE query = $1', [`LISTEN ${SNAPSHOT_SETTLED_CHANNEL}`]);
+  await fc.assert(
+    fc.asyncProperty(fc.nat(400), async (cutAfterMs) => {
+      const capture = call('POST', `/v0/sandboxes/${src.metadata.name}/snapshots`, {});
+      await new Promise((resolve) => setTimeout(resolve, cutAfterMs));
+      for (const { pid } of (await listeners()).rows) await t.app.pg.query('SELECT pg_terminate_backend($1)', [pid]);
+      const answer = await capture;
+      expect(answer).toMatchObject({ status: 200, json: { status: 'ready' } });
+      expect(answer.json.sizeBytes).toBeGreaterThan(0);
+      expect(fs.readFileSync(path.join(t.config.dataDir, 'snapshots', answer.json.id, 'fs', 'home', 'kept.txt'), 'utf8')).toBe('captured');
+    }),
+    { numRuns: Number(process.env.HANGAR_INTERLEAVING_RUNS ?? 6), ...(process.env.HANGAR_INTERLEAVING_SEED ? { seed: Number(process.env.HANGAR_INTERLEAVING_SEED) } : {}) },
+  );
+  // And the API listens again: a later capture is answered by its notice as before.
+  await eventually('the API listening again', async () => ((await listeners()).rows.length === 1 ? true : undefined));
 });
