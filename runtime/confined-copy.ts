@@ -8,9 +8,12 @@ const INTO = '/into';
 
 /**
  * What root's cp needs to copy a sandbox's files as they are: read any of them (modes 000
- * included), give the copies their owners, modes and times. Nothing else.
+ * included), give the copies their owners, modes and times, and keep the `trusted.*` xattrs of a
+ * root overlay's upper layer (`trusted.overlay.opaque` marks a folder made again over the
+ * image's: without CAP_SYS_ADMIN cp drops it silently and the image's files show through in the
+ * copy). Nothing else; cp is the only program run, in a file system of nothing else.
  */
-const COPY_CAPABILITIES = ['CAP_CHOWN', 'CAP_DAC_OVERRIDE', 'CAP_DAC_READ_SEARCH', 'CAP_FOWNER', 'CAP_FSETID'];
+const COPY_CAPABILITIES = ['CAP_CHOWN', 'CAP_DAC_OVERRIDE', 'CAP_DAC_READ_SEARCH', 'CAP_FOWNER', 'CAP_FSETID', 'CAP_SYS_ADMIN'];
 
 let bwrapPath: string | undefined;
 
