@@ -48,6 +48,13 @@ async function forkOnce(platform: BenchPlatform, source: string, round: number):
   await api(platform, 'DELETE', `/v0/sandboxes/${target}`);
   await api(platform, 'DELETE', `/v0/snapshots/${forked.snapshotId}`);
   await until(async () => ((await platform.runtime.status(rows[0].id)) ? undefined : true));
+  // The round ends once its 1 GB (the fork's files, the snapshot's) is deleted: the next round's
+  // fork and cp -a then run on a node as quiet as each other, not beside this round's removals.
+  const forkFolder = path.dirname(platform.runtime.layout(rows[0].id).fsRoot);
+  await until(async () => {
+    const snapshot = await platform.pg.query('SELECT 1 FROM sandbox_snapshots WHERE id = $1', [forked.snapshotId]);
+    return snapshot.rowCount === 0 && !fs.existsSync(forkFolder) ? true : undefined;
+  });
   return { callMs, readyMs };
 }
 
