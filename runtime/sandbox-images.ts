@@ -134,6 +134,7 @@ export class SandboxImages {
       etcDir: buildImageEtc(image.dir, image.rootfs, this.options.identity),
       hostLoader: this.loader(),
       run: runSettings(image),
+      digest: image.digest,
     };
   }
 
