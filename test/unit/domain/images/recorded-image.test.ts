@@ -1,18 +1,21 @@
 import { withRecordedImage } from '../../../../domain/images/recorded-image';
 import { defaultWorkloadImage } from '../../../../domain/workloads/platform-code';
 import { jobRuntimeSettings } from '../../../../domain/jobs/execution';
+import type { WorkloadSpec } from '../../../../domain/workloads/workload';
+
+const spec = (value: WorkloadSpec) => value;
 
 describe('the image recorded in a stored spec', () => {
   test('a create naming none records the default, keeping the rest of the spec; one naming an image keeps it', () => {
     expect(withRecordedImage({}, undefined)).toEqual({ runtime: { image: 'base-image' } });
-    expect(withRecordedImage({ runtime: { memory: 512 }, region: 'x' }, undefined)).toEqual({ runtime: { memory: 512, image: 'base-image' }, region: 'x' });
+    expect(withRecordedImage(spec({ runtime: { memory: 512 }, region: 'x' }), undefined)).toEqual({ runtime: { memory: 512, image: 'base-image' }, region: 'x' });
     expect(withRecordedImage({ runtime: { image: '' } }, undefined)).toEqual({ runtime: { image: 'base-image' } });
     expect(withRecordedImage({ runtime: { image: 'base' } }, undefined)).toEqual({ runtime: { image: 'base' } });
     expect(withRecordedImage({}, undefined, 'base')).toEqual({ runtime: { image: 'base' } });
   });
 
   test('an update naming none keeps the image recorded before, whatever the default', () => {
-    expect(withRecordedImage({ runtime: { memory: 1 } }, { runtime: { image: 'base' } })).toEqual({ runtime: { memory: 1, image: 'base' } });
+    expect(withRecordedImage(spec({ runtime: { memory: 1 } }), { runtime: { image: 'base' } })).toEqual({ runtime: { memory: 1, image: 'base' } });
     expect(withRecordedImage({}, { runtime: { image: 'tools:1' } }, 'base-image')).toEqual({ runtime: { image: 'tools:1' } });
     // A spec stored before images were recorded ran on base.
     expect(withRecordedImage({}, {})).toEqual({ runtime: { image: 'base' } });
