@@ -14,7 +14,7 @@ import type { JobControlActivities } from '../activities/job-control';
 import type { JobNodeActivities } from '../activities/job-node';
 import type { NodePlacementActivities, Placement } from '../activities/node-placement';
 import type { SandboxNodeActivities } from '../activities/sandbox-node';
-import { isRegistryImage } from '../domain/images/builtin';
+import { isBuiltBaseImage, isRegistryImage } from '../domain/images/builtin';
 import { finalExecutionStatus, taskChunks, type ExecutionKey, type ExecutionStatus, type JobRuntimeSettings, type TaskOutcome } from '../domain/jobs/execution';
 
 export interface JobExecutionInput {
@@ -43,6 +43,8 @@ type PullActivities = ReturnType<typeof proxyActivities<SandboxNodeActivities>>;
 
 /** Executions on an image of a registry pull it onto their node before their sandbox starts there (runs started before had no such step). */
 export const JOB_IMAGE_PULL_PATCH = 'job-registry-image-pull';
+/** Executions on base-image (the default) wait for its build in the node's prepare step, with heartbeats, rather than in their start's time limit. */
+export const JOB_BASE_IMAGE_PATCH = 'job-base-image-prepare';
 
 const NODE_STEP: ActivityOptions = { startToCloseTimeout: '60s', retry: { initialInterval: '200ms', maximumInterval: '5s', maximumAttempts: 10 } };
 /** A pull takes as long as its image's download; the heartbeat tells a dead worker apart (as a sandbox's pull). */
@@ -55,9 +57,11 @@ const PULL_STEP: ActivityOptions = { startToCloseTimeout: '30m', heartbeatTimeou
  */
 async function startSandboxOn(input: JobExecutionInput, node: NodeActivities, pulls: PullActivities): Promise<void> {
   const { image, registryConnection } = input.settings;
+  const job = { id: input.key.jobId, workspace: input.key.workspace, workspaceId: input.key.workspaceId, name: input.key.jobName };
   if (isRegistryImage(image) && patched(JOB_IMAGE_PULL_PATCH)) {
-    const job = { id: input.key.jobId, workspace: input.key.workspace, workspaceId: input.key.workspaceId, name: input.key.jobName };
     await pulls.pullSandboxImage(job, { runtime: { image, ...(registryConnection === undefined ? {} : { registryConnection }) } });
+  } else if (isBuiltBaseImage(image) && patched(JOB_BASE_IMAGE_PATCH)) {
+    await pulls.prepareBaseImage(job);
   }
   await node.startJobSandbox(input.key, input.settings, input.codeDir);
 }
