@@ -56,7 +56,7 @@ test("an agent naming no image runs on base-image: Node 18 and Python 3.11, the 
   }, 120_000);
   expect(settled.events.at(-1)).toEqual(expect.objectContaining({ status: 'DEPLOYED' }));
   expect(settled.events.map((e: { message: string }) => e.message)).toEqual(expect.arrayContaining([expect.stringMatching(/^image 'base-image' is on the node \(sha256:[0-9a-f]{64}\)$/)]));
-  const answer = await (await fetch(`${runUrl}/${tenant.workspace}/agents/${agent}`, { headers: { authorization: `Bearer ${tenant.admin.apiKey}` } })).json();
+  const answer = (await (await fetch(`${runUrl}/${tenant.workspace}/agents/${agent}`, { headers: { authorization: `Bearer ${tenant.admin.apiKey}` } })).json()) as { node: string; python: string };
   expect(answer.node).toMatch(/^v18\./);
   expect(answer.python).toMatch(/^Python 3\.11\./);
 });
