@@ -12,6 +12,7 @@ import { loadMasterKey } from '../../store/master-key';
 import { getNode } from '../../store/nodes';
 import { BwrapRuntime } from '../../runtime/bwrap-runtime';
 import { isWarmId } from '../../runtime/warm-pool';
+import { shareSuiteImages } from './sandbox-runtime';
 import { eventually } from './workers';
 
 /**
@@ -140,8 +141,10 @@ function addHost(tag: string, base: string): { netns: string; hostInterface: str
 /**
  * Starts the second host and its node worker, and waits until the node has reported itself with
  * its listener. `env`: settings of the worker's own over the defaults (its warm pool, its PATH).
+ * The host shares the suite's node image store, where base-image (the default image, which a node
+ * worker builds at its start) is built already, unless `ownImages` gives it an empty one.
  */
-export async function startSecondNode(config: HangarConfig, pg: Pool, options: { env?: NodeJS.ProcessEnv } = {}): Promise<SecondNode> {
+export async function startSecondNode(config: HangarConfig, pg: Pool, options: { env?: NodeJS.ProcessEnv; ownImages?: boolean } = {}): Promise<SecondNode> {
   const workerFile = path.join(repoRoot(), 'dist/workers/node.js');
   if (!fs.existsSync(workerFile)) throw new Error('dist/workers/node.js is missing: run npm run build first');
   const tag = randomBytes(3).toString('hex');
@@ -149,6 +152,7 @@ export async function startSecondNode(config: HangarConfig, pg: Pool, options: {
   const id = `node2-${tag}`;
   // Short: sandbox socket paths (<dataDir>/sandboxes/<uuid>/api/agent.sock) must fit in 107 bytes.
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hn2-'));
+  if (!options.ownImages) shareSuiteImages(dataDir);
   const relays: net.Server[] = [];
   let output = '';
   let worker: ChildProcess | undefined;
