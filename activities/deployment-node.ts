@@ -7,7 +7,6 @@ import path from 'node:path';
 import * as tar from 'tar';
 import { bundleEntryProblem, bundlePaths } from '../domain/workloads/bundles';
 import {
-  DEFAULT_WORKLOAD_IMAGE,
   DEFAULT_WORKLOAD_MEMORY_MB,
   MAX_READINESS_SECONDS,
   WORKLOAD_APP_DIR,
@@ -35,6 +34,7 @@ import type { BuiltinWorkloads } from '../runtime/builtin-workloads';
 import { AgentError, SandboxAgentClient } from '../runtime/agent-client';
 import { pinSocket } from '../runtime/pinned-socket';
 import type { NodeRuntime } from './sandbox-node';
+import { HOST_IMAGE, UNRECORDED_IMAGE } from '../domain/images/builtin';
 
 /** How long a new revision may take to listen on its port, unless its spec says otherwise. */
 const DEFAULT_READINESS_SECONDS = 30;
@@ -132,7 +132,8 @@ async function startRevisionSandbox(runtime: NodeRuntime, input: StartRevisionIn
       id,
       workspaceId: key.workspaceId,
       name: key.name,
-      image: spec.runtime?.image ?? DEFAULT_WORKLOAD_IMAGE,
+      // The platform's own code (an integration's MCP server) is built for the node's Node: on the host's folders.
+      image: input.builtin ? HOST_IMAGE : (spec.runtime?.image ?? UNRECORDED_IMAGE),
       memoryMb: spec.runtime?.memory ?? DEFAULT_WORKLOAD_MEMORY_MB,
       envs: [],
       volumes: [],

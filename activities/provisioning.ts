@@ -11,6 +11,9 @@ import { findIntegration, isProvisionable, type ProvisionableIntegration } from 
 import { MCP_FUNCTION_TYPE, boundConnections } from '../domain/integrations/function-binding';
 import { provisioningWorkflowId, tenantResourceName, type ProvisioningResult } from '../domain/integrations/provisioning';
 import { WORKLOAD_KIND_TRAITS } from '../domain/workloads/kinds';
+import type { WorkloadSpec } from '../domain/workloads/workload';
+import { defaultWorkloadImage } from '../domain/workloads/platform-code';
+import { withRecordedImage } from '../domain/images/recorded-image';
 import { loadMasterKey } from '../store/master-key';
 import { SecretBox } from '../domain/secret-box';
 import { requestToken, TokenEndpointError } from '../integrations/oauth/token-client';
@@ -178,7 +181,9 @@ const functionKind = WORKLOAD_KIND_TRAITS.functions;
 async function createTenantFunction({ deps, resources }: SagaServices, run: ProvisioningRun, connectionName: string): Promise<ProvisioningResult> {
   const integration = integrationOf(run);
   const name = tenantResourceName(integration.name, run.tenant);
-  const spec = { type: MCP_FUNCTION_TYPE, integrationConnections: [connectionName], runtime: { type: MCP_FUNCTION_TYPE } };
+  // Its image recorded as POST /v0/functions records it: the integration's server is the platform's code, on `base`.
+  const bound: WorkloadSpec = { type: MCP_FUNCTION_TYPE, integrationConnections: [connectionName], runtime: { type: MCP_FUNCTION_TYPE } };
+  const spec = withRecordedImage(bound, undefined, defaultWorkloadImage(functionKind.path, bound));
   try {
     await validateFunctionSpec(deps, workspaceOf(run), spec);
   } catch (err) {

@@ -3,8 +3,9 @@ import type { Pool } from 'pg';
 import { ResourceStore } from '../store/resources';
 import { StateHistory } from '../store/state-history';
 import { NodeImageStore } from '../store/node-images';
-import { BUILT_BASE_IMAGE } from '../domain/images/builtin';
-import { DEFAULT_SANDBOX_IMAGE, DEFAULT_SANDBOX_MEMORY_MB, type SandboxKey, type SandboxSpec } from '../domain/sandbox/sandbox';
+import { ensureNodeBaseImage, type NodeImageRecords } from './node-base-image';
+import { BUILT_BASE_IMAGE, UNRECORDED_IMAGE } from '../domain/images/builtin';
+import { DEFAULT_SANDBOX_MEMORY_MB, type SandboxKey, type SandboxSpec } from '../domain/sandbox/sandbox';
 import { SandboxNotFoundError, SandboxSpecError, type FreezeState, type RuntimeVolumeMount, type SandboxRemoval, type SandboxRuntime } from '../runtime/sandbox-runtime';
 import type { VolumeStore } from '../runtime/volume-store';
 import { RegistryImageStore } from '../store/registry-images';
@@ -169,7 +170,7 @@ async function startSandbox(
       id: key.id,
       workspaceId: key.workspaceId,
       name: key.name,
-      image: spec.runtime?.image ?? DEFAULT_SANDBOX_IMAGE,
+      image: spec.runtime?.image ?? UNRECORDED_IMAGE,
       memoryMb,
       envs: runtimeEnvs(spec),
       volumes: mounts,
@@ -188,33 +189,23 @@ async function startSandbox(
 }
 
 /**
- * base-image for a sandbox on it: found on the node, or built now (once for the node however many
- * sandboxes wait, runtime/base-image.ts), the sandbox's events and status saying it waits for its
- * image meanwhile. A build cut short by a worker's restart is made again by the activity's retry.
+ * base-image for a sandbox on it: found on the node, or built now (ensureNodeBaseImage, shared
+ * with the node worker's build at its start), the sandbox's events and status saying it waits
+ * for its image meanwhile. A build cut short by a worker's restart is made again by the
+ * activity's retry.
  */
 async function prepareBaseImage(
-  { runtime, store, nodeImages }: { runtime: NodeRuntime; store: ResourceStore; nodeImages?: { store: NodeImageStore; nodeId: string } },
+  { runtime, store, nodeImages }: { runtime: NodeRuntime; store: ResourceStore; nodeImages?: NodeImageRecords },
   key: SandboxKey,
 ): Promise<{ digest: string }> {
   const reference = BUILT_BASE_IMAGE;
-  const record = (update: Parameters<NodeImageStore['record']>[2]) => nodeImages?.store.record(nodeImages.nodeId, reference, update);
-  const present = await runtime.findBaseImage();
-  if (present) {
-    await record({ state: 'READY', digest: present.digest, sizeBytes: present.storedBytes });
-    await store.note(key.id, { type: 'Normal', message: `image '${reference}' is on the node (${present.digest})` }, { image: { reference, digest: present.digest, pull: 'PRESENT' } });
-    return { digest: present.digest };
-  }
-  await store.note(key.id, { type: 'Normal', message: `waiting for its image: building '${reference}' on the node from Debian's packages` }, { image: { reference, pull: 'BUILDING' } });
-  await record({ state: 'BUILDING' });
-  try {
-    const built = await runtime.ensureBaseImage();
-    await record({ state: 'READY', digest: built.digest, sizeBytes: built.storedBytes });
-    await store.note(key.id, { type: 'Normal', message: `image '${reference}' built (${built.digest}, ${built.storedBytes} bytes)` }, { image: { reference, digest: built.digest, pull: 'BUILT' } });
-    return { digest: built.digest };
-  } catch (err) {
-    await record({ state: 'FAILED', reason: (err as Error).message });
-    throw err;
-  }
+  const image = await ensureNodeBaseImage(runtime, nodeImages, {
+    present: (present) => store.note(key.id, { type: 'Normal', message: `image '${reference}' is on the node (${present.digest})` }, { image: { reference, digest: present.digest, pull: 'PRESENT' } }),
+    building: () => store.note(key.id, { type: 'Normal', message: `waiting for its image: building '${reference}' on the node from Debian's packages` }, { image: { reference, pull: 'BUILDING' } }),
+    built: (built) =>
+      store.note(key.id, { type: 'Normal', message: `image '${reference}' built (${built.digest}, ${built.storedBytes} bytes)` }, { image: { reference, digest: built.digest, pull: 'BUILT' } }),
+  });
+  return { digest: image.digest };
 }
 
 /** See the activity restoreSandbox above. */

@@ -1,9 +1,8 @@
 import type { Client as TemporalClient } from '@temporalio/client';
 import type { Pool } from 'pg';
 import { nodeTaskQueue, type HangarConfig } from '../domain/config';
-import { boundConnections } from '../domain/integrations/function-binding';
-import { isProviderModel } from '../domain/workloads/provider-model';
-import { deploymentWorkflowId, type WorkloadKey, type WorkloadKind, type WorkloadSpec } from '../domain/workloads/workload';
+import { deploysWithoutBundle } from '../domain/workloads/platform-code';
+import { deploymentWorkflowId, type WorkloadKey, type WorkloadSpec } from '../domain/workloads/workload';
 import { DEPLOYMENT_WORKFLOW_TYPE, type DeploymentWorkflow } from '../domain/workloads/deployment-start';
 import { networkChanged } from '../domain/sandbox/spec-rules';
 import { RevisionStore } from '../store/revisions';
@@ -30,14 +29,6 @@ export async function requestRemoval(temporal: TemporalClient, key: Pick<Workloa
     // Never deployed, or already finished: nothing runs.
     if ((err as Error).name !== 'WorkflowNotFoundError') throw err;
   }
-}
-
-/**
- * Whether a workload deploys from its spec alone: a function bound to an integration connection
- * (the node runs the integration's built-in MCP server) or a provider model (served elsewhere).
- */
-export function deploysWithoutBundle(kind: WorkloadKind, spec: WorkloadSpec): boolean {
-  return kind === 'functions' ? boundConnections(spec).length > 0 : kind === 'models' && isProviderModel(spec);
 }
 
 /**

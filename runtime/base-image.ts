@@ -9,8 +9,12 @@ import zlib from 'node:zlib';
 import { lockFile } from './file-lock';
 import type { OciImageStore, StoredImage } from './image-store';
 
-/** Debian's packages of `base-image`: a shell, coreutils, Python 3, Node, CA certificates and curl. */
-export const BASE_IMAGE_PACKAGES = ['bash', 'coreutils', 'python3', 'nodejs', 'ca-certificates', 'curl'];
+/**
+ * Debian's packages of `base-image`: a shell, coreutils, Python 3 (with pip and venv), Node, CA
+ * certificates and curl, and what users and the platform run inside a sandbox: git, ripgrep (the
+ * sandbox API's content search runs `rg` where the image has it) and procps (ps, top, kill).
+ */
+export const BASE_IMAGE_PACKAGES = ['bash', 'coreutils', 'python3', 'python3-pip', 'python3-venv', 'nodejs', 'ca-certificates', 'curl', 'git', 'ripgrep', 'procps'];
 /** What a process of the image finds on its PATH (the image's config `Env`). */
 const IMAGE_ENV = ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', 'LANG=C.UTF-8'];
 const TAG = 'image';

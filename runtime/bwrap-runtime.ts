@@ -11,7 +11,8 @@ import { SANDBOX_ETC_FILE_NAMES } from './etc-files';
 import { isSameProcess, processStartTicks } from './host-process';
 import { diskUsageBytes } from './disk-usage';
 import { findOnPath } from './find-on-path';
-import { DEFAULT_IMAGE, imageName } from './image';
+import { imageName } from './image';
+import { BUILT_BASE_IMAGE } from '../domain/images/builtin';
 import type { PullOptions, StoredImage } from './image-store';
 import { sandboxOwnedPaths } from './image-tree';
 import { SandboxImages, type SandboxImagesOptions, type WorkspaceImageBuild } from './sandbox-images';
@@ -65,9 +66,10 @@ export interface BwrapRuntimeOptions {
   startTimeoutMs?: number;
   bwrapPath?: string;
   /**
-   * Sandboxes kept started ahead of need (default 0). A new sandbox without volumes takes one
-   * over instead of starting from nothing: its creation then costs milliseconds, not the tens
-   * a Node start takes. Call close() to end them.
+   * Sandboxes kept started ahead of need (default 0), on base-image, the default image, once the
+   * node has it (prewarm). A new sandbox on it without volumes takes one over instead of
+   * starting from nothing: its creation then costs milliseconds, not the tens a Node start
+   * takes. Call close() to end them.
    */
   warmPool?: number;
   /**
@@ -124,7 +126,7 @@ export class BwrapRuntime implements SandboxRuntime {
     });
     this.seccomp = new SandboxSeccompFilter(options.dataDir);
     this.pool = new WarmPool(options.warmPool ?? 0, {
-      start: (id) => this.exclusive(id, () => this.launch({ id, workspaceId: 'warm', image: DEFAULT_IMAGE, memoryMb: WARM_MEMORY_MB, envs: [], volumes: [] })),
+      start: (id) => this.exclusive(id, () => this.launch({ id, workspaceId: 'warm', image: BUILT_BASE_IMAGE, memoryMb: WARM_MEMORY_MB, envs: [], volumes: [] })),
       remove: async (id) => {
         await this.remove(id);
       },
@@ -274,15 +276,20 @@ export class BwrapRuntime implements SandboxRuntime {
   }
 
   /**
-   * Starts the warm pool: warm sandboxes a previous worker left running are kept (or ended
-   * when surplus or dead), the rest are started in the background.
+   * Starts the warm pool once base-image is on the node (the node worker calls this after its
+   * build): warm sandboxes a previous worker left running on this build of it are kept (or ended
+   * when surplus or dead), those on another (an older recipe, or `base` before base-image was
+   * the default) are ended, and the rest are started in the background. Without base-image on
+   * the node the pool stays empty, and only stale warm sandboxes are ended.
    */
   async prewarm(): Promise<void> {
+    const image = await this.images.baseImage.find();
     for (const id of (await this.store.ids()).filter(isWarmId)) {
       const record = await this.store.read(id);
-      if (!(record && (await this.isAlive(record)) && this.pool.adopt(id))) await this.remove(id);
+      const current = image !== undefined && record?.imageDigest === image.digest;
+      if (!(current && (await this.isAlive(record)) && this.pool.adopt(id))) await this.remove(id);
     }
-    this.pool.refill();
+    if (image) this.pool.fill();
   }
 
   /** Warm sandboxes ready to be taken over, starting, and why the last start or take-over failed. */
@@ -305,7 +312,7 @@ export class BwrapRuntime implements SandboxRuntime {
     // Warm sandboxes have a network namespace when the node gives sandboxes network: one with
     // `internet: false` (loopback only) cannot take one over.
     const sameNetwork = this.networked(spec) === Boolean(this.options.network);
-    if (spec.volumes.length > 0 || spec.seedSnapshotId || !this.images.isBuiltin(spec.image) || imageName(spec.image) !== DEFAULT_IMAGE || !sameNetwork) return undefined;
+    if (spec.volumes.length > 0 || spec.seedSnapshotId || !this.images.isBuiltin(spec.image) || imageName(spec.image) !== BUILT_BASE_IMAGE || !sameNetwork) return undefined;
     const layout = this.layout(spec.id);
     if (await fsp.stat(layout.root).then(() => true, () => false)) return undefined;
     const warmId = this.pool.take();
@@ -314,6 +321,8 @@ export class BwrapRuntime implements SandboxRuntime {
     try {
       if (!record || !(await this.isAlive(record))) throw new Error('the warm sandbox is gone');
       if (Boolean(record.network) !== this.networked(spec)) throw new Error('the warm sandbox was started with another network');
+      // The sandbox gets the image it asked for as the node has it now, never an older build.
+      if (record.imageDigest !== (await this.images.baseImage.find())?.digest) throw new Error('the warm sandbox was started on another build of base-image');
       // From here its address is the new sandbox's, with the new sandbox's policy.
       if (record.network) await this.options.network!.handOver(warmId, spec.id, spec.network);
       await fsp.rename(this.layout(warmId).root, layout.root);
@@ -355,7 +364,7 @@ export class BwrapRuntime implements SandboxRuntime {
       await this.abandonNetwork(spec.id, attaching);
       throw err;
     }
-    const record: SandboxRecord = { ...carried, spec, cgroupDirs: cgroup.dirs, phase: 'starting', network };
+    const record: SandboxRecord = { ...carried, spec, cgroupDirs: cgroup.dirs, phase: 'starting', network, ...(image.digest ? { imageDigest: image.digest } : {}) };
     try {
       await cgroup.setLimits(this.limits(spec));
       await this.store.write(record);

@@ -10,8 +10,8 @@ import { SandboxSpecError } from './sandbox-runtime';
 /**
  * Images of host folders: an image names host folders that a sandbox sees read-only. The only
  * one is `base`, the node's own system folders (a shell, Python 3 and Node with their libraries),
- * the default of sandboxes naming no image. (The other built-in image, `base-image`, is a stored
- * Debian tree: base-image.ts.) Everything writable comes from the sandbox's own layer, so an
+ * which sandboxes made before `base-image` became the default run on, and any naming it. (The
+ * other built-in image, `base-image`, the default, is a stored Debian tree: base-image.ts.) Everything writable comes from the sandbox's own layer, so an
  * image is shared by every sandbox and never changes under them.
  */
 export interface ImageDefinition {
@@ -58,6 +58,8 @@ export interface ResolvedImage {
    * overlay's read-only lower layer; `mounts` is then empty.
    */
   lowerDir?: string;
+  /** For a stored image (pulled, built, base-image): its manifest's digest, which a sandbox's record keeps. */
+  digest?: string;
 }
 
 /** An image's settings for the processes of its sandboxes. */
@@ -103,8 +105,6 @@ const BASE: ImageDefinition = {
 const IMAGES = new Map<string, ImageDefinition>([[BASE.name, BASE]]);
 
 export { imageName };
-
-export const DEFAULT_IMAGE = BASE.name;
 
 /** Whether the reference names a built-in image: `base` (host folders) or `base-image` (built by the node). */
 export function imageExists(reference: string): boolean {

@@ -143,6 +143,7 @@ export class SandboxImages {
       etcDir: buildImageEtc(image.dir, image.rootfs, this.options.identity),
       hostLoader: this.loader(),
       run: runSettings(image, overlay),
+      digest: image.digest,
     };
   }
 

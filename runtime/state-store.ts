@@ -25,6 +25,11 @@ export interface SandboxRecord {
   network?: SandboxAttachment;
   /** The last restore to a snapshot done (its request's id): a retried restore answers it again. */
   restoredBy?: string;
+  /**
+   * The digest of the stored image it started on (none for `base`): a warm sandbox is taken over
+   * only by a sandbox on the same build of base-image, and one on an older build is removed.
+   */
+  imageDigest?: string;
 }
 
 export class StateStore {

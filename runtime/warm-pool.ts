@@ -12,7 +12,8 @@ export function isWarmId(id: string): boolean {
 /**
  * Which warm sandboxes (started ahead of need, not yet anyone's) are ready, how many are
  * starting, and why the last one failed. Starting and ending them is the runtime's work,
- * handed in as `start` and `remove`.
+ * handed in as `start` and `remove`. It fills only once told to (fill): the runtime does so when
+ * the image warm sandboxes run on is on the node, so that refilling never builds it.
  */
 export class WarmPool {
   private readonly ready: string[] = [];
@@ -21,6 +22,7 @@ export class WarmPool {
   private readonly inFlight = new Set<Promise<unknown>>();
   private lastError?: string;
   private closed = false;
+  private filling = false;
 
   constructor(
     private readonly size: number,
@@ -42,9 +44,15 @@ export class WarmPool {
     this.lastError = reason;
   }
 
-  /** Starts warm sandboxes in the background until the pool is full again. */
+  /** From now on the pool keeps itself full: starts warm sandboxes now and after each take. */
+  fill(): void {
+    this.filling = true;
+    this.refill();
+  }
+
+  /** Starts warm sandboxes in the background until the pool is full again (once filling). */
   refill(): void {
-    while (!this.closed && this.ready.length + this.starting < this.size) {
+    while (this.filling && !this.closed && this.ready.length + this.starting < this.size) {
       this.starting++;
       const id = `${WARM_PREFIX}${randomBytes(6).toString('hex')}`;
       const started = this.runtime

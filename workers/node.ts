@@ -1,6 +1,8 @@
 import { Client, Connection } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import { createNodeActivities } from '../activities/node-activities';
+import { ensureNodeBaseImage } from '../activities/node-base-image';
+import { NodeImageStore } from '../store/node-images';
 import { createPool } from '../store/postgres-pool';
 import { temporalAddress } from '../domain/config';
 import { loadConfig, nodeTaskQueue } from '../domain/config';
@@ -81,7 +83,15 @@ async function main() {
     onError: (sandboxId, err) => console.error(`port event relay, sandbox ${sandboxId}: ${err.message}`),
   });
   relay.start();
-  void runtime.prewarm().catch((err) => console.error(`sandbox warm pool: ${(err as Error).message}`));
+  // base-image, the default image, is built now rather than when the first sandbox needs it (which
+  // then waits on this same build); the warm pool, on it, fills once it is on the node.
+  void ensureNodeBaseImage(runtime, { store: new NodeImageStore(pg), nodeId: config.nodeId })
+    .then(
+      () => undefined,
+      (err: Error) => console.error(`base-image could not be built: ${err.message}`),
+    )
+    .then(() => runtime.prewarm())
+    .catch((err: Error) => console.error(`sandbox warm pool: ${err.message}`));
   console.log(`hangar node worker '${config.nodeId}': polling task queue '${nodeTaskQueue(config)}'`);
   try {
     await worker.run();

@@ -16,7 +16,7 @@ import type { DeploymentNodeActivities, StartRevisionInput } from '../activities
 import type { ImagePullControlActivities } from '../activities/image-pull-control';
 import type { ResourcePlacementActivities } from '../activities/resource-placement';
 import type { SandboxNodeActivities } from '../activities/sandbox-node';
-import { isRegistryImage } from '../domain/images/builtin';
+import { isBuiltBaseImage, isRegistryImage } from '../domain/images/builtin';
 import type { WorkloadUsage } from '../domain/workloads/metering';
 import { isProviderModel } from '../domain/workloads/provider-model';
 import {
@@ -92,6 +92,8 @@ const SERVE_NEW_BEFORE_REMOVING_OLD_PATCH = 'serve-new-before-removing-old';
 const REGISTRY_IMAGE_PULL_PATCH = 'workload-registry-image-pull';
 /** The pull is the workspace's image-pull workflow, shared with whoever asks for the image at once (runs started before pulled with their own activity). */
 const PULL_WORKFLOW_PATCH = 'workload-image-pull-workflow';
+/** A revision on base-image (the default) waits for its build in the node's prepare step, with heartbeats, rather than in its start's time limit. */
+const BASE_IMAGE_PREPARE_PATCH = 'workload-base-image-prepare';
 
 /**
  * Each revision is placed on a node (a control activity, recorded on the revision's row) and its
@@ -439,9 +441,17 @@ class DeploymentRun {
     return (await this.control.placeRevision({ resourceId: this.key.id, revision })).nodeQueue;
   }
 
-  /** The revision's image of a registry onto its node (progress in the workload's events), before anything starts on it. */
+  /**
+   * The revision's image of a registry onto its node (progress in the workload's events), or
+   * base-image found or built there, before anything starts on it. The platform's own code (no
+   * bundle) runs on the host's folders whatever its spec says.
+   */
   private async pullImage(record: RevisionRecord, queue: string): Promise<void> {
     const image = record.spec.runtime?.image;
+    if (image !== undefined && isBuiltBaseImage(image) && record.bundleSha256 && patched(BASE_IMAGE_PREPARE_PATCH)) {
+      await this.on(queue).pulls.prepareBaseImage(this.key);
+      return;
+    }
     if (image === undefined || !isRegistryImage(image) || !patched(REGISTRY_IMAGE_PULL_PATCH)) return;
     const { registryConnection } = record.spec.runtime ?? {};
     const spec = { runtime: { image, ...(registryConnection === undefined ? {} : { registryConnection }) } };

@@ -16,7 +16,7 @@ import type { JobControlActivities } from '../activities/job-control';
 import type { JobNodeActivities } from '../activities/job-node';
 import type { NodePlacementActivities, Placement } from '../activities/node-placement';
 import type { SandboxNodeActivities } from '../activities/sandbox-node';
-import { isRegistryImage } from '../domain/images/builtin';
+import { isBuiltBaseImage, isRegistryImage } from '../domain/images/builtin';
 import { finalExecutionStatus, taskChunks, type ExecutionKey, type ExecutionStatus, type JobRuntimeSettings, type TaskOutcome } from '../domain/jobs/execution';
 import { AWAIT_PULL } from './image-pull';
 
@@ -50,6 +50,8 @@ export const JOB_IMAGE_PULL_PATCH = 'job-registry-image-pull';
 export const JOB_PULL_WORKFLOW_PATCH = 'job-image-pull-workflow';
 /** The failure of a pull wait whose node is LOST (activities/image-pull-control.ts NODE_LOST_FAILURE). */
 const NODE_LOST_FAILURE = 'NodeLost';
+/** Executions on base-image (the default) wait for its build in the node's prepare step, with heartbeats, rather than in their start's time limit. */
+export const JOB_BASE_IMAGE_PATCH = 'job-base-image-prepare';
 
 const NODE_STEP: ActivityOptions = { startToCloseTimeout: '60s', retry: { initialInterval: '200ms', maximumInterval: '5s', maximumAttempts: 10 } };
 /** A pull takes as long as its image's download; the heartbeat tells a dead worker apart (as a sandbox's pull). */
@@ -72,11 +74,13 @@ const pullWaits = () => proxyActivities<ImagePullControlActivities>(AWAIT_PULL);
  */
 async function startSandboxOn(input: JobExecutionInput, node: NodeActivities, route: PullRoute): Promise<void> {
   const { image, registryConnection } = input.settings;
+  const job = { id: input.key.jobId, workspace: input.key.workspace, workspaceId: input.key.workspaceId, name: input.key.jobName };
   if (isRegistryImage(image) && patched(JOB_IMAGE_PULL_PATCH)) {
-    const job = { id: input.key.jobId, workspace: input.key.workspace, workspaceId: input.key.workspaceId, name: input.key.jobName };
     const spec = { runtime: { image, ...(registryConnection === undefined ? {} : { registryConnection }) } };
     if (patched(JOB_PULL_WORKFLOW_PATCH)) await pullWaits().awaitImagePull(job, spec, route.nodeQueue, route.nodeId === undefined ? undefined : { nodeId: route.nodeId });
     else await route.pulls.pullSandboxImage(job, spec);
+  } else if (isBuiltBaseImage(image) && patched(JOB_BASE_IMAGE_PATCH)) {
+    await route.pulls.prepareBaseImage(job);
   }
   await node.startJobSandbox(input.key, input.settings, input.codeDir);
 }

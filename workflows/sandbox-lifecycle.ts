@@ -18,13 +18,13 @@ import type { ResourcePlacementActivities } from '../activities/resource-placeme
 import type { SandboxControlActivities } from '../activities/sandbox-control';
 import type { RestoreRequest, SandboxNodeActivities } from '../activities/sandbox-node';
 import { failureReason } from '../domain/failure-reason';
-import { isBuiltBaseImage, isRegistryImage } from '../domain/images/builtin';
+import { UNRECORDED_IMAGE, isBuiltBaseImage, isRegistryImage } from '../domain/images/builtin';
 import { AWAIT_PULL } from './image-pull';
 import { nextExpiry } from '../domain/sandbox/expiry';
 import { knownGeneration, lastChangeAt, noteObserved, noteThaw, sandboxState, usagePeriods, type StandbyLedger } from '../domain/sandbox/lifecycle';
 import { idlePeriodOver, nextSandboxStep } from '../domain/sandbox/next-step';
 import { envsChanged, networkChanged } from '../domain/sandbox/spec-rules';
-import { DEFAULT_SANDBOX_IMAGE, DEFAULT_SANDBOX_MEMORY_MB, NODE_LOST_SIGNAL, type SandboxKey, type SandboxSpec, type SandboxState } from '../domain/sandbox/sandbox';
+import { DEFAULT_SANDBOX_MEMORY_MB, NODE_LOST_SIGNAL, type SandboxKey, type SandboxSpec, type SandboxState } from '../domain/sandbox/sandbox';
 
 export interface SandboxLifecycleInput {
   key: SandboxKey;
@@ -427,7 +427,7 @@ class SandboxRun {
   private async meter(until: number, measured?: Measured): Promise<void> {
     if (until <= this.meteredUntil) return;
     const { key, spec } = this;
-    const now = measured ?? (await this.node.measureSandbox(key, spec.runtime?.image ?? DEFAULT_SANDBOX_IMAGE));
+    const now = measured ?? (await this.node.measureSandbox(key, spec.runtime?.image ?? UNRECORDED_IMAGE));
     for (const period of usagePeriods(this.ledger, this.meteredUntil, until)) {
       await this.control.recordSandboxUsage({
         key,
@@ -463,7 +463,7 @@ class SandboxRun {
   private async removeFromNode(): Promise<void> {
     const { key, control } = this;
     // What it holds is measured while it still exists; usage ends where the node removed it.
-    const measured = this.metering ? await this.node.measureSandbox(key, this.spec.runtime?.image ?? DEFAULT_SANDBOX_IMAGE) : undefined;
+    const measured = this.metering ? await this.node.measureSandbox(key, this.spec.runtime?.image ?? UNRECORDED_IMAGE) : undefined;
     const stopped = await this.node.stopSandbox(key);
     if (!measured) return control.deleteSandboxRecord(key);
     if (stopped.freeze) this.ledger = noteObserved(this.ledger, stopped.freeze);

@@ -1,3 +1,5 @@
+import { ensureNodeBaseImage } from '../../activities/node-base-image';
+import { NodeImageStore } from '../../store/node-images';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { FastifyInstance } from 'fastify';
@@ -43,6 +45,11 @@ export async function startBenchPlatform(config: HangarConfig, log: (line: strin
   const app = await buildApp(full);
   await app.ready();
   const runtime = new BwrapRuntime({ dataDir: full.dataDir, warmPool: full.sandboxWarmPool });
+  // As workers/node.ts does at its start, but awaited: base-image, the default image, is on the
+  // node (built once per bench data folder) and the warm pool on it fills, before any measure.
+  const built = await ensureNodeBaseImage(runtime, { store: new NodeImageStore(pg), nodeId: full.nodeId });
+  log(`  [node] base-image ${built.digest}`);
+  await runtime.prewarm();
   const platform = await PlatformServices.forNode(full, pg);
   // Like workers/node.ts, the node reports itself: sandboxes, volumes and jobs are placed among the nodes that do.
   const heartbeat = NodeHeartbeat.forNode(full, pg, () => runtime.list());

@@ -18,7 +18,6 @@ async function main() {
   const platform = await startBenchPlatform(benchConfig('sandbox-api', 56640, { HANGAR_SANDBOX_WARM_POOL: String(WARM_POOL) }), log);
   const { app, credentials, runtime, config } = platform;
   const gateway = await buildSandboxGatewayApp(config, runtime);
-  if (WARM_POOL > 0) await runtime.prewarm();
   // Steady state of a pool sized for the arrival rate: a started sandbox is waiting.
   const poolReady = async () => {
     while (WARM_POOL > 0 && runtime.warmPoolStatus().ready === 0) await new Promise((resolve) => setTimeout(resolve, 10));
@@ -53,7 +52,7 @@ async function main() {
       const id = `bench-direct-${i}-${process.pid}`;
       await poolReady();
       const start = performance.now();
-      await runtime.start({ id, workspaceId: 'bench', image: 'base', memoryMb: 256, envs: [], volumes: [] });
+      await runtime.start({ id, workspaceId: 'bench', image: 'base-image', memoryMb: 256, envs: [], volumes: [] });
       direct.push(performance.now() - start);
       await runtime.remove(id);
     }

@@ -18,6 +18,8 @@ import { runWithRegistry } from './with-registry';
  *     both without a warm pool, alternating (target: at most 1.2x);
  *   - create -> first POST /process ok from the built-in base-image vs from the pulled image (a
  *     cached custom image), alternating (target: at most 1.2x);
+ *   - the same from base-image, the default image, vs from `base`, the host's folders (the default
+ *     before it): what moving the default costs a sandbox's start;
  *   - the first build of base-image on a node (mmdebstrap, gzip, unpack, record) vs mmdebstrap
  *     alone writing the same tree to a tar, in the same run;
  *   - a pull into an empty store (the manifest read first for the progress's total, skopeo copy, its
@@ -77,6 +79,7 @@ async function starts(image: string): Promise<void> {
   log(`image: busybox + ${IMAGE_MB} MB of random bytes; ${RUNS} starts of each`);
   row('create -> first process, pulled image', onImage, 'the same from base', onBase, '<= 1.2x');
   row('create -> first process, base-image', onBaseImage, 'the same from the pulled image', onImage, '<= 1.2x');
+  row('create -> first process, base-image (default)', onBaseImage, "the same from base (host's folders)", onBase, 'none');
   log(`first build of base-image (${(build.storedBytes / 1e6).toFixed(0)} MB stored): ${(build.ms / 1000).toFixed(1)} s | mmdebstrap alone to a tar ${(build.floorMs / 1000).toFixed(1)} s | ${(build.ms / build.floorMs).toFixed(2)}x`);
 }
 

@@ -10,6 +10,22 @@ export const BUILTIN_IMAGE_NAMES = ['base', 'base-image'] as const;
 /** The built-in image a node builds and stores itself, before the first sandbox on it starts. */
 export const BUILT_BASE_IMAGE = 'base-image';
 
+/** The built-in image of host folders: the node's own `/usr`, `/bin`, `/lib...`, read-only. */
+export const HOST_IMAGE = 'base';
+
+/**
+ * The image a new sandbox, workload or job naming none gets, recorded in its stored spec at its
+ * creation (domain/images/recorded-image.ts): a later change of the default moves nothing made before.
+ */
+export const DEFAULT_IMAGE = BUILT_BASE_IMAGE;
+
+/**
+ * What a spec naming no image runs on: one stored before images were recorded, when `base` was
+ * the default. Migration 028 wrote `base` into every stored spec; only workflows started before
+ * it still carry specs without one.
+ */
+export const UNRECORDED_IMAGE = HOST_IMAGE;
+
 /**
  * The image name in a reference written with container habits, `[namespace/]name[:tag]`
  * (`blaxel/base-image:latest`, `hangar/base`): the built-in images are one version each per node,

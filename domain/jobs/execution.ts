@@ -1,5 +1,6 @@
 import type { SandboxNetworkSpec } from '../sandbox/network-policy';
 import type { UsageTick } from '../billing/metering';
+import { UNRECORDED_IMAGE } from '../images/builtin';
 
 export type ExecutionStatus = 'queued' | 'pending' | 'running' | 'cancelling' | 'cancelled' | 'failed' | 'succeeded' | 'timeout';
 export type TaskStatus = 'pending' | 'running' | 'succeeded' | 'failed' | 'cancelled';
@@ -116,7 +117,7 @@ export function jobRuntimeSettings(runtime: Record<string, unknown> | undefined,
   const command = Array.isArray(r.command) && r.command.length > 0 && r.command.every((c) => typeof c === 'string') ? (r.command as string[]) : ['node', 'task.js'];
   const maxRetries = typeof r.maxRetries === 'number' && Number.isInteger(r.maxRetries) && r.maxRetries >= 0 ? Math.min(r.maxRetries, MAX_TASK_RETRIES) : 0;
   return {
-    image: typeof r.image === 'string' && r.image ? r.image : 'base',
+    image: typeof r.image === 'string' && r.image ? r.image : UNRECORDED_IMAGE,
     ...(typeof r.registryConnection === 'string' && r.registryConnection ? { registryConnection: r.registryConnection } : {}),
     command,
     memoryMb: request.memory ?? positiveInteger(r.memory, DEFAULT_JOB_MEMORY_MB, 65_536),

@@ -42,7 +42,6 @@ export interface SandboxSpec {
 
 export type SandboxState = 'RUNNING' | 'STANDBY';
 
-export const DEFAULT_SANDBOX_IMAGE = 'base';
 export const DEFAULT_SANDBOX_MEMORY_MB = 2048;
 
 /** Identifies one sandbox everywhere: the resource row, the workflow and the runtime. */

@@ -88,7 +88,6 @@ export function scalesToZero(spec: WorkloadSpec): boolean {
   return spec.runtime?.minScale === 0;
 }
 
-export const DEFAULT_WORKLOAD_IMAGE = 'base';
 export const DEFAULT_WORKLOAD_MEMORY_MB = 512;
 export const DEFAULT_WORKLOAD_PORT = 8000;
 export const DEFAULT_WORKLOAD_COMMAND = ['node', 'main.js'];

@@ -2,7 +2,9 @@
 // platform puts its copy on NODE_PATH; a bundle may also ship its own node_modules). Tools:
 // `add` (two numbers) and `word_count` (a text). Sessions are kept per Mcp-Session-Id.
 const http = require('node:http');
-const { randomUUID } = require('node:crypto');
+const { randomUUID, webcrypto } = require('node:crypto');
+// The SDK uses the global Web Crypto, which Node 18 (base-image's, Debian 12's) does not define by default.
+globalThis.crypto ??= webcrypto;
 const { McpServer } = require('@modelcontextprotocol/sdk/server/mcp.js');
 const { StreamableHTTPServerTransport } = require('@modelcontextprotocol/sdk/server/streamableHttp.js');
 const { isInitializeRequest } = require('@modelcontextprotocol/sdk/types.js');

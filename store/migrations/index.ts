@@ -21,6 +21,7 @@ import * as nodeImages from './024_node_images';
 import * as abandonedSandboxes from './025_abandoned_sandboxes';
 import * as registryImages from './026_registry_images';
 import * as resourcePlacedAt from './027_resource_placed_at';
+import * as recordedImages from './028_recorded_images';
 
 export interface Migration {
   name: string;
@@ -28,4 +29,4 @@ export interface Migration {
 }
 
 /** Applied in this order; a migration, once released, is never edited: add a new one. */
-export const migrations: Migration[] = [foundation, billing, integrations, workloads, jobs, asyncRequests, customDomains, agentThreads, usageOutboxTsv, usagePendingRollups, usageAdditiveRollups, resourceStateIntervals, sandboxPreviews, sandboxSnapshots, workspaceSandboxNetwork, workspaceImages, nodes, jobExecutionNodes, resourceNodes, nodeImages, abandonedSandboxes, registryImages, resourcePlacedAt];
+export const migrations: Migration[] = [foundation, billing, integrations, workloads, jobs, asyncRequests, customDomains, agentThreads, usageOutboxTsv, usagePendingRollups, usageAdditiveRollups, resourceStateIntervals, sandboxPreviews, sandboxSnapshots, workspaceSandboxNetwork, workspaceImages, nodes, jobExecutionNodes, resourceNodes, nodeImages, abandonedSandboxes, registryImages, resourcePlacedAt, recordedImages];

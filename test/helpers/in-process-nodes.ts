@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { HangarConfig } from '../../domain/config';
-import { testRuntime } from './sandbox-runtime';
+import { shareSuiteImages, testRuntime } from './sandbox-runtime';
 import type { RunningWorker } from './workers';
 
 /**
@@ -17,10 +17,14 @@ export interface InProcessNode {
   worker?: RunningWorker;
 }
 
-/** Node `id` of the platform `config` describes, in a data folder of its own named from `prefix`. */
+/**
+ * Node `id` of the platform `config` describes, in a data folder of its own named from `prefix`,
+ * sharing the suite's node image store: base-image, the default image, is built there, as a
+ * node's worker builds it at its start.
+ */
 export function inProcessNode(config: HangarConfig, id: string, prefix: string): InProcessNode {
   // Short: a sandbox's socket path (<dataDir>/sandboxes/job-<uuid>/api/agent.sock) must fit in 107 bytes.
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  const dataDir = shareSuiteImages(fs.mkdtempSync(path.join(os.tmpdir(), prefix)));
   return { id, config: { ...config, nodeId: id, dataDir }, runtime: testRuntime(dataDir) };
 }
 

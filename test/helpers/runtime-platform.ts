@@ -39,6 +39,8 @@ export async function startWorkloadPlatform(
   const runtime = testRuntime(t.config.dataDir, options.runtime);
   const started: Partial<WorkloadPlatform> = { runtime };
   try {
+    // A node worker fills its warm pool once base-image is on the node: the suite's has it.
+    await runtime.prewarm();
     Object.assign(started, await startRunGateway(t.config, options.gateway));
     started.control = await startControlWorker(t.config, t.app.pg);
     started.node = await startNodeWorker(t.config, runtime);
@@ -77,6 +79,8 @@ export async function startSandboxPlatform(t: TestApp, runtimeOptions: Partial<B
     const runtime = testRuntime(t.config.dataDir, { ...(ownNetwork ? { network: ownNetwork } : {}), ...runtimeOptions });
     started.runtime = runtime;
     if (ownNetwork) ownNetworks.set(runtime, ownNetwork);
+    // A node worker fills its warm pool once base-image is on the node (a node of the test's own folder may not have it).
+    await runtime.prewarm();
     started.gateway = await buildSandboxGatewayApp(t.config, runtime);
     started.control = await startControlWorker(t.config, t.app.pg);
     started.node = await startNodeWorker(t.config, runtime);

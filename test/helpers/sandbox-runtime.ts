@@ -5,6 +5,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { BwrapRuntime, type BwrapRuntimeOptions } from '../../runtime/bwrap-runtime';
 import type { RuntimeSandboxSpec } from '../../runtime/sandbox-runtime';
+import { testConfig } from '../setup/test-config';
 
 const REPO = path.resolve(__dirname, '..', '..');
 const AGENT_SOURCES = path.join(REPO, 'sandbox-agent');
@@ -46,6 +47,20 @@ export function runtimeDataDir(label: string): string {
   const dir = path.join(REPO, '.data-test', 'runtime', `${label}-${process.pid}-${randomBytes(3).toString('hex')}`);
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   return dir;
+}
+
+/**
+ * Gives a test's own data folder the suite's node image store (`.data-test/images/oci`, a
+ * symbolic link to it), so its runtime finds base-image, the default image, built by the global
+ * set-up instead of building it again from Debian's mirror: for runtime tests whose sandboxes run
+ * on it (warm pools run on it). Call before the runtime's first start; removing the folder
+ * afterwards removes the link only.
+ */
+export function shareSuiteImages(dataDir: string): string {
+  const own = path.join(dataDir, 'images', 'oci');
+  fs.mkdirSync(path.dirname(own), { recursive: true });
+  fs.symlinkSync(path.join(testConfig().dataDir, 'images', 'oci'), own);
+  return dataDir;
 }
 
 export function testRuntime(dataDir: string, options: Partial<BwrapRuntimeOptions> = {}): BwrapRuntime {

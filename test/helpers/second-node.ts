@@ -11,6 +11,8 @@ import { repoRoot } from '../../scripts/stack/binaries';
 import { loadMasterKey } from '../../store/master-key';
 import { getNode } from '../../store/nodes';
 import { BwrapRuntime } from '../../runtime/bwrap-runtime';
+import { isWarmId } from '../../runtime/warm-pool';
+import { shareSuiteImages } from './sandbox-runtime';
 import { eventually } from './workers';
 
 /**
@@ -46,6 +48,12 @@ export interface SecondNode {
 }
 
 const LISTEN_PORT = 7443;
+
+/** The warm sandboxes (runtime/warm-pool.ts) in a node's data folder, started or starting. */
+export function warmSandboxIds(dataDir: string): string[] {
+  const dir = path.join(dataDir, 'sandboxes');
+  return fs.existsSync(dir) ? fs.readdirSync(dir).filter(isWarmId).sort() : [];
+}
 const ip = (...args: string[]) => execFileSync('ip', args, { stdio: ['ignore', 'pipe', 'pipe'] }).toString();
 
 /** A /30 of TEST-NET-2 or -3 that no route of this machine touches (a test internet, another run's second node); its first address. */
@@ -130,8 +138,13 @@ function addHost(tag: string, base: string): { netns: string; hostInterface: str
   return { netns, hostInterface, hostSide, address };
 }
 
-/** Starts the second host and its node worker, and waits until the node has reported itself with its listener. */
-export async function startSecondNode(config: HangarConfig, pg: Pool): Promise<SecondNode> {
+/**
+ * Starts the second host and its node worker, and waits until the node has reported itself with
+ * its listener. `env`: settings of the worker's own over the defaults (its warm pool, its PATH).
+ * The host shares the suite's node image store, where base-image (the default image, which a node
+ * worker builds at its start) is built already, unless `ownImages` gives it an empty one.
+ */
+export async function startSecondNode(config: HangarConfig, pg: Pool, options: { env?: NodeJS.ProcessEnv; ownImages?: boolean } = {}): Promise<SecondNode> {
   const workerFile = path.join(repoRoot(), 'dist/workers/node.js');
   if (!fs.existsSync(workerFile)) throw new Error('dist/workers/node.js is missing: run npm run build first');
   const tag = randomBytes(3).toString('hex');
@@ -139,6 +152,7 @@ export async function startSecondNode(config: HangarConfig, pg: Pool): Promise<S
   const id = `node2-${tag}`;
   // Short: sandbox socket paths (<dataDir>/sandboxes/<uuid>/api/agent.sock) must fit in 107 bytes.
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hn2-'));
+  if (!options.ownImages) shareSuiteImages(dataDir);
   const relays: net.Server[] = [];
   let output = '';
   let worker: ChildProcess | undefined;
@@ -153,7 +167,7 @@ export async function startSecondNode(config: HangarConfig, pg: Pool): Promise<S
   const startWorker = async () => {
     // nsenter enters the network namespace alone: `ip netns exec` would also mount a sysfs of its
     // own over /sys, hiding the cgroup file systems the runtime needs.
-    const started = spawn('nsenter', [`--net=/var/run/netns/${host.netns}`, process.execPath, workerFile], { env: workerEnv(config, { id, dataDir, ...host }), stdio: ['ignore', 'pipe', 'pipe'] });
+    const started = spawn('nsenter', [`--net=/var/run/netns/${host.netns}`, process.execPath, workerFile], { env: { ...workerEnv(config, { id, dataDir, ...host }), ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
     worker = started;
     for (const stream of [started.stdout!, started.stderr!]) stream.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-20_000)));
     const exited = new Promise<never>((_, reject) => started.once('exit', (code) => reject(new Error(`the node worker exited (${code})`))));
@@ -188,6 +202,8 @@ export async function startSecondNode(config: HangarConfig, pg: Pool): Promise<S
       // Sandboxes are not the worker's children: they outlive it, as on a real node.
       const runtime = new BwrapRuntime({ dataDir, warmPool: 0 });
       for (const sandbox of await runtime.list()) await runtime.remove(sandbox.id).catch(() => undefined);
+      // And its warm ones, which a killed worker leaves running.
+      for (const id of warmSandboxIds(dataDir)) await runtime.remove(id).catch(() => undefined);
       await runtime.close();
       for (const server of relays) await new Promise((resolve) => server.close(resolve));
       try {

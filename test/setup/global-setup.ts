@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { startStack, type Stack } from '../../scripts/stack';
 import { applySchemas } from '../../scripts/stack/schema';
-import { listTestFiles, onlyUnitTestsSelected, selectedTestFiles, type JestSelection } from './selection';
+import { listTestFiles, onlyUnitTestsSelected, type JestSelection } from './selection';
 import type { TestStack } from './stack';
 import { stackFilePath, testConfig, testWorkflowBundleFile } from './test-config';
 import { writeWorkflowBundle } from '../../workers/workflow-bundle';
@@ -45,9 +45,10 @@ export default async function globalSetup(globalConfig: JestSelection): Promise<
   try {
     await applySchemas(stack);
     await bundling;
-    // Tests that start sandboxes on base-image would otherwise wait for its first build
-    // within their own time limits; the others start at once and it builds behind them.
-    if (selectsBaseImageTests(globalConfig, testFiles)) await baseImage;
+    // base-image is the default image: every test that starts a sandbox (through the API, a
+    // workload, a job, or a warm pool) would otherwise wait for its first build within its own
+    // time limit. Built once per data folder: a later run finds it at once.
+    await baseImage;
   } catch (err) {
     await stack.stop();
     throw err;
@@ -64,16 +65,10 @@ export default async function globalSetup(globalConfig: JestSelection): Promise<
   log(`ready in ${((Date.now() - began) / 1000).toFixed(1)}s${keepRunning ? ' (kept running after the tests)' : ''}`);
 }
 
-/** Whether a selected test file names base-image (all files, when the selection cannot be read). */
-function selectsBaseImageTests(selection: JestSelection, testFiles: string[]): boolean {
-  return (selectedTestFiles(selection, testFiles) ?? testFiles).some((file) => fs.readFileSync(file, 'utf8').includes('base-image'));
-}
-
 /**
- * Builds base-image into the run's data folder, as a node builds it on first need, while the tests
- * start: once per data folder (a later run finds it). Awaited before the tests only when they
- * name base-image (selectsBaseImageTests); a test that needs it first otherwise waits on the
- * build's file lock, then finds it stored (runtime/base-image.ts).
+ * Builds base-image into the run's data folder, as a node builds it at its start, while the
+ * services start: once per data folder (a later run finds it). A failed build is logged: the
+ * tests' nodes then try again on first need, behind the build's file lock (runtime/base-image.ts).
  */
 async function buildBaseImage(dataDir: string): Promise<void> {
   const store = new OciImageStore({ root: path.join(dataDir, 'images', 'oci') });

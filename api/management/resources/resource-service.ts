@@ -5,6 +5,8 @@ import type { WorkloadSpec } from '../../../domain/workloads/workload';
 import type { WorkspaceGrant } from '../../../domain/principal';
 import type { ResourceRow, ResourceStore } from '../../../store/resources';
 import { checkRuntimeImage, type RuntimeImageSpec } from '../images/runtime-image';
+import { withRecordedImage } from '../../../domain/images/recorded-image';
+import { defaultWorkloadImage } from '../../../domain/workloads/platform-code';
 import type { ResourceKind } from './kinds';
 import { assertNameUnchanged, createNamed, findNamed, missingResource, updateNamed, type MetadataInput } from './named';
 
@@ -31,7 +33,10 @@ export interface ResourceRequest {
   spec?: unknown;
 }
 
-/** Checks the spec with the kind's own rules, then inserts the resource in the kind's first status. */
+/**
+ * Checks the spec with the kind's own rules, then inserts the resource in the kind's first
+ * status, its image recorded in its spec (domain/images/recorded-image.ts).
+ */
 export async function createResource(
   services: ResourceServices,
   kind: ResourceKind,
@@ -39,12 +44,16 @@ export async function createResource(
   body: ResourceRequest,
   actor: string,
 ): Promise<ResourceRow> {
-  const spec = (body.spec ?? {}) as Record<string, unknown>;
+  const given = (body.spec ?? {}) as WorkloadSpec;
+  const spec = withRecordedImage(given, undefined, defaultWorkloadImage(kind.path, given)) as Record<string, unknown>;
   await checkSpec(services, kind, workspace, spec);
   return createNamed(services.store, workspace, kind, { metadata: body.metadata, spec, status: kind.initialStatus, message: kind.initialMessage(spec), actor });
 }
 
-/** Replaces metadata and spec of a resource (the spec only when the body has one), checked like a new one. */
+/**
+ * Replaces metadata and spec of a resource (the spec only when the body has one), checked like a
+ * new one; a spec naming no image keeps the one recorded.
+ */
 export async function updateResource(
   services: ResourceServices,
   kind: ResourceKind,
@@ -55,7 +64,7 @@ export async function updateResource(
 ): Promise<ResourceRow> {
   assertNameUnchanged(body.metadata.name, name);
   const current = await findNamed(services.store, kind.path, kind.singular, workspace, name);
-  const spec = (body.spec as Record<string, unknown> | undefined) ?? current.spec;
+  const spec = withRecordedImage((body.spec as Record<string, unknown> | undefined) ?? current.spec, current.spec);
   await checkSpec(services, kind, workspace, spec, current.spec);
   return updateNamed(services.store, workspace, kind, current, { metadata: body.metadata, spec, actor });
 }

@@ -8,6 +8,7 @@ import { sandboxWorkflowId, type SandboxKey, type SandboxSpec } from '../../../d
 import { resolvedNetwork } from '../../../domain/sandbox/network-defaults';
 import { networkUnavailableProblem } from '../../../domain/sandbox/network-policy';
 import { sandboxSpecChangeProblem, sandboxSpecProblem } from '../../../domain/sandbox/spec-rules';
+import { withRecordedImage } from '../../../domain/images/recorded-image';
 import { volumeMountError } from '../../../runtime/bwrap-args';
 import type { WorkspaceImageStore } from '../../../store/workspace-images';
 import type { ResourceRow, ResourceStore } from '../../../store/resources';
@@ -114,7 +115,7 @@ export function findSandbox(services: SandboxServices, workspace: WorkspaceGrant
  */
 export async function createSandbox(services: SandboxServices, workspace: WorkspaceGrant, body: SandboxRequest, actor: string, seedSnapshotId?: string): Promise<ResourceRow> {
   const { store, config } = services;
-  const spec = await withDefaultNetwork(services, workspace, body.spec ?? {});
+  const spec = withRecordedImage(await withDefaultNetwork(services, workspace, body.spec ?? {}), undefined);
   checkSpec(config, spec);
   await checkOwnImage(services.images, workspace, spec.runtime?.image);
   await checkRegistryConnection(services.pg, workspace, spec);
@@ -208,7 +209,8 @@ export async function updateSandbox(services: SandboxServices, workspace: Worksp
   const current = await findSandbox(services, workspace, name);
   const before = current.spec as SandboxSpec;
   // A spec given without a network policy gets the defaults again, as at the create.
-  const next = body.spec ? await withDefaultNetwork(services, workspace, body.spec) : before;
+  // And one naming no image keeps the image recorded (which cannot change).
+  const next = body.spec ? withRecordedImage(await withDefaultNetwork(services, workspace, body.spec), before) : before;
   checkSpec(services.config, next, before);
   await checkOwnImage(services.images, workspace, next.runtime?.image, before.runtime?.image);
   const changeProblem = sandboxSpecChangeProblem(before, next);

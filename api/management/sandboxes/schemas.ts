@@ -53,7 +53,7 @@ export const SandboxSpecSchema = Type.Object(
       Type.Object(
         {
           // A name of up to 255 characters, a tag of up to 128 and a sha256 digest: 455 at most.
-          image: Type.Optional(Type.String({ maxLength: 512, description: "Image: 'base' (the node's own shell, Python 3 and Node) by default, 'base-image' (Debian's, built by the node on first need), an image the workspace built, name[:tag] (PUT /v0/images/{name}/build), or an OCI image of a registry named with its host, [registry/][namespace/]name[:tag|@digest], pulled onto the node before the start." })),
+          image: Type.Optional(Type.String({ maxLength: 512, description: "Image: 'base-image' by default (Debian's tree with a shell, Python 3, Node, git and ripgrep, built by each node at its start; recorded in the stored spec), 'base' (the node's own folders), an image the workspace built, name[:tag] (PUT /v0/images/{name}/build), or an OCI image of a registry named with its host, [registry/][namespace/]name[:tag|@digest], pulled onto the node before the start." })),
           registryConnection: Type.Optional(
             Type.String({ maxLength: 200, description: "Integration connection (integration 'oci-registry') whose credentials pull the image from its private registry." }),
           ),

@@ -13,11 +13,10 @@ import { acceptUsageEvents, UsageConflict } from '../../../store/usage-outbox';
 import { parseUsageEvents } from '../../../domain/billing/usage-events';
 import { usageTables } from '../../../domain/billing/storage';
 import { migrateClickHouse } from '../../../store/clickhouse-schema';
-import { migrate } from '../../../store/migrate';
-import { migrations } from '../../../store/migrations';
 import { startLocalClickHouse } from '../../../scripts/stack/clickhouse';
 import type { StartedService } from '../../../scripts/stack/local-service';
 import { testConfig } from '../../helpers/platform';
+import { scratchDatabase, type ScratchDatabase } from '../../helpers/scratch-database';
 import { freePort } from '../../helpers/ports';
 import { eventually } from '../../helpers/workers';
 import { testStack } from '../../setup/stack';
@@ -243,32 +242,23 @@ describe('raw events stored before the rollups were sums', () => {
 
 describe('upgrading to additive rollups (migration 013)', () => {
   const stack = testStack();
-  const dbName = `billing_upgrade_${process.pid}_${Date.now()}`;
-  let admin: Pool;
+  let db: ScratchDatabase;
   let pool: Pool;
 
   beforeAll(async () => {
-    admin = new Pool({ connectionString: stack.databaseUrl, max: 1 });
-    await admin.query(`CREATE DATABASE ${dbName}`);
-    const url = new URL(stack.databaseUrl);
-    url.pathname = `/${dbName}`;
-    pool = new Pool({ connectionString: url.toString(), max: 2 });
+    db = await scratchDatabase(stack.databaseUrl, 'billing_upgrade');
+    pool = db.pool;
   });
 
-  afterAll(async () => {
-    await pool?.end();
-    await admin?.query(`DROP DATABASE IF EXISTS ${dbName}`).catch(() => undefined);
-    await admin?.end();
-  });
+  afterAll(() => db?.drop());
 
   it('treats rows waiting in the outbox as attempted, and the hours left pending as due for a correction', async () => {
-    const upgrade = migrations.findIndex((migration) => migration.name === '013_usage_additive_rollups');
-    await migrate(pool, migrations.slice(0, upgrade));
+    await db.migrateUpTo('013_usage_additive_rollups');
     await pool.query("INSERT INTO accounts (id, name) VALUES ('acc-up', 'upgrade')");
     // As an earlier release left them: a row that a failed flush may have inserted already, and an open hour.
     await pool.query("INSERT INTO usage_outbox (account_id, event_count, hours, tsv) VALUES ('acc-up', 1, '{1770710400}', 'x')");
     await pool.query("INSERT INTO usage_pending_rollups (account_id, hour) VALUES ('acc-up', 1770710400)");
-    await migrate(pool);
+    await db.migrateUpTo();
 
     expect((await pool.query('SELECT attempts FROM usage_outbox')).rows).toEqual([{ attempts: 1 }]);
     expect((await pool.query('SELECT reconcile FROM usage_pending_rollups')).rows).toEqual([{ reconcile: true }]);
@@ -282,10 +272,9 @@ describe('upgrading to additive rollups (migration 013)', () => {
 describe('ClickHouse down', () => {
   const stack = testStack();
   const config = testConfig();
-  const dbName = `billing_outage_${process.pid}_${Date.now()}`;
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hangar-billing-ch-'));
   const database = 'outage';
-  let admin: Pool;
+  let db: ScratchDatabase;
   let pool: Pool;
   let chService: StartedService | undefined;
   let chUrl = '';
@@ -305,12 +294,9 @@ describe('ClickHouse down', () => {
 
   beforeAll(async () => {
     [httpPort, tcpPort] = await Promise.all([freePort(), freePort()]);
-    admin = new Pool({ connectionString: stack.databaseUrl, max: 1 });
-    await admin.query(`CREATE DATABASE ${dbName}`);
-    const url = new URL(stack.databaseUrl);
-    url.pathname = `/${dbName}`;
-    pool = new Pool({ connectionString: url.toString(), max: 6 });
-    await migrate(pool);
+    db = await scratchDatabase(stack.databaseUrl, 'billing_outage', 6);
+    pool = db.pool;
+    await db.migrateUpTo();
     await startClickHouse();
     clickhouse = createClient({ url: chUrl, request_timeout: 10_000, log: { level: ClickHouseLogLevel.OFF } });
     await migrateClickHouse(clickhouse, database);
@@ -319,9 +305,7 @@ describe('ClickHouse down', () => {
   afterAll(async () => {
     await clickhouse?.close();
     await chService?.stop();
-    await pool?.end();
-    await admin?.query(`DROP DATABASE IF EXISTS ${dbName}`).catch(() => undefined);
-    await admin?.end();
+    await db?.drop();
     fs.rmSync(dataDir, { recursive: true, force: true });
   });
 

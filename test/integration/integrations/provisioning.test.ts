@@ -167,7 +167,8 @@ test("happy path: the example backend connects a user, and the tenant's MCP serv
   const connection = (await api('GET', '/v0/integrations/connections/email-alice')).json();
   expect(connection).toEqual(expect.objectContaining({ metadata: expect.objectContaining({ tenant: 'alice' }), spec: expect.objectContaining({ integration: 'email' }) }));
   const fn = (await api('GET', '/v0/functions/email-alice')).json();
-  expect(fn.spec).toEqual({ type: 'mcp', integrationConnections: ['email-alice'], runtime: { type: 'mcp' } });
+  // The integration's server is the platform's code: it records and runs on base, the host's folders.
+  expect(fn.spec).toEqual({ type: 'mcp', integrationConnections: ['email-alice'], runtime: { type: 'mcp', image: 'base' } });
   expect(fn.metadata.url).toBe(`${t.config.runUrl}/${tenant.workspace}/functions/email-alice/mcp`);
   // Provisioning deploys it like POST /v0/functions does: a revision of the built-in server.
   const revisions = await api('GET', '/v0/functions/email-alice/revisions');
@@ -232,7 +233,8 @@ test('when the function cannot be created, the connection made before it is remo
   expect(run.status).toBe('FAILED');
   expect(run.error).toMatch(/function 'email-collide' already exists/);
   expect(await tenantResources('email-collide')).toEqual({ connections: 0, functions: 1 });
-  expect((await api('GET', '/v0/functions/email-collide')).json().spec).toEqual({ type: 'mcp', runtime: { type: 'mcp' } });
+  // The user's own function as it was created: on the default image, recorded.
+  expect((await api('GET', '/v0/functions/email-collide')).json().spec).toEqual({ type: 'mcp', runtime: { type: 'mcp', image: 'base-image' } });
 
   // The connection did exist in between: the saga created it and its compensation removed it.
   const history = await t.app.temporal.workflow.getHandle(provisioningWorkflowId(tenant.workspace, 'email', 'collide'), run.id).fetchHistory();

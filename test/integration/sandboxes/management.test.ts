@@ -39,7 +39,13 @@ test('create: DEPLOYING, then DEPLOYED and RUNNING at its url; the sandbox API a
 
   const body = await deployed('first');
   expect(body.state).toBe('RUNNING');
-  expect(body.events.map((e: { status: string }) => e.status)).toEqual(['DEPLOYING', 'DEPLOYED']);
+  // On base-image, the default image: its start says which build of it the node has.
+  expect(body.spec.runtime.image).toBe('base-image');
+  expect(body.events.map((e: { status: string; message: string }) => [e.status, e.message.replace(/sha256:[0-9a-f]{64}/, 'sha256:...')])).toEqual([
+    ['DEPLOYING', 'creating the sandbox'],
+    ['DEPLOYING', "image 'base-image' is on the node (sha256:...)"],
+    ['DEPLOYED', 'sandbox is running'],
+  ]);
 
   const run = await sandboxCall('first', 'POST', '/process', { command: 'echo hello from $(hostname)', waitForCompletion: true });
   expect(run.statusCode).toBe(200);

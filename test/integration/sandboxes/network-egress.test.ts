@@ -6,7 +6,7 @@ import type { BwrapRuntime } from '../../../runtime/bwrap-runtime';
 import { SandboxNetwork, type SandboxAttachment } from '../../../runtime/network/sandbox-network';
 import type { RuntimeSandboxSpec, SandboxHandle } from '../../../runtime/sandbox-runtime';
 import type { SandboxRecord } from '../../../runtime/state-store';
-import { exec, runtimeDataDir, sandboxSpec, testRuntime, until } from '../../helpers/sandbox-runtime';
+import { exec, runtimeDataDir, sandboxSpec, shareSuiteImages, testRuntime, until } from '../../helpers/sandbox-runtime';
 import { makeTestCertificates, startTestInternet, testSandboxNetwork, type TestInternet } from '../../helpers/test-internet';
 
 // Real sandboxes, namespaces and nftables on a busy 2-core machine: generous limits; no test asserts on time.
@@ -39,7 +39,9 @@ beforeAll(async () => {
   [allowed, forbidden] = internet.hosts;
   network = testSandboxNetwork(dataDir, names);
   await network.start();
-  // A warm pool, as nodes have by default: sandboxes below mostly take over a warm one.
+  // A warm pool, as nodes have by default, on base-image (the suite's): sandboxes below, on it
+  // too, mostly take over a warm one.
+  shareSuiteImages(dataDir);
   runtime = testRuntime(dataDir, { network, warmPool: 1 });
   await runtime.prewarm();
 });
@@ -55,7 +57,7 @@ afterAll(async () => {
 
 const started: SandboxHandle[] = [];
 async function start(networkSpec: RuntimeSandboxSpec['network']): Promise<SandboxHandle> {
-  const handle = await runtime.start(sandboxSpec({ network: networkSpec }));
+  const handle = await runtime.start(sandboxSpec({ image: 'base-image', network: networkSpec }));
   started.push(handle);
   return handle;
 }

@@ -6,6 +6,7 @@ import { detectCgroupDriver, parseCgroupMounts } from '../../../runtime/cgroups'
 import { SandboxSpecError } from '../../../runtime/sandbox-runtime';
 import { buildAgentForTests, callSandbox, exec, runtimeDataDir, sandboxSpec, testRuntime, until } from '../../helpers/sandbox-runtime';
 import { typescriptRegister } from '../../helpers/typescript-child';
+import { standInMmdebstrap } from '../../helpers/stand-in-mmdebstrap';
 
 // Real sandboxes on a busy 2-core machine: generous limits; no test asserts on time.
 jest.setTimeout(30_000);
@@ -218,10 +219,15 @@ describe('a worker restart', () => {
   });
 });
 
+// Warm sandboxes run on base-image, the default image, once the node has it: here a stand-in's
+// (a busybox tree built in seconds) in the test's own data folder.
 describe('a warm pool', () => {
   let pooled: BwrapRuntime;
+  const onWarmImage = (overrides: Parameters<typeof sandboxSpec>[0] = {}) => sandboxSpec({ image: 'base-image', ...overrides });
   beforeAll(async () => {
-    pooled = testRuntime(dataDir, { warmPool: 1 });
+    const standIn = standInMmdebstrap(path.join(dataDir, 'stand-in'));
+    pooled = testRuntime(dataDir, { warmPool: 1, images: { mmdebstrapPath: standIn.path } });
+    await pooled.ensureBaseImage();
     await pooled.prewarm();
     await until('a warm sandbox', () => pooled.warmPoolStatus().ready === 1);
     expect(pooled.warmPoolStatus().lastError).toBeUndefined();
@@ -231,7 +237,7 @@ describe('a warm pool', () => {
   test('a new sandbox takes over a warm one, with its own identity, limits and environment', async () => {
     const warmId = (await fs.promises.readdir(path.join(dataDir, 'sandboxes'))).find((n) => n.startsWith('warm_'))!;
     const warmPids = await pooled.pids(warmId);
-    const spec = sandboxSpec({ memoryMb: 300, envs: [{ name: 'OWNER', value: 'me' }], name: 'taken-over' });
+    const spec = onWarmImage({ memoryMb: 300, envs: [{ name: 'OWNER', value: 'me' }], name: 'taken-over' });
     const handle = await pooled.start(spec);
     // The very processes of the warm sandbox now serve this one.
     expect(await pooled.pids(spec.id)).toEqual(expect.arrayContaining(warmPids.slice(0, 1)));
@@ -251,12 +257,22 @@ describe('a warm pool', () => {
   });
 
   test('a sandbox with volumes or existing files starts cold', async () => {
-    const spec = sandboxSpec();
+    const spec = onWarmImage();
     await pooled.start(spec);
     await pooled.stop(spec.id);
     const warmBefore = (await fs.promises.readdir(path.join(dataDir, 'sandboxes'))).filter((n) => n.startsWith('warm_'));
     await pooled.start(spec);
     expect((await fs.promises.readdir(path.join(dataDir, 'sandboxes'))).filter((n) => n.startsWith('warm_'))).toEqual(expect.arrayContaining(warmBefore));
+    await pooled.remove(spec.id);
+  });
+
+  test("a sandbox on another image than the warm ones' (base, the host's folders) starts cold", async () => {
+    await until('a warm sandbox', () => pooled.warmPoolStatus().ready === 1);
+    const warmBefore = (await fs.promises.readdir(path.join(dataDir, 'sandboxes'))).filter((n) => n.startsWith('warm_'));
+    const spec = sandboxSpec({ image: 'base' });
+    const handle = await pooled.start(spec);
+    expect((await fs.promises.readdir(path.join(dataDir, 'sandboxes'))).filter((n) => n.startsWith('warm_'))).toEqual(warmBefore);
+    expect((await exec(handle.socketPath, 'test -e /usr/bin/skopeo; echo $?')).stdout).toBe('0\n');
     await pooled.remove(spec.id);
   });
 });

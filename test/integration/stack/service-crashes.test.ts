@@ -9,7 +9,7 @@ import { commandLineOf, isAlive, processTreePids, statFields } from '../../../sc
 import { servicePasswords } from '../../../scripts/stack/service-passwords';
 import { sleep } from '../../../scripts/stack/timing';
 import { freePort } from '../../helpers/ports';
-import { testRuntime } from '../../helpers/sandbox-runtime';
+import { shareSuiteImages, testRuntime } from '../../helpers/sandbox-runtime';
 import { eventually } from '../../helpers/workers';
 import { TEST_PORTS } from '../../setup/test-config';
 import { deployJobCode } from '../jobs/helpers';
@@ -140,7 +140,8 @@ describe('a local service killed under load (npm start)', () => {
 
   beforeAll(async () => {
     // Short: a sandbox's socket path (<dataDir>/sandboxes/<uuid>/api/agent.sock) must fit in 107 bytes.
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hangar-crash-'));
+    // Its node has base-image, the default image, as if built at an earlier start: the suite's.
+    dataDir = shareSuiteImages(fs.mkdtempSync(path.join(os.tmpdir(), 'hangar-crash-')));
     platform = await startPlatform(dataDir);
     const credentials = JSON.parse(fs.readFileSync(path.join(dataDir, 'credentials.json'), 'utf8'));
     accountId = credentials.accountId;

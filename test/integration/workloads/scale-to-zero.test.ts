@@ -164,6 +164,8 @@ describe('minScale 0', () => {
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     control = await startControlWorker(t.config, t.app.pg);
     runtime = testRuntime(t.config.dataDir, { warmPool: 1 });
+    // As a restarted node worker does: its warm pool refills on base-image, which the node has.
+    await runtime.prewarm();
     node = await startNodeWorker(t.config, runtime);
     expect(await held).toEqual({ status: 200, body: { output: 'got still there?', pid: expect.any(Number) } });
     await inState('sleepy', 'RUNNING');

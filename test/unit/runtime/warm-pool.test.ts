@@ -14,10 +14,13 @@ function fakeRuntime() {
 
 const settle = () => new Promise((resolve) => setImmediate(resolve));
 
-test('fills up to its size, hands out ready sandboxes once, and refills', async () => {
+test('starts nothing until told to fill (the node has its image), then fills up to its size, hands out ready sandboxes once, and refills', async () => {
   const runtime = fakeRuntime();
   const pool = new WarmPool(2, runtime);
   pool.refill();
+  expect(pool.status()).toEqual({ ready: 0, starting: 0, lastError: undefined });
+  expect(runtime.pending.size).toBe(0);
+  pool.fill();
   pool.refill();
   expect(pool.status()).toEqual({ ready: 0, starting: 2, lastError: undefined });
   const [first, second] = [...runtime.pending.keys()];
@@ -34,7 +37,7 @@ test('fills up to its size, hands out ready sandboxes once, and refills', async 
 test('a failed start is recorded and cleaned up; close ends what is ready and waits for what is starting, then ends it', async () => {
   const runtime = fakeRuntime();
   const pool = new WarmPool(2, runtime);
-  pool.refill();
+  pool.fill();
   const [a, b] = [...runtime.pending.keys()];
   runtime.pending.get(a)!.reject(new Error('bubblewrap missing'));
   runtime.pending.get(b)!.resolve();
