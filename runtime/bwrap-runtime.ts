@@ -364,7 +364,7 @@ export class BwrapRuntime implements SandboxRuntime {
       await this.abandonNetwork(spec.id, attaching);
       throw err;
     }
-    const record: SandboxRecord = { ...carried, spec, cgroupDirs: cgroup.dirs, phase: 'starting', network, ...(image.digest ? { imageDigest: image.digest } : {}) };
+    const record: SandboxRecord = { ...carried, spec, cgroupDirs: cgroup.dirs, phase: 'starting', network, ...(plan.image.digest ? { imageDigest: plan.image.digest } : {}) };
     try {
       await cgroup.setLimits(this.limits(spec));
       await this.store.write(record);
