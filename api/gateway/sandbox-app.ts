@@ -13,7 +13,7 @@ import { PrincipalCache } from './principal-cache';
 import { forwardableHeaders, proxyRequest, proxyUpgrade } from '../../runtime/http-proxy';
 import { RouteCache } from './route-cache';
 import { readySandbox } from './sandbox-readiness';
-import { buildGatewayBase, proxiedRouteLogLevel } from './gateway-base';
+import { buildGatewayBase, GATEWAY_CLOSE_GRACE_MS, proxiedRouteLogLevel } from './gateway-base';
 import { WorkflowTouches, touchIntervalMs } from '../../store/workflow-touches';
 import { sandboxOpenApiDocument } from './sandbox-openapi';
 import { routeUpgrades, upgradeOf } from './upgrades';
@@ -288,7 +288,7 @@ export async function buildSandboxGatewayApp(
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_request, _payload, done) => done(null));
 
-  routeUpgrades(app);
+  routeUpgrades(app, GATEWAY_CLOSE_GRACE_MS);
   const document = sandboxOpenApiDocument(config);
   app.get('/openapi.json', { config: { public: true, unversioned: true } }, async () => document);
   app.route({

@@ -19,9 +19,20 @@ const pending = new WeakMap<IncomingMessage, UpgradeConnection>();
  * connection (`upgradeOf`) and hijacks the reply. So any route of the app, `/port/{port}` or
  * `/terminal/ws` of the sandbox API alike, relays upgrades without an upgrade path of its own.
  */
-export function routeUpgrades(app: FastifyInstance): void {
+export function routeUpgrades(app: FastifyInstance, closeGraceMs: number): void {
+  // Node's closeAllConnections() no longer sees a connection once upgraded, yet server.close()
+  // waits for it: a terminal or a port's WebSocket left open would hold the gateway's close
+  // forever (and a relay closing after it, such as the console's terminal, with it). They get the
+  // same grace as requests in flight, then are cut.
+  const upgraded = new Set<Duplex>();
+  app.addHook('preClose', (done) => {
+    setTimeout(() => upgraded.forEach((socket) => socket.destroy()), closeGraceMs).unref();
+    done();
+  });
   app.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     pending.set(req, { socket, head });
+    upgraded.add(socket);
+    socket.once('close', () => upgraded.delete(socket));
     socket.on('error', () => socket.destroy());
     const res = new http.ServerResponse(req);
     res.shouldKeepAlive = false;

@@ -1,10 +1,13 @@
+import { once } from 'node:events';
 import { SandboxInstance } from '@blaxel/core';
+import WebSocket from 'ws';
 import { unique } from '../../helpers/platform';
 import { deployedSandbox, startReferenceSdkPlatform, type ReferenceSdkPlatform } from '../../helpers/reference-sdk';
 
 // A closing sandbox gateway does not wait on streams that last as long as their callers want: a
 // live log stream (here a process that runs for ten minutes) would otherwise hold close() until
-// it ends. After a grace period the gateway cuts it, and the caller's stream ends.
+// it ends, and so would a WebSocket (a terminal), which Node's server stops tracking once upgraded
+// but still waits for. After a grace period the gateway cuts both, and the callers see them end.
 jest.setTimeout(120_000);
 
 let hangar: ReferenceSdkPlatform | undefined;
@@ -14,7 +17,7 @@ afterAll(async () => {
   await hangar?.stop();
 });
 
-test('close() ends while a caller still reads a live stream through the gateway, and the stream is cut', async () => {
+test('close() ends while a caller still reads a live stream and holds a terminal through the gateway, and both are cut', async () => {
   hangar = await startReferenceSdkPlatform('gateway-close');
   await SandboxInstance.create({ metadata: { name }, spec: { runtime: { image: 'hangar/base:latest', memory: 256 } } });
   const sandbox = await deployedSandbox(name);
@@ -29,8 +32,13 @@ test('close() ends while a caller still reads a live stream through the gateway,
       if (chunk.done) return 'cut';
     }
   })();
-  // Without the grace period close() waits for the stream, which lasts ten minutes: jest's
-  // timeout fails the test long before.
+  const terminal = new WebSocket(`${sandbox.metadata.url!.replace(/^http/, 'ws')}/terminal/ws`, { headers: { authorization: `Bearer ${hangar.tenant.admin.apiKey}` } });
+  await once(terminal, 'open');
+  const terminalClosed = once(terminal, 'close');
+  // Without the grace period close() waits for the stream, which lasts ten minutes, and for the
+  // terminal, open until its caller closes it: jest's timeout fails the test long before.
   await hangar.gateway.close();
   expect(await cut).toBe('cut');
+  await terminalClosed;
+  expect(terminal.readyState).toBe(WebSocket.CLOSED);
 });
