@@ -153,7 +153,8 @@ describe('resource envelope', () => {
         createdBy: member.clientId,
       }),
     );
-    expect(body.spec).toEqual(spec);
+    // Named no image: the default, base-image, is recorded in the stored spec.
+    expect(body.spec).toEqual({ runtime: { ...spec.runtime, image: 'base-image' } });
     expect(body.status).toBe('UPLOADING');
     expect(body.events).toEqual([expect.objectContaining({ type: 'Normal', status: 'UPLOADING', message: expect.any(String), time: expect.any(String) })]);
 
@@ -174,7 +175,8 @@ describe('resource envelope', () => {
     expect(put.statusCode).toBe(200);
     expect(put.json().metadata.displayName).toBe('Helper v2');
     expect(put.json().metadata.labels).toEqual({ env: 'dev' });
-    expect(put.json().spec).toEqual({ runtime: { memory: 1024 } });
+    // An update naming no image keeps the one recorded.
+    expect(put.json().spec).toEqual({ runtime: { memory: 1024, image: 'base-image' } });
 
     const rename = await t.call(member.apiKey, { method: 'PUT', url: '/v0/agents/helper', workspace: tenant.workspace, payload: { metadata: { name: 'other' } } });
     expect(rename.statusCode).toBe(400);

@@ -128,7 +128,8 @@ test('functions bind only to existing connections of their workspace, with consi
   const created = await call('POST', '/v0/functions', fn('mailer-a', mcp(['mail-fn'])));
   expect(created.statusCode).toBe(200);
   expect(created.json()).toEqual(
-    expect.objectContaining({ metadata: expect.objectContaining({ url: `${t.config.runUrl}/${tenant.workspace}/functions/mailer-a/mcp` }), spec: mcp(['mail-fn']) }),
+    // The integration's MCP server is the platform's own code: it records `base`, the host's folders, whose Node it is built for.
+    expect.objectContaining({ metadata: expect.objectContaining({ url: `${t.config.runUrl}/${tenant.workspace}/functions/mailer-a/mcp` }), spec: { ...mcp(['mail-fn']), runtime: { type: 'mcp', image: 'base' } } }),
   );
   const rebind = await call('PUT', '/v0/functions/mailer-a', fn('mailer-a', mcp(['mail-ghost'])));
   expect(rebind.statusCode).toBe(400);

@@ -106,7 +106,9 @@ describe('the example agent', () => {
   test('deploys with the CLI: UPLOADING -> BUILDING -> DEPLOYING -> DEPLOYED, named workflow with search attributes', async () => {
     const result = await deployFolder(path.join(EXAMPLES, 'agent'), target, { name: 'echo' });
     expect(result.status).toBe('DEPLOYED');
-    expect(result.events.map((e: { status: string }) => e.status)).toEqual(['UPLOADING', 'UPLOADING', 'BUILDING', 'DEPLOYING', 'DEPLOYED']);
+    expect(result.events.map((e: { status: string }) => e.status)).toEqual(['UPLOADING', 'UPLOADING', 'BUILDING', 'BUILDING', 'DEPLOYING', 'DEPLOYED']);
+    // The second BUILDING: the revision's prepare step on the node found base-image, its default image (built by the suite's set-up).
+    expect(result.events[3].message).toMatch(/^image 'base-image' is on the node \(sha256:[0-9a-f]{64}\)$/);
     expect(result.metadata.url).toBe(`${t.config.runUrl}/${tenant.workspace}/agents/echo`);
     const desc = await t.app.temporal.workflow.getHandle(deploymentWorkflowId(tenant.workspace, 'agents', 'echo')).describe();
     expect(desc.searchAttributes).toEqual(expect.objectContaining({ HangarWorkspace: [tenant.workspace], HangarResourceKind: ['agents'], HangarResourceName: ['echo'] }));
