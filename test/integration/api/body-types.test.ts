@@ -57,7 +57,8 @@ describe('wrong types are refused, never coerced', () => {
   test('values of the right type are stored as sent', async () => {
     const created = await agent({ command: ['node', 'agent.js'], memory: 1024 });
     expect(created.statusCode).toBe(200);
-    expect(created.json().spec.runtime).toEqual({ command: ['node', 'agent.js'], memory: 1024 });
+    // As sent, with the default image recorded beside (none was named).
+    expect(created.json().spec.runtime).toEqual({ command: ['node', 'agent.js'], memory: 1024, image: 'base-image' });
   });
 
   test('a query string still reads text as a number, and refuses text that is none', async () => {
