@@ -94,8 +94,7 @@ function workloadUsageActivities(pg: Pool) {
 
   /** The stored size of the workload's image on the node it runs on (store/image-sizes.ts); 0 for `base`. */
   async function imageBytes(key: WorkloadKey, image: string | undefined): Promise<number> {
-    if (image === undefined) return 0;
-    return storedImageBytes(pg, { workspaceId: key.workspaceId, image, nodeId: await workloadNode(pg, key.id) });
+    return storedImageBytes(pg, { workspaceId: key.workspaceId, image, node: () => workloadNode(pg, key.id) });
   }
 
   return {
