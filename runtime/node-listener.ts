@@ -7,7 +7,7 @@ import type { NodeListenAddress } from '../domain/nodes/listener-address';
 import { forwardableHeaders, HOP_BY_HOP_HEADERS, proxyRequest } from './http-proxy';
 import { sandboxLayout, workloadSocketsDir } from './layout';
 import type { FreezeState } from './sandbox-runtime';
-import { refuseUpgrade, relayUpgrade } from './upgrade-relay';
+import { refuseUpgrade, relayUpgrade, UpgradedConnections } from './upgrade-relay';
 
 /** What the listener needs of the node's runtime: the sandboxes' sockets and their freezing. */
 export interface ListenedSandboxes {
@@ -51,10 +51,15 @@ export class NodeListener {
   private readonly server: http.Server;
   private readonly agents = new Map<string, http.Agent>();
   private readonly portSockets = new Map<string, Promise<string>>();
+  /** WebSockets relayed to this node's sandboxes and workloads, cut when the listener closes. */
+  private readonly upgraded = new UpgradedConnections();
 
   constructor(private readonly options: NodeListenerOptions) {
     this.server = http.createServer((req, res) => void this.serve(req, res));
-    this.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => void this.upgrade(req, socket, head));
+    this.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      this.upgraded.add(socket);
+      void this.upgrade(req, socket, head);
+    });
     // Longer than the gateways' idle keep-alive, so they never reuse a connection closed here.
     this.server.keepAliveTimeout = 65_000;
   }
@@ -75,6 +80,7 @@ export class NodeListener {
   async close(): Promise<void> {
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     this.server.closeAllConnections();
+    this.upgraded.destroyAll();
     for (const agent of this.agents.values()) agent.destroy();
     await closed;
   }

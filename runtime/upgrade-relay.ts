@@ -88,3 +88,24 @@ export function relayUpgrade(client: Duplex, target: net.NetConnectOpts, request
   client.on('error', () => upstream.destroy());
   client.on('close', () => upstream.destroy());
 }
+
+/**
+ * The connections a server handed to its `upgrade` listeners, still open. Node's
+ * closeAllConnections() no longer sees a connection once upgraded, yet server.close() waits for
+ * it: a WebSocket left open (a terminal, a port's) would hold a close forever. A server keeps
+ * them here and cuts them when it closes.
+ */
+export class UpgradedConnections {
+  private readonly open = new Set<Duplex>();
+
+  /** Counts `socket` until it closes. */
+  add(socket: Duplex): void {
+    this.open.add(socket);
+    socket.once('close', () => this.open.delete(socket));
+  }
+
+  /** Cuts every connection still open. */
+  destroyAll(): void {
+    for (const socket of this.open) socket.destroy();
+  }
+}

@@ -2,6 +2,7 @@ import http, { type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
+import { UpgradedConnections } from '../../runtime/upgrade-relay';
 
 /** An upgrade's connection, and the bytes its client sent after the request. */
 export interface UpgradeConnection {
@@ -20,19 +21,17 @@ const pending = new WeakMap<IncomingMessage, UpgradeConnection>();
  * `/terminal/ws` of the sandbox API alike, relays upgrades without an upgrade path of its own.
  */
 export function routeUpgrades(app: FastifyInstance, closeGraceMs: number): void {
-  // Node's closeAllConnections() no longer sees a connection once upgraded, yet server.close()
-  // waits for it: a terminal or a port's WebSocket left open would hold the gateway's close
-  // forever (and a relay closing after it, such as the console's terminal, with it). They get the
-  // same grace as requests in flight, then are cut.
-  const upgraded = new Set<Duplex>();
+  // WebSockets still open at close (UpgradedConnections) get the same grace as requests in flight,
+  // then are cut: otherwise one would hold the gateway's close forever (and a relay closing after
+  // it, such as the console's terminal, with it).
+  const upgraded = new UpgradedConnections();
   app.addHook('preClose', (done) => {
-    setTimeout(() => upgraded.forEach((socket) => socket.destroy()), closeGraceMs).unref();
+    setTimeout(() => upgraded.destroyAll(), closeGraceMs).unref();
     done();
   });
   app.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     pending.set(req, { socket, head });
     upgraded.add(socket);
-    socket.once('close', () => upgraded.delete(socket));
     socket.on('error', () => socket.destroy());
     const res = new http.ServerResponse(req);
     res.shouldKeepAlive = false;
