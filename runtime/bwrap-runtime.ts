@@ -99,6 +99,8 @@ export class BwrapRuntime implements SandboxRuntime {
   private readonly images: SandboxImages;
   private readonly cgroups: CgroupDriver;
   private readonly locks = new Map<string, Promise<unknown>>();
+  /** Captures under way, by snapshot id: a second ask joins the first, a removal waits for it. */
+  private readonly captures = new Map<string, Promise<number>>();
   private readonly uid: number;
   private readonly gid: number;
   private readonly bwrapPath: string;
@@ -157,14 +159,25 @@ export class BwrapRuntime implements SandboxRuntime {
    * disk; a capture asked again answers the first copy. The sandbox goes on running meanwhile
    * (a freeze for the copy would be seen as a standby by whoever looks), so a file it writes
    * during the copy may be caught part-written, as in a backup of a live disk.
+   * A capture asked while one of the same snapshot is under way (the node began it on the
+   * snapshot's request notice, then its workflow's activity asks) joins it; one whose files are
+   * already whole answers their size even if the sandbox has gone since.
    */
   captureFiles(id: string, snapshotId: string): Promise<number> {
     assertSandboxId(id);
     const target = snapshotFilesDir(this.options.dataDir, snapshotId);
-    return this.exclusive(id, async () => {
-      if (!(await this.store.read(id))) throw new SandboxNotFoundError(id);
+    const running = this.captures.get(snapshotId);
+    if (running) return running;
+    const capture = this.exclusive(id, async () => {
+      if (!fs.existsSync(target) && !(await this.store.read(id))) throw new SandboxNotFoundError(id);
       return captureTree(this.layout(id).fsRoot, target);
     });
+    this.captures.set(snapshotId, capture);
+    const forget = () => {
+      if (this.captures.get(snapshotId) === capture) this.captures.delete(snapshotId);
+    };
+    capture.then(forget, forget);
+    return capture;
   }
 
   /**
@@ -196,9 +209,11 @@ export class BwrapRuntime implements SandboxRuntime {
     });
   }
 
-  /** Deletes a snapshot's files from this node. */
-  removeSnapshotFiles(snapshotId: string): Promise<void> {
-    return removeTree(snapshotFilesDir(this.options.dataDir, snapshotId));
+  /** Deletes a snapshot's files from this node, once a capture of them under way has ended (it would leave them behind). */
+  async removeSnapshotFiles(snapshotId: string): Promise<void> {
+    const target = snapshotFilesDir(this.options.dataDir, snapshotId);
+    await this.captures.get(snapshotId)?.catch(() => undefined);
+    return removeTree(target);
   }
 
   /**

@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import { SandboxSpecError } from './sandbox-runtime';
 
@@ -127,6 +128,12 @@ export function workloadSocketsDir(dataDir: string): string {
 }
 
 const SNAPSHOT_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** The snapshots whose files are on the node (their folders under `snapshots/`, those being removed aside). */
+export function storedSnapshotIds(dataDir: string): string[] {
+  const folder = path.join(dataDir, 'snapshots');
+  return fs.existsSync(folder) ? fs.readdirSync(folder).filter((name) => SNAPSHOT_ID.test(name)) : [];
+}
 
 /** Where a snapshot's copy of a sandbox's writable layer lives on the node. */
 export function snapshotFilesDir(dataDir: string, snapshotId: string): string {

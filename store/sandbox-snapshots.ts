@@ -33,6 +33,8 @@ export interface SnapshotInsert {
 
 /** Where a capture's outcome is announced (NOTIFY), with the snapshot's id. */
 export const SNAPSHOT_SETTLED_CHANNEL = 'hangar_snapshot_settled';
+/** Where a new snapshot is announced (NOTIFY, with its id) to the nodes, so its own can begin the copy. */
+export const SNAPSHOT_REQUESTED_CHANNEL = 'hangar_snapshot_requested';
 
 const SELECT = `SELECT s.id, s.workspace_id, s.name, s.source_id, s.source_name, s.source_spec, s.node_queue, s.status, s.message,
   s.size_bytes, s.created_at, s.created_by, NOT EXISTS (SELECT 1 FROM resources r WHERE r.id = s.source_id) AS source_deleted
@@ -42,12 +44,14 @@ const SELECT = `SELECT s.id, s.workspace_id, s.name, s.source_id, s.source_name,
 export class SandboxSnapshotStore {
   constructor(private readonly pg: Pool) {}
 
-  /** The new row (pending), or undefined when the name is taken in the workspace. */
+  /** The new row (pending), announced on SNAPSHOT_REQUESTED_CHANNEL; undefined when the name is taken in the workspace. */
   async insert(snapshot: SnapshotInsert): Promise<SnapshotRow | undefined> {
     const { rows } = await this.pg.query<{ id: string }>(
-      `INSERT INTO sandbox_snapshots (id, workspace_id, name, source_id, source_name, source_spec, node_queue, status, created_by)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8) ON CONFLICT (workspace_id, name) DO NOTHING RETURNING id`,
-      [snapshot.id, snapshot.workspaceId, snapshot.name, snapshot.sourceId, snapshot.sourceName, snapshot.sourceSpec, snapshot.nodeQueue, snapshot.actor],
+      `WITH inserted AS (
+         INSERT INTO sandbox_snapshots (id, workspace_id, name, source_id, source_name, source_spec, node_queue, status, created_by)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8) ON CONFLICT (workspace_id, name) DO NOTHING RETURNING id)
+       SELECT id, pg_notify($9, id::text) FROM inserted`,
+      [snapshot.id, snapshot.workspaceId, snapshot.name, snapshot.sourceId, snapshot.sourceName, snapshot.sourceSpec, snapshot.nodeQueue, snapshot.actor, SNAPSHOT_REQUESTED_CHANNEL],
     );
     return rows[0] ? this.byId(rows[0].id) : undefined;
   }
@@ -79,12 +83,21 @@ export class SandboxSnapshotStore {
    * SNAPSHOT_SETTLED_CHANNEL with the snapshot's id as it commits: the API waiting to answer a
    * create or a fork hears it there, before the capture's workflow has heard the activity end.
    */
-  async settle(id: string, outcome: { status: 'ready'; sizeBytes: number } | { status: 'failed'; message: string }): Promise<void> {
-    await this.pg.query(
-      `WITH settled AS (UPDATE sandbox_snapshots SET status = $2, size_bytes = $3, message = $4 WHERE id = $1 AND status <> 'deleting' RETURNING id)
+  /** Records a capture's outcome and announces it; false when the snapshot is going or gone (nothing recorded). */
+  async settle(id: string, outcome: { status: 'ready'; sizeBytes: number } | { status: 'failed'; message: string }): Promise<boolean> {
+    const { rowCount } = await this.pg.query(
+      `WITH settled AS (UPDATE sandbox_snapshots SET status = $2, size_bytes = $3, message = $4,
+         ready_at = CASE WHEN $2 = 'ready' THEN COALESCE(ready_at, now()) END WHERE id = $1 AND status <> 'deleting' RETURNING id)
        SELECT pg_notify($5, id::text) FROM settled`,
       [id, outcome.status, outcome.status === 'ready' ? outcome.sizeBytes : null, outcome.status === 'failed' ? outcome.message : null, SNAPSHOT_SETTLED_CHANNEL],
     );
+    return (rowCount ?? 0) > 0;
+  }
+
+  /** When the snapshot's capture ended (epoch ms), if it is ready. */
+  async readyAt(id: string): Promise<number | undefined> {
+    const { rows } = await this.pg.query<{ ready_at: Date | null }>("SELECT ready_at FROM sandbox_snapshots WHERE id = $1 AND status = 'ready'", [id]);
+    return rows[0]?.ready_at?.getTime();
   }
 
   async markDeleting(id: string): Promise<void> {
@@ -93,6 +106,14 @@ export class SandboxSnapshotStore {
 
   async delete(id: string): Promise<void> {
     await this.pg.query('DELETE FROM sandbox_snapshots WHERE id = $1', [id]);
+  }
+
+  /** Those of `ids` that have no row (any status): the snapshots that no longer exist. */
+  async missing(ids: string[]): Promise<string[]> {
+    if (ids.length === 0) return [];
+    const { rows } = await this.pg.query<{ id: string }>('SELECT id FROM sandbox_snapshots WHERE id = ANY($1::uuid[])', [ids]);
+    const stored = new Set(rows.map((row) => row.id));
+    return ids.filter((id) => !stored.has(id));
   }
 }
 

@@ -1,6 +1,7 @@
 import { Client, Connection } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import { createNodeActivities } from '../activities/node-activities';
+import { captureOnRequest } from '../activities/snapshot-node';
 import { ensureNodeBaseImage } from '../activities/node-base-image';
 import { NodeImageStore } from '../store/node-images';
 import { createPool } from '../store/postgres-pool';
@@ -10,6 +11,7 @@ import { PlatformServices } from '../runtime/platform-services/platform-services
 import { BwrapRuntime } from '../runtime/bwrap-runtime';
 import { NodeHeartbeat } from '../runtime/node-heartbeat';
 import { removeAbandonedSandboxes } from '../runtime/abandoned-sandboxes';
+import { removeOrphanedSnapshotFiles } from '../runtime/orphaned-snapshots';
 import { NodeListener } from '../runtime/node-listener';
 import { nodeCredentialKey } from '../domain/nodes/node-credential';
 import { loadMasterKey } from '../store/master-key';
@@ -56,6 +58,8 @@ async function main() {
   if (removed.length > 0) console.log(`removed the sandboxes of ${removed.length} job executions that ended or moved to another node meanwhile`);
   // Sandboxes written off while this node was LOST: never run again.
   const abandoned = await removeAbandonedSandboxes(runtime, pg, config.nodeId);
+  const orphanedSnapshots = await removeOrphanedSnapshotFiles(runtime, pg, config.dataDir);
+  if (orphanedSnapshots.length > 0) console.log(`removed the files of ${orphanedSnapshots.length} snapshots that no longer exist`);
   if (abandoned.length > 0) console.log(`removed ${abandoned.length} sandboxes written off while this node was lost`);
   // Workload instances whose revision moved to another node while this one was LOST: never two serving copies.
   const movedInstances = await removeMovedRevisionInstances(runtime, pg, config.nodeId, config.dataDir);
@@ -73,6 +77,7 @@ async function main() {
     taskQueue: nodeTaskQueue(config),
     activities: createNodeActivities({ config, runtime, volumes, pg, platform, temporal }),
   });
+  const snapshotRequests = await captureOnRequest({ runtime, pg, nodeQueue: nodeTaskQueue(config), log: (line) => console.error(line) });
   // Delivery workflows run on the control queue; their POSTs run here, on the sandbox's host.
   const relay = new PortEventRelay({
     dataDir: config.dataDir,
@@ -97,6 +102,7 @@ async function main() {
     await worker.run();
   } finally {
     await heartbeat.stop();
+    await snapshotRequests.close();
     await listener?.close();
     await relay.close();
     await platform.closeAll();

@@ -58,9 +58,11 @@ export async function snapshotLifecycle(input: SnapshotLifecycleInput): Promise<
     return outcome!;
   });
 
+  // When the capture ended; histories from before the activity answered it hold none.
+  let capturedAt: number | undefined;
   if (!deleting && outcome === undefined) {
     try {
-      await node.captureSandboxFiles(input.sourceId, key.id);
+      capturedAt = await node.captureSandboxFiles(input.sourceId, key.id);
       outcome = 'ready';
     } catch (err) {
       await control.markSnapshotFailed(key.id, `capture failed: ${failureReason(err)}`);
@@ -68,8 +70,9 @@ export async function snapshotLifecycle(input: SnapshotLifecycleInput): Promise<
     }
   }
   if (!deleting && outcome === 'ready' && patched(STORAGE_METERING_PATCH)) {
-    // Billed from the capture's end (or where the previous run stopped) to the deletion.
-    let meteredUntil = input.meteredUntil ?? Date.now();
+    // Billed from the capture's end (or where the previous run stopped) to the deletion: the
+    // node may have settled the capture well before this workflow heard of it.
+    let meteredUntil = input.meteredUntil ?? capturedAt ?? Date.now();
     while (!(await condition(() => deleting, METER_INTERVAL_MS))) {
       const now = Date.now();
       await control.recordSnapshotUsage(key, meteredUntil, now);

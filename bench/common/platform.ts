@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
 import { createActivities } from '../../activities/control-activities';
 import { createNodeActivities } from '../../activities/node-activities';
+import { captureOnRequest } from '../../activities/snapshot-node';
 import { buildApp } from '../../api/app';
 import type { BootstrapCredentials } from '../../store/bootstrap';
 import { createClickHouse } from '../../store/clickhouse-client';
@@ -71,6 +72,7 @@ export async function startBenchPlatform(config: HangarConfig, log: (line: strin
       activities: createNodeActivities({ config: full, runtime, volumes: new VolumeStore({ dataDir: full.dataDir }), pg, platform, temporal }),
     }),
   ]);
+  const snapshotRequests = await captureOnRequest({ runtime, pg, nodeQueue: nodeTaskQueue(full) });
   const running = workers.map((w) => w.run());
   return {
     stack,
@@ -80,6 +82,7 @@ export async function startBenchPlatform(config: HangarConfig, log: (line: strin
     app,
     runtime,
     async stop() {
+      await snapshotRequests.close();
       for (const w of workers) w.shutdown();
       await Promise.allSettled(running);
       await heartbeat.stop();

@@ -22,6 +22,7 @@ import * as abandonedSandboxes from './025_abandoned_sandboxes';
 import * as registryImages from './026_registry_images';
 import * as resourcePlacedAt from './027_resource_placed_at';
 import * as recordedImages from './028_recorded_images';
+import * as snapshotReadyAt from './029_snapshot_ready_at';
 
 export interface Migration {
   name: string;
@@ -29,4 +30,4 @@ export interface Migration {
 }
 
 /** Applied in this order; a migration, once released, is never edited: add a new one. */
-export const migrations: Migration[] = [foundation, billing, integrations, workloads, jobs, asyncRequests, customDomains, agentThreads, usageOutboxTsv, usagePendingRollups, usageAdditiveRollups, resourceStateIntervals, sandboxPreviews, sandboxSnapshots, workspaceSandboxNetwork, workspaceImages, nodes, jobExecutionNodes, resourceNodes, nodeImages, abandonedSandboxes, registryImages, resourcePlacedAt, recordedImages];
+export const migrations: Migration[] = [foundation, billing, integrations, workloads, jobs, asyncRequests, customDomains, agentThreads, usageOutboxTsv, usagePendingRollups, usageAdditiveRollups, resourceStateIntervals, sandboxPreviews, sandboxSnapshots, workspaceSandboxNetwork, workspaceImages, nodes, jobExecutionNodes, resourceNodes, nodeImages, abandonedSandboxes, registryImages, resourcePlacedAt, recordedImages, snapshotReadyAt];

@@ -2,7 +2,9 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { Pool } from 'pg';
 import { createActivities } from '../../activities/control-activities';
+import { removeOrphanedSnapshotFiles } from '../../runtime/orphaned-snapshots';
 import { createNodeActivities } from '../../activities/node-activities';
+import { captureOnRequest } from '../../activities/snapshot-node';
 import { createClickHouse } from '../../store/clickhouse-client';
 import { createPool } from '../../store/postgres-pool';
 import { nodeTaskQueue, type HangarConfig } from '../../domain/config';
@@ -65,6 +67,7 @@ export async function startNodeWorker(
   const platform = await PlatformServices.forNode(config, pg);
   await removeMovedJobSandboxes(runtime, pg, config.nodeId);
   await removeAbandonedSandboxes(runtime, pg, config.nodeId);
+  await removeOrphanedSnapshotFiles(runtime, pg, config.dataDir);
   // Like workers/node.ts, the node reports itself: placement chooses among the nodes that do.
   const heartbeat = NodeHeartbeat.forNode(config, pg, () => runtime.list());
   await heartbeat.start();
@@ -74,9 +77,11 @@ export async function startNodeWorker(
     taskQueue: nodeTaskQueue(config),
     activities: createNodeActivities({ config, runtime, volumes: new VolumeStore({ dataDir: config.dataDir }), pg, platform, temporal, jobMounts: options.jobMounts }),
   });
+  const snapshotRequests = await captureOnRequest({ runtime, pg, nodeQueue: nodeTaskQueue(config) });
   const running = await run(worker, connection);
   return {
     async stop() {
+      await snapshotRequests.close();
       await heartbeat.stop();
       await running.stop();
       await platform.closeAll();

@@ -3,7 +3,9 @@ import fc from 'fast-check';
 import fs from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
+import { captureOnRequest } from '../../../activities/snapshot-node';
 import { CaptureNotices } from '../../../api/management/snapshots/capture-notices';
+import { removeOrphanedSnapshotFiles } from '../../../runtime/orphaned-snapshots';
 import { SNAPSHOT_SETTLED_CHANNEL, SandboxSnapshotStore } from '../../../store/sandbox-snapshots';
 import { createTenant, unique, type TestApp, type TestTenant } from '../../helpers/platform';
 import { deployedSandbox, startReferenceSdkPlatform, type ReferenceSdkPlatform } from '../../helpers/reference-sdk';
@@ -256,4 +258,54 @@ test("captures whose notice is lost (the API's listening connection cut at gener
   );
   // And the API listens again: a later capture is answered by its notice as before.
   await eventually('the API listening again', async () => ((await listeners()).rows.length === 1 ? true : undefined));
+});
+
+test("the node copies a new snapshot on its announcement alone, no workflow asking; a copy whose snapshot went meanwhile leaves no files", async () => {
+  const src = await source();
+  await src.fs.write('/home/user/early.txt', 'copied early');
+  const { rows } = await t.app.pg.query<{ id: string }>("SELECT id FROM resources WHERE kind = 'sandboxes' AND name = $1", [src.metadata.name]);
+  const store = new SandboxSnapshotStore(t.app.pg);
+  // No worker polls this queue: only the announcement can have the node copy.
+  const nodeQueue = `announced-only-${randomUUID()}`;
+  const filesOf = (id: string) => path.join(t.config.dataDir, 'snapshots', id);
+  await fc.assert(
+    fc.asyncProperty(fc.constantFrom('kept' as const, 'deleted' as const, 'row removed' as const), fc.nat(60), async (fate, afterMs) => {
+      const listening = await captureOnRequest({ runtime: platform.runtime, pg: t.app.pg, nodeQueue });
+      try {
+        await announcedCapture(fate, afterMs, listening);
+      } finally {
+        // Its listening connection is the pool's until then.
+        await listening.close();
+      }
+    }),
+    { numRuns: Number(process.env.HANGAR_INTERLEAVING_RUNS ?? 6) * 2, ...(process.env.HANGAR_INTERLEAVING_SEED ? { seed: Number(process.env.HANGAR_INTERLEAVING_SEED) } : {}) },
+  );
+
+  async function announcedCapture(fate: 'kept' | 'deleted' | 'row removed', afterMs: number, listening: { close(): Promise<void> }): Promise<void> {
+    const id = randomUUID();
+    await store.insert({ id, workspaceId: tenant.workspaceId, name: unique('announced'), sourceId: rows[0].id, sourceName: src.metadata.name, sourceSpec: {}, nodeQueue, actor: 'test' });
+    if (fate === 'kept') {
+      const ready = await eventually(`${id} ready`, async () => {
+        const row = await store.byId(id);
+        return row?.status === 'ready' ? row : undefined;
+      });
+      expect(Number(ready.size_bytes)).toBeGreaterThan(0);
+      expect(fs.readFileSync(path.join(filesOf(id), 'fs', 'home', 'early.txt'), 'utf8')).toBe('copied early');
+    }
+    await new Promise((resolve) => setTimeout(resolve, afterMs));
+    if (fate === 'row removed') {
+      // As the API does when the snapshot's workflow could not be started.
+      await store.delete(id);
+    } else {
+      // As the snapshot's workflow deletes: marked, files removed, row deleted.
+      await store.markDeleting(id);
+      await platform.runtime.removeSnapshotFiles(id);
+      await store.delete(id);
+    }
+    // The copies under way end first (closing twice is fine).
+    await listening.close();
+    // A copy settled before its row was removed outlives it until the node's start clears it.
+    if (fate === 'row removed') await removeOrphanedSnapshotFiles(platform.runtime, t.app.pg, t.config.dataDir);
+    expect(fs.existsSync(filesOf(id))).toBe(false);
+  }
 });
