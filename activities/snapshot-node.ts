@@ -27,8 +27,7 @@ export function createSnapshotNodeActivities({ runtime, pg }: { runtime: Snapsho
         try {
           const settled = await store.readyAt(snapshotId);
           if (settled !== undefined) return settled;
-          await store.settle(snapshotId, { status: 'ready', sizeBytes: await runtime.captureFiles(sandboxId, snapshotId) });
-          return await store.readyAt(snapshotId);
+          return (await store.settle(snapshotId, { status: 'ready', sizeBytes: await runtime.captureFiles(sandboxId, snapshotId) }))?.readyAt;
         } catch (err) {
           // A sandbox that is not on this node will not appear by retrying.
           if (err instanceof SandboxNotFoundError) throw ApplicationFailure.nonRetryable('the sandbox is no longer on its node', 'SandboxNotFoundError');

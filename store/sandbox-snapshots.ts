@@ -82,16 +82,17 @@ export class SandboxSnapshotStore {
    * The capture's outcome; a snapshot already being deleted stays so. Announced on
    * SNAPSHOT_SETTLED_CHANNEL with the snapshot's id as it commits: the API waiting to answer a
    * create or a fork hears it there, before the capture's workflow has heard the activity end.
+   * Answers when the capture ended (epoch ms, for a ready one), or undefined when the snapshot
+   * is going or gone and nothing was recorded.
    */
-  /** Records a capture's outcome and announces it; false when the snapshot is going or gone (nothing recorded). */
-  async settle(id: string, outcome: { status: 'ready'; sizeBytes: number } | { status: 'failed'; message: string }): Promise<boolean> {
-    const { rowCount } = await this.pg.query(
+  async settle(id: string, outcome: { status: 'ready'; sizeBytes: number } | { status: 'failed'; message: string }): Promise<{ readyAt?: number } | undefined> {
+    const { rows } = await this.pg.query<{ ready_at: Date | null }>(
       `WITH settled AS (UPDATE sandbox_snapshots SET status = $2, size_bytes = $3, message = $4,
-         ready_at = CASE WHEN $2 = 'ready' THEN COALESCE(ready_at, now()) END WHERE id = $1 AND status <> 'deleting' RETURNING id)
-       SELECT pg_notify($5, id::text) FROM settled`,
+         ready_at = CASE WHEN $2 = 'ready' THEN COALESCE(ready_at, now()) END WHERE id = $1 AND status <> 'deleting' RETURNING id, ready_at)
+       SELECT ready_at, pg_notify($5, id::text) FROM settled`,
       [id, outcome.status, outcome.status === 'ready' ? outcome.sizeBytes : null, outcome.status === 'failed' ? outcome.message : null, SNAPSHOT_SETTLED_CHANNEL],
     );
-    return (rowCount ?? 0) > 0;
+    return rows[0] ? { readyAt: rows[0].ready_at?.getTime() } : undefined;
   }
 
   /** When the snapshot's capture ended (epoch ms), if it is ready. */

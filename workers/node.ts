@@ -58,9 +58,9 @@ async function main() {
   if (removed.length > 0) console.log(`removed the sandboxes of ${removed.length} job executions that ended or moved to another node meanwhile`);
   // Sandboxes written off while this node was LOST: never run again.
   const abandoned = await removeAbandonedSandboxes(runtime, pg, config.nodeId);
+  if (abandoned.length > 0) console.log(`removed ${abandoned.length} sandboxes written off while this node was lost`);
   const orphanedSnapshots = await removeOrphanedSnapshotFiles(runtime, pg, config.dataDir);
   if (orphanedSnapshots.length > 0) console.log(`removed the files of ${orphanedSnapshots.length} snapshots that no longer exist`);
-  if (abandoned.length > 0) console.log(`removed ${abandoned.length} sandboxes written off while this node was lost`);
   // Workload instances whose revision moved to another node while this one was LOST: never two serving copies.
   const movedInstances = await removeMovedRevisionInstances(runtime, pg, config.nodeId, config.dataDir);
   if (movedInstances.length > 0) console.log(`removed ${movedInstances.length} workload instances whose revision moved to another node meanwhile`);
