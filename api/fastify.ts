@@ -49,7 +49,26 @@ export async function createFastify(config: HangarConfig, options: AppOptions): 
     },
   });
   app.decorate('config', config);
+  cutConnectionsAfterGrace(app);
   if (options.onRoute) app.addHook('onRoute', options.onRoute);
   await app.register(errors);
   return app;
+}
+
+/** How long a closing listener lets requests in flight finish before it cuts their connections. */
+export const CLOSE_GRACE_MS = 5_000;
+
+/**
+ * Node's server.close() waits for every connection, and closes only those idle at the moment it
+ * is called: a request still in flight then (a gateway's stream that lasts as long as its caller
+ * wants, a log follow, an answer still being written) keeps its connection open after it ends,
+ * until the client drops it or the keep-alive timeout passes. A closing base_url waited a minute
+ * this way in the console's tests. Requests in flight get a grace period, then every connection
+ * left is cut.
+ */
+function cutConnectionsAfterGrace(app: FastifyInstance): void {
+  app.addHook('preClose', (done) => {
+    setTimeout(() => app.server.closeAllConnections(), CLOSE_GRACE_MS).unref();
+    done();
+  });
 }

@@ -1,9 +1,16 @@
-import type { Pool } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 
 const RELISTEN_FIRST_DELAY_MS = 200;
 const RELISTEN_MAX_DELAY_MS = 5_000;
 
 export interface PgListening {
+  /**
+   * Resolves once every notice committed before the call has been handled: a round trip on the
+   * listening connection, because PostgreSQL delivers a session's pending notices before the
+   * answer to its next statement. Callers arriving while one is under way share the next.
+   * Resolves at once while no connection listens (its loss already told the handlers).
+   */
+  caughtUp(): Promise<void>;
   /** Stops listening and gives the connection up. */
   close(): void;
 }
@@ -26,6 +33,7 @@ export interface PgNoticeHandlers {
 export async function listenOn(pg: Pool, channel: string, handlers: PgNoticeHandlers): Promise<PgListening> {
   let closed = false;
   let dropCurrent: (() => void) | undefined;
+  let current: PoolClient | undefined;
   let relistenTimer: NodeJS.Timeout | undefined;
 
   const listen = async (): Promise<void> => {
@@ -52,10 +60,12 @@ export async function listenOn(pg: Pool, channel: string, handlers: PgNoticeHand
     }
     if (closed) return drop();
     dropCurrent = drop;
+    current = client;
   };
 
   const lost = () => {
     dropCurrent = undefined;
+    current = undefined;
     handlers.lost?.();
     const retry = (delayMs: number) => {
       if (closed) return;
@@ -69,11 +79,43 @@ export async function listenOn(pg: Pool, channel: string, handlers: PgNoticeHand
 
   await listen();
   return {
+    caughtUp: roundTrips(() => current),
     close() {
       closed = true;
       clearTimeout(relistenTimer);
       dropCurrent?.();
       dropCurrent = undefined;
+      current = undefined;
     },
   };
+}
+
+/**
+ * caughtUp() of a listening: a round trip on the connection `client()` answers. One begun before
+ * a caller arrived may have passed before the notice that caller waits for was committed: that
+ * caller waits for the following one, which serves everyone arriving meanwhile.
+ */
+function roundTrips(client: () => PoolClient | undefined): () => Promise<void> {
+  let underWay: Promise<void> | undefined;
+  let following: Promise<void> | undefined;
+  const caughtUp = (): Promise<void> => {
+    const listening = client();
+    if (!listening) return Promise.resolve();
+    if (underWay) {
+      following ??= underWay.then(() => {
+        following = undefined;
+        return caughtUp();
+      });
+      return following;
+    }
+    underWay = listening
+      .query('SELECT 1')
+      .then(
+        () => undefined,
+        () => undefined,
+      )
+      .finally(() => (underWay = undefined));
+    return underWay;
+  };
+  return caughtUp;
 }

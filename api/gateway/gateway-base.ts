@@ -15,24 +15,7 @@ export async function buildGatewayBase(config: HangarConfig, options: AppOptions
   await app.register(temporal);
   await app.register(security);
   app.get('/health', { config: { public: true, unversioned: true } }, async () => ({ status: 'ok' }));
-  cutStreamsAfterGrace(app);
   return app;
-}
-
-/** How long a closing gateway lets requests in flight finish before it cuts their connections. */
-export const GATEWAY_CLOSE_GRACE_MS = 5_000;
-
-/**
- * A gateway relays streams that last as long as their callers want (logs, file watches, MCP and
- * SSE answers, a port's long poll), and Node's server.close() waits for every connection: one
- * such stream would hold a shutdown forever. Requests in flight get a grace period, then their
- * connections are cut.
- */
-function cutStreamsAfterGrace(app: FastifyInstance): void {
-  app.addHook('preClose', (done) => {
-    setTimeout(() => app.server.closeAllConnections(), GATEWAY_CLOSE_GRACE_MS).unref();
-    done();
-  });
 }
 
 /**

@@ -182,7 +182,10 @@ export class RouteCache {
   /**
    * A sandbox the sandbox gateway may serve. Only a DEPLOYED one is kept: the transitions out of
    * it are announced (ResourceStore.transition), while one being created or gone is read again
-   * each time, so a sandbox is reachable the moment it runs.
+   * each time, so a sandbox is reachable the moment it runs. A kept route is used only once the
+   * notices committed before the request have been heard: a notice travels apart from the answer
+   * that told the caller of the change, and a caller told DELETING could otherwise still reach
+   * the sandbox through a route not yet dropped (a round trip on the listening connection).
    */
   async sandbox(workspaceId: string, name: string): Promise<SandboxRoute | undefined> {
     return this.cached(
@@ -199,6 +202,7 @@ export class RouteCache {
         return row && { resourceId: row.id, status: row.status, reason: row.reason ?? undefined, node: routeNode(row) };
       },
       (route) => route?.status === 'DEPLOYED',
+      { caughtUp: true },
     );
   }
 
@@ -206,8 +210,13 @@ export class RouteCache {
     key: string,
     load: () => Promise<T | undefined>,
     keep: (route: T | undefined) => boolean = () => true,
+    options: { caughtUp?: boolean } = {},
   ): Promise<T | undefined> {
-    const cached = this.routes.get(key);
+    let cached = this.routes.get(key);
+    if (cached && options.caughtUp && this.listening) {
+      await this.listening.caughtUp();
+      cached = this.routes.get(key);
+    }
     if (cached && Date.now() - cached.at < ROUTE_TTL_MS) return cached.route as T | undefined;
     const route = await load();
     if (this.routes.size >= MAX_ROUTES) this.routes.clear();

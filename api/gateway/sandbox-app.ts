@@ -8,12 +8,12 @@ import { reachesInternalRoute } from '../../sandbox-agent/contract/routes';
 import { refuseUpgrade } from '../../runtime/upgrade-relay';
 import type { FreezeState } from '../../runtime/sandbox-runtime';
 import { forbidden, notFound } from '../../domain/errors';
-import type { AppOptions } from '../fastify';
+import { CLOSE_GRACE_MS, type AppOptions } from '../fastify';
 import { PrincipalCache } from './principal-cache';
 import { forwardableHeaders, proxyRequest, proxyUpgrade } from '../../runtime/http-proxy';
 import { RouteCache } from './route-cache';
 import { readySandbox } from './sandbox-readiness';
-import { buildGatewayBase, GATEWAY_CLOSE_GRACE_MS, proxiedRouteLogLevel } from './gateway-base';
+import { buildGatewayBase, proxiedRouteLogLevel } from './gateway-base';
 import { WorkflowTouches, touchIntervalMs } from '../../store/workflow-touches';
 import { sandboxOpenApiDocument } from './sandbox-openapi';
 import { routeUpgrades, upgradeOf } from './upgrades';
@@ -288,7 +288,7 @@ export async function buildSandboxGatewayApp(
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_request, _payload, done) => done(null));
 
-  routeUpgrades(app, GATEWAY_CLOSE_GRACE_MS);
+  routeUpgrades(app, CLOSE_GRACE_MS);
   const document = sandboxOpenApiDocument(config);
   app.get('/openapi.json', { config: { public: true, unversioned: true } }, async () => document);
   app.route({

@@ -1,3 +1,6 @@
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
@@ -5,6 +8,9 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Context } from '@temporalio/activity';
 import { DefaultLogger, Runtime, Worker, bundleWorkflowCode } from '@temporalio/worker';
 import { repoRoot } from '../../scripts/stack/binaries';
+import { freePort } from '../../scripts/stack/free-port';
+import { waitUntilReady } from '../../scripts/stack/readiness';
+import { launchService } from '../../scripts/stack/service-process';
 import { SEARCH_ATTRIBUTES } from '../../scripts/stack/temporal';
 
 /**
@@ -13,41 +19,102 @@ import { SEARCH_ATTRIBUTES } from '../../scripts/stack/temporal';
  * would download its test server from the internet; we run the Java one scripts/install-deps.sh
  * fetched from Maven Central instead, through a launcher that takes the same arguments. The
  * search attributes our workflows set are registered, as the real stack does.
+ *
+ * We start the server ourselves rather than have the SDK spawn it: the SDK gives a server 5 s to
+ * listen, and a JVM starting on two busy cores took longer in CI, failing a whole test file.
  */
 export async function createTimeSkippingEnvironment(): Promise<TestWorkflowEnvironment> {
   quietWorkers();
-  // The client's calls are retried as usual, except once the environment is closing: a retry
-  // still waiting when the channel closes throws from its timer, outside any promise
-  // ("Channel has been shut down"), and fails the whole test file.
-  const retry = defaultGrpcRetryOptions({ maxIntervalMs: () => RETRY_MAX_INTERVAL_MS });
-  const closing = { now: false };
-  // createTimeSkipping takes no connection options; the factory it calls does (1.24).
-  const create = (TestWorkflowEnvironment as unknown as { create(opts: object): Promise<TestWorkflowEnvironment> }).create.bind(TestWorkflowEnvironment);
-  const env = await create({
-    server: { type: 'time-skipping', executable: { type: 'existing-path', path: path.join(repoRoot(), 'scripts', 'temporal-test-server.sh') } },
-    supportsTimeSkipping: true,
-    connectionOptions: {
-      interceptors: [makeGrpcRetryInterceptor({ ...retry, retryableDecider: (attempt, status) => !closing.now && retry.retryableDecider(attempt, status) })],
-    },
+  const server = await startTestServer();
+  try {
+    // The client's calls are retried as usual, except once the environment is closing: a retry
+    // still waiting when the channel closes throws from its timer, outside any promise
+    // ("Channel has been shut down"), and fails the whole test file.
+    const retry = defaultGrpcRetryOptions({ maxIntervalMs: () => RETRY_MAX_INTERVAL_MS });
+    const closing = { now: false };
+    // createTimeSkipping takes no connection options; the factory it calls does (1.24).
+    const create = (TestWorkflowEnvironment as unknown as { create(opts: object): Promise<TestWorkflowEnvironment> }).create.bind(TestWorkflowEnvironment);
+    const env = await create({
+      server: { type: 'existing' },
+      address: server.address,
+      supportsTimeSkipping: true,
+      connectionOptions: {
+        interceptors: [makeGrpcRetryInterceptor({ ...retry, retryableDecider: (attempt, status) => !closing.now && retry.retryableDecider(attempt, status) })],
+      },
+    });
+    environments.set(env, { closing, server });
+    const keyword = temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD;
+    await env.connection.operatorService.addSearchAttributes({
+      namespace: env.namespace ?? 'default',
+      searchAttributes: Object.fromEntries(SEARCH_ATTRIBUTES.map((name) => [name, keyword])),
+    });
+    return env;
+  } catch (err) {
+    await server.stop();
+    throw err;
+  }
+}
+
+/** How long a test server's JVM may take to listen: minutes only when the machine is saturated. */
+const TEST_SERVER_START_TIMEOUT_MS = 120_000;
+
+interface TestServer {
+  address: string;
+  stop(): Promise<void>;
+}
+
+/** The Java test server on a free port, listening; its log is quoted if it does not get there. */
+async function startTestServer(): Promise<TestServer> {
+  const port = await freePort();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hangar-temporal-test-server-'));
+  const logFile = path.join(dir, 'server.log');
+  const service = await launchService({
+    name: 'Temporal test server',
+    argv: [path.join(repoRoot(), 'scripts', 'temporal-test-server.sh'), String(port)],
+    runAs: [],
+    logFile,
+    pidFile: path.join(dir, 'server.pid'),
+    marker: 'io.temporal.testserver.TestServer',
+    stopSignal: 'SIGTERM',
+    bindToParent: true,
+    stopTimeoutMs: 5_000,
   });
-  closingFlags.set(env, closing);
-  const keyword = temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD;
-  await env.connection.operatorService.addSearchAttributes({
-    namespace: env.namespace ?? 'default',
-    searchAttributes: Object.fromEntries(SEARCH_ATTRIBUTES.map((name) => [name, keyword])),
+  const stop = async () => {
+    await service.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    await waitUntilReady('the Temporal test server', () => tcpAccepts(port), { timeoutMs: TEST_SERVER_START_TIMEOUT_MS, process: service, logFile });
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { address: `127.0.0.1:${port}`, stop };
+}
+
+function tcpAccepts(port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect({ host: '127.0.0.1', port }, () => {
+      socket.destroy();
+      resolve();
+    });
+    socket.once('error', reject);
   });
-  return env;
 }
 
 const RETRY_MAX_INTERVAL_MS = 1_000;
-const closingFlags = new WeakMap<TestWorkflowEnvironment, { now: boolean }>();
+const environments = new WeakMap<TestWorkflowEnvironment, { closing: { now: boolean }; server: TestServer }>();
 
-/** Stops retrying the environment's calls, lets a retry already waiting run, then tears it down. */
+/**
+ * Stops retrying the environment's calls, lets a retry already waiting run, then closes its
+ * connections and stops its server.
+ */
 export async function closeTimeSkippingEnvironment(env: TestWorkflowEnvironment): Promise<void> {
-  const closing = closingFlags.get(env);
-  if (closing) closing.now = true;
+  const own = environments.get(env);
+  if (own) own.closing.now = true;
   await new Promise((resolve) => setTimeout(resolve, RETRY_MAX_INTERVAL_MS * 1.5));
   await env.teardown();
+  await own?.server.stop();
 }
 
 /**
