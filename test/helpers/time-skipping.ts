@@ -9,8 +9,7 @@ import { Context } from '@temporalio/activity';
 import { DefaultLogger, Runtime, Worker, bundleWorkflowCode } from '@temporalio/worker';
 import { repoRoot } from '../../scripts/stack/binaries';
 import { freePort } from '../../scripts/stack/free-port';
-import { waitUntilReady } from '../../scripts/stack/readiness';
-import { launchService } from '../../scripts/stack/service-process';
+import { launchUntilReady } from '../../scripts/stack/local-service';
 import { SEARCH_ATTRIBUTES } from '../../scripts/stack/temporal';
 
 /**
@@ -67,28 +66,30 @@ interface TestServer {
 async function startTestServer(): Promise<TestServer> {
   const port = await freePort();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hangar-temporal-test-server-'));
-  const logFile = path.join(dir, 'server.log');
-  const service = await launchService({
-    name: 'Temporal test server',
-    argv: [path.join(repoRoot(), 'scripts', 'temporal-test-server.sh'), String(port)],
-    runAs: [],
-    logFile,
-    pidFile: path.join(dir, 'server.pid'),
-    marker: 'io.temporal.testserver.TestServer',
-    stopSignal: 'SIGTERM',
-    bindToParent: true,
-    stopTimeoutMs: 5_000,
+  const service = await launchUntilReady(
+    { log: () => undefined, bindToParent: true, reuseRunning: false, readyTimeoutMs: TEST_SERVER_START_TIMEOUT_MS },
+    {
+      spec: {
+        name: 'the Temporal test server',
+        argv: [path.join(repoRoot(), 'scripts', 'temporal-test-server.sh'), String(port)],
+        runAs: [],
+        logFile: path.join(dir, 'server.log'),
+        pidFile: path.join(dir, 'server.pid'),
+        marker: 'io.temporal.testserver.TestServer',
+        stopSignal: 'SIGTERM',
+        stopTimeoutMs: 5_000,
+      },
+      ports: [{ port, purpose: 'the Temporal test server' }],
+      probe: () => tcpAccepts(port),
+    },
+  ).catch((err: unknown) => {
+    fs.rmSync(dir, { recursive: true, force: true });
+    throw err;
   });
   const stop = async () => {
     await service.stop();
     fs.rmSync(dir, { recursive: true, force: true });
   };
-  try {
-    await waitUntilReady('the Temporal test server', () => tcpAccepts(port), { timeoutMs: TEST_SERVER_START_TIMEOUT_MS, process: service, logFile });
-  } catch (err) {
-    await stop();
-    throw err;
-  }
   return { address: `127.0.0.1:${port}`, stop };
 }
 
